@@ -1,0 +1,37 @@
+/* Training algorithms: one file each, one ops table, chosen by algorithm.mode.
+ *
+ * An algorithm sees only the trainer's flat vectors (params, grads), the
+ * trainer's gradient/optimizer helpers and the transport. The runtime
+ * (run/trainer.c) owns the loop, logging, evaluation and checkpoints. */
+#ifndef DT_ALGO_H
+#define DT_ALGO_H
+
+#include "io/checkpoint.h"
+#include "io/config.h"
+
+struct dt_trainer;
+
+typedef struct dt_algo {
+    const char *name;
+    const char *summary;    /* one line for --help: what it does and its invariant */
+    int decentralized;      /* replicas may differ: evaluate the averaged model too */
+    /* Reject configurations the algorithm cannot run (rank count...):
+     * -1 after dt_err_set(). */
+    int (*check)(const dt_config *cfg, int nranks);
+    void (*setup)(struct dt_trainer *t);
+    /* One training iteration: gradient(s), communication, update. */
+    void (*step)(struct dt_trainer *t);
+    /* The parameters to evaluate and checkpoint as "the model" of this rank. */
+    const float *(*model)(struct dt_trainer *t);
+    /* Extra per-rank float arrays to checkpoint (filled into out, at most
+     * max); returns how many. NULL: none. */
+    int (*state)(struct dt_trainer *t, dt_ckpt_array *out, int max);
+    void (*teardown)(struct dt_trainer *t);
+} dt_algo;
+
+/* NULL after dt_err_set() naming the known modes. */
+const dt_algo *algo_find(const char *name);
+/* NULL-terminated table of all algorithms. */
+extern const dt_algo *const algo_table[];
+
+#endif

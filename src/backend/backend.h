@@ -1,0 +1,100 @@
+/* Compute backend: the kernels a network needs, behind one table.
+ *
+ * The network engine (nn/net.c) and the models never call a kernel directly;
+ * they go through a dt_backend, so a CUDA backend (cuBLAS/cuDNN) slots in by
+ * filling the same table. All tensors are float, NCHW, contiguous.
+ *
+ * Conventions shared by every backward kernel:
+ *  - input gradients ACCUMULATE (dx += ...), because a tensor may feed several
+ *    consumers (the skip path of a residual block); the engine zeroes them;
+ *  - parameter gradients are OVERWRITTEN (dW = ...), each parameter having
+ *    exactly one consumer;
+ *  - a NULL dx means "no input gradient needed" (the first layer) and the
+ *    kernel skips that work.
+ */
+#ifndef DT_BACKEND_H
+#define DT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dt_conv_shape {
+    int B;          /* batch */
+    int C, H, W;    /* input channels, height, width */
+    int K;          /* output channels */
+    int R, S;       /* kernel height, width */
+    int stride, pad;
+    int P, Q;       /* output height, width: (H + 2 pad - R) / stride + 1 */
+} dt_conv_shape;
+
+typedef struct dt_pool_shape {
+    int B, C, H, W;
+    int k, stride;  /* window k x k, no padding */
+    int P, Q;       /* output height, width: (H - k) / stride + 1 */
+} dt_pool_shape;
+
+typedef struct dt_backend {
+    const char *name;
+
+    /* y (B, out) = x (B, in) W^T + b;  W (out, in), b (out) or NULL */
+    void (*linear_forward)(int B, int in, int out, const float *x, const float *W,
+                           const float *b, float *y);
+    /* dx (B, in) += dy W;  dW (out, in) = dy^T x;  db (out) = sum_B dy */
+    void (*linear_backward)(int B, int in, int out, const float *x, const float *W,
+                            const float *dy, float *dx, float *dW, float *db);
+
+    /* Floats of scratch the conv kernels need for shape s (im2col etc.). */
+    size_t (*conv2d_workspace)(const dt_conv_shape *s);
+    /* y (B, K, P, Q) = conv(x (B, C, H, W), W (K, C, R, S)) + b (K) or NULL */
+    void (*conv2d_forward)(const dt_conv_shape *s, const float *x, const float *w,
+                           const float *b, float *y, float *work);
+    void (*conv2d_backward)(const dt_conv_shape *s, const float *x, const float *w,
+                            const float *dy, float *dx, float *dw, float *db,
+                            float *work);
+
+    /* y (B, C, P, Q) = max over windows; arg (B, C, P, Q) = flat index into the
+     * (H, W) plane of the winning input, used by backward. */
+    void (*maxpool_forward)(const dt_pool_shape *s, const float *x, float *y, int32_t *arg);
+    void (*maxpool_backward)(const dt_pool_shape *s, const float *dy, const int32_t *arg,
+                             float *dx);
+
+    /* y (B, C) = mean over (H, W) of x (B, C, H, W) */
+    void (*avgpool_forward)(int B, int C, int HW, const float *x, float *y);
+    void (*avgpool_backward)(int B, int C, int HW, const float *dy, float *dx);
+
+    /* Element-wise on n floats. Backward uses the forward OUTPUT y. */
+    void (*relu_forward)(size_t n, const float *x, float *y);
+    void (*relu_backward)(size_t n, const float *y, const float *dy, float *dx);
+    void (*sigmoid_forward)(size_t n, const float *x, float *y);
+    void (*sigmoid_backward)(size_t n, const float *y, const float *dy, float *dx);
+
+    /* Inverted dropout: mask[i] = (u(key, i) >= p) / (1 - p) with the
+     * counter-based u = rng_hash_uniform, y = x * mask. */
+    void (*dropout_forward)(size_t n, float p, uint64_t key, const float *x, float *y,
+                            float *mask);
+    void (*dropout_backward)(size_t n, const float *mask, const float *dy, float *dx);
+
+    /* GroupNorm over (B, C, HW) with G groups, eps 1e-5, affine gamma/beta (C).
+     * mean, rstd (B, G) are saved for backward. */
+    void (*groupnorm_forward)(int B, int C, int HW, int G, const float *x,
+                              const float *gamma, const float *beta, float *y,
+                              float *mean, float *rstd);
+    void (*groupnorm_backward)(int B, int C, int HW, int G, const float *x,
+                               const float *gamma, const float *mean, const float *rstd,
+                               const float *dy, float *dx, float *dgamma, float *dbeta);
+
+    /* y = a + b (n floats); backward: da += dy, db += dy */
+    void (*add_forward)(size_t n, const float *a, const float *b, float *y);
+    void (*add_backward)(size_t n, const float *dy, float *da, float *db);
+
+    /* Mean softmax cross-entropy of logits (B, K) against labels (B).
+     * Returns the mean loss; writes dlogits (B, K) = (softmax - onehot) / B
+     * (overwritten, may be NULL) and *correct = number of argmax hits. */
+    double (*softmax_xent)(int B, int K, const float *logits, const int32_t *labels,
+                           float *dlogits, int *correct);
+} dt_backend;
+
+/* The CPU backend (OpenBLAS sgemm + plain C loops). */
+const dt_backend *backend_cpu(void);
+
+#endif

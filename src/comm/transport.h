@@ -1,0 +1,40 @@
+/* Transport: the communication an algorithm needs, on flat float vectors.
+ *
+ * Algorithms never call MPI for their data: they call a dt_transport, so an
+ * NCCL transport slots in beside the MPI one. Counts are size_t; transports
+ * split messages larger than their library's count type. */
+#ifndef DT_COMM_TRANSPORT_H
+#define DT_COMM_TRANSPORT_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct dt_transport dt_transport;
+
+/* Handle of a non-blocking transfer. */
+typedef struct dt_request {
+    int n;
+    MPI_Request req[8];
+} dt_request;
+
+struct dt_transport {
+    const char *name;
+    MPI_Comm comm;
+    int rank, size;
+    /* buf <- sum over ranks of buf (in place) */
+    void (*allreduce_sum)(dt_transport *t, float *buf, size_t n);
+    /* buf <- root's buf */
+    void (*bcast)(dt_transport *t, float *buf, size_t n, int root);
+    void (*isend)(dt_transport *t, const float *buf, size_t n, int peer, int tag, dt_request *r);
+    void (*irecv)(dt_transport *t, float *buf, size_t n, int peer, int tag, dt_request *r);
+    /* Completes every request in r[0..count). */
+    void (*waitall)(dt_transport *t, dt_request *r, int count);
+    void (*barrier)(dt_transport *t);
+};
+
+/* An MPI transport over comm (the communicator is duplicated, so transport
+ * traffic never matches other messages). */
+dt_transport *transport_mpi_create(MPI_Comm comm);
+void transport_free(dt_transport *t);
+
+#endif

@@ -1,0 +1,90 @@
+#include <limits.h>
+#include <stdlib.h>
+
+#include "comm/transport.h"
+#include "core/error.h"
+
+/* MPI counts are int: messages above this many floats go in pieces. */
+#define CHUNK ((size_t)1 << 30)
+
+static void mpi_allreduce_sum(dt_transport *t, float *buf, size_t n)
+{
+    for (size_t off = 0; off < n; off += CHUNK) {
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, t->comm));
+    }
+}
+
+static void mpi_bcast(dt_transport *t, float *buf, size_t n, int root)
+{
+    for (size_t off = 0; off < n; off += CHUNK) {
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        MPI_CHECK(MPI_Bcast(buf + off, cnt, MPI_FLOAT, root, t->comm));
+    }
+}
+
+static void add_request(dt_request *r, MPI_Request q)
+{
+    if (r->n == (int)(sizeof r->req / sizeof r->req[0]))
+        DT_FATAL("transport: more than %d pieces in one request", r->n);
+    r->req[r->n++] = q;
+}
+
+static void mpi_isend(dt_transport *t, const float *buf, size_t n, int peer, int tag,
+                      dt_request *r)
+{
+    r->n = 0;
+    for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
+        MPI_Request q;
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        MPI_CHECK(MPI_Isend(buf + off, cnt, MPI_FLOAT, peer, tag, t->comm, &q));
+        add_request(r, q);
+    }
+}
+
+static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, dt_request *r)
+{
+    r->n = 0;
+    for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
+        MPI_Request q;
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        MPI_CHECK(MPI_Irecv(buf + off, cnt, MPI_FLOAT, peer, tag, t->comm, &q));
+        add_request(r, q);
+    }
+}
+
+static void mpi_waitall(dt_transport *t, dt_request *r, int count)
+{
+    (void)t;
+    MPI_Status st[8];
+    for (int i = 0; i < count; i++) {
+        MPI_CHECK(MPI_Waitall(r[i].n, r[i].req, st));
+        r[i].n = 0;
+    }
+}
+
+static void mpi_barrier(dt_transport *t) { MPI_CHECK(MPI_Barrier(t->comm)); }
+
+dt_transport *transport_mpi_create(MPI_Comm comm)
+{
+    dt_transport *t = dt_calloc(1, sizeof *t);
+    t->name = "mpi";
+    MPI_CHECK(MPI_Comm_dup(comm, &t->comm));
+    MPI_CHECK(MPI_Comm_rank(t->comm, &t->rank));
+    MPI_CHECK(MPI_Comm_size(t->comm, &t->size));
+    t->allreduce_sum = mpi_allreduce_sum;
+    t->bcast = mpi_bcast;
+    t->isend = mpi_isend;
+    t->irecv = mpi_irecv;
+    t->waitall = mpi_waitall;
+    t->barrier = mpi_barrier;
+    return t;
+}
+
+void transport_free(dt_transport *t)
+{
+    if (!t)
+        return;
+    MPI_CHECK(MPI_Comm_free(&t->comm));
+    free(t);
+}

@@ -1,0 +1,33 @@
+/* Counter-free, saveable pseudo-random generator (SplitMix64 stream).
+ *
+ * The whole state is one 64-bit word, so a checkpoint stores it exactly and a
+ * resumed run draws the same numbers. Streams are derived by hashing
+ * (seed, a, b, c), e.g. (seed, rank, epoch) for the loader's shuffle. */
+#ifndef DT_CORE_RNG_H
+#define DT_CORE_RNG_H
+
+#include <stdint.h>
+
+typedef struct dt_rng { uint64_t s; } dt_rng;
+
+/* A generator for the stream named by (seed, a, b, c). */
+dt_rng rng_make(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+uint64_t rng_u64(dt_rng *r);
+/* Uniform in [0, 1) with 24 random bits. */
+float rng_uniform(dt_rng *r);
+/* Uniform in [0, 1) with 53 random bits. */
+double rng_uniform_d(dt_rng *r);
+/* Uniform integer in [0, n), n > 0, without modulo bias. */
+uint64_t rng_below(dt_rng *r, uint64_t n);
+/* Standard normal (Box-Muller, no cached second value so state stays one word). */
+double rng_normal(dt_rng *r);
+/* Fisher-Yates shuffle of idx[0..n). */
+void rng_shuffle(dt_rng *r, int64_t *idx, int64_t n);
+
+/* Counter-based uniform in [0, 1): a pure function of (key, i), so a kernel can
+ * draw element i in any order (dropout masks on CPU and GPU agree). */
+float rng_hash_uniform(uint64_t key, uint64_t i);
+/* Mix several words into one key (e.g. seed, rank, step, layer). */
+uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+
+#endif

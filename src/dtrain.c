@@ -1,0 +1,110 @@
+/* dtrain: one SPMD executable; every rank reads the deck (through rank 0),
+ * takes its role from its rank, and trains. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "core/build_info.h"
+#include "core/error.h"
+#include "io/deck.h"
+#include "models/models.h"
+#include "run/roles.h"
+#include "run/trainer.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: mpiexec -n N dtrain DECK [section.key=value ...]\n"
+        "       dtrain --print-deck DECK [section.key=value ...]\n"
+        "       dtrain --help | --version\n"
+        "\n"
+        "Trains a neural network with distributed or decentralized SGD as described by the\n"
+        "input deck DECK (an INI file; every key is documented in inputs/reference.ini).\n"
+        "Arguments section.key=value override the deck. On SIGTERM or SIGUSR1 every rank\n"
+        "checkpoints at the next step and dtrain exits with status %d (requeue me).\n"
+        "\nModes (algorithm.mode):\n", DT_EXIT_REQUEUE);
+    for (int i = 0; algo_table[i]; i++)
+        fprintf(f, "  %-10s %s\n", algo_table[i]->name, algo_table[i]->summary);
+    fprintf(f, "\nModels (model.name):");
+    for (int i = 0; model_names[i]; i++)
+        fprintf(f, " %s", model_names[i]);
+    fprintf(f, "\n\nDeck keys (section.key  type  default  meaning):\n");
+    deck_print_keys(f);
+    fprintf(f, "\nOutput: <run.output_dir>/run.h5 (metrics), <run.output_dir>/checkpoints/.\n"
+               "Postprocess with dtrain-post csv|plot|summary RUN.h5.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    int rank, size;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    int status = 0;
+
+    if (argc >= 2 && !strcmp(argv[1], "--version")) {
+        if (rank == 0)
+            build_print(stdout);
+        MPI_CHECK(MPI_Finalize());
+        return 0;
+    }
+    int print_only = argc >= 2 && !strcmp(argv[1], "--print-deck");
+    int first = print_only ? 2 : 1;
+    if (argc <= first || argv[first][0] == '-') {
+        if (rank == 0) {
+            if (argc > first)
+                fprintf(stderr, "dtrain: unknown option '%s'\n", argv[first]);
+            else
+                fprintf(stderr, "dtrain: no deck given\n");
+            usage(stderr);
+        }
+        MPI_CHECK(MPI_Finalize());
+        return 2;
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0)
+            fprintf(stderr, "dtrain: the MPI library provides thread level %d, dtrain needs "
+                            "MPI_THREAD_MULTIPLE (%d)\n", provided, MPI_THREAD_MULTIPLE);
+        MPI_CHECK(MPI_Finalize());
+        return 1;
+    }
+
+    dt_config cfg;
+    char *deck_text = NULL;
+    if (deck_load(MPI_COMM_WORLD, 0, argv[first], argc - first - 1, argv + first + 1, &cfg,
+                  &deck_text) != 0) {
+        if (rank == 0)
+            fprintf(stderr, "dtrain: %s\n", dt_err_msg());
+        MPI_CHECK(MPI_Finalize());
+        return 1;
+    }
+    if (print_only) {
+        if (rank == 0)
+            fputs(deck_text, stdout);
+        free(deck_text);
+        MPI_CHECK(MPI_Finalize());
+        return 0;
+    }
+
+    trainer_install_signals();
+    if (rank == 0) {
+        printf("dtrain %s (git %s), %d rank(s), deck %s\n", build_version(), build_git_revision(),
+               size, argv[first]);
+        fflush(stdout);
+    }
+    dt_roles roles;
+    roles_build(&roles, MPI_COMM_WORLD, &cfg);
+    roles_print(&roles, MPI_COMM_WORLD, &cfg, stdout);
+    status = trainer_run(&cfg, deck_text, roles.role_comm);
+    roles_free(&roles);
+    free(deck_text);
+    MPI_CHECK(MPI_Finalize());
+    return status;
+}

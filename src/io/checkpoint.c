@@ -1,0 +1,719 @@
+/* Checkpoints: one parallel-HDF5 file per checkpoint, made visible by rename.
+ *
+ * Write protocol (crash-safe at every point):
+ *   1. all ranks write ckpt-<step>.h5.tmp collectively and close it (the
+ *      close is preceded by a flush, i.e. MPI_File_sync);
+ *   2. rank 0 renames it to ckpt-<step>.h5 and fsyncs the directory;
+ *   3. rank 0 writes "latest.tmp", fsyncs it, renames it to "latest", fsyncs
+ *      the directory;
+ *   4. rank 0 deletes the oldest complete checkpoints beyond `keep` and any
+ *      stale *.h5.tmp left by an earlier crash.
+ * A reader trusts `latest`, and falls back to the newest ckpt-*.h5 if the
+ * marker is missing; a .tmp file is never read.
+ *
+ * Reads use independent transfers, so a checksum failure on one rank's chunk
+ * cannot leave the other ranks waiting in a collective read; the verdict is
+ * agreed afterwards with one allreduce. */
+#include "io/checkpoint.h"
+
+#include "core/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CKPT_FORMAT_VERSION 1
+/* ckpt- + 10 digits + .h5 */
+#define CKPT_NAME_LEN 18
+/* Chunk width in elements: one row, or at most ~1M elements so a chunk stays
+ * well under HDF5's 4 GiB chunk limit and the Fletcher32 buffer is small. */
+#define CKPT_CHUNK_MAX ((hsize_t)1 << 20)
+/* Return code of the read helpers for a file that is damaged (as opposed to
+ * -1: intact but not what this run needs). */
+#define CKPT_DAMAGED (-2)
+
+/* ---- file-name helpers ---------------------------------------------------- */
+
+static int is_ckpt_name(const char *name, const char *suffix)
+{
+    if (strlen(name) != CKPT_NAME_LEN + strlen(suffix) || strncmp(name, "ckpt-", 5) != 0)
+        return 0;
+    for (int i = 5; i < 15; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    if (strncmp(name + 15, ".h5", 3) != 0)
+        return 0;
+    return strcmp(name + CKPT_NAME_LEN, suffix) == 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted (oldest first: the step has a fixed width) names in dir matching
+ * ckpt-##########.h5<suffix>. Returns the count; *names is malloc'd. */
+static size_t ckpt_list(const char *dir, const char *suffix, char ***names)
+{
+    *names = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_ckpt_name(e->d_name, suffix))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            *names = dt_realloc(*names, cap * sizeof **names);
+        }
+        (*names)[n++] = strdup(e->d_name);
+        if (!(*names)[n - 1])
+            DT_FATAL("out of memory listing %s", dir);
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(*names, n, sizeof **names, name_cmp);
+    return n;
+}
+
+static void names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static void path_join(char *out, size_t len, const char *dir, const char *name)
+{
+    int w = snprintf(out, len, "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= len)
+        DT_FATAL("checkpoint path %s/%s is longer than %zu bytes", dir, name, len - 1);
+}
+
+/* mkdir -p; returns 0 or an errno value. */
+static int mkdir_p(const char *dir)
+{
+    char buf[4096];
+    if (strlen(dir) >= sizeof buf)
+        return ENAMETOOLONG;
+    strcpy(buf, dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return errno;
+    struct stat st;
+    if (stat(buf, &st) != 0)
+        return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+static void fsync_path(const char *path, int is_dir)
+{
+    int fd = open(path, is_dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        DT_FATAL("cannot open %s to sync it: %s", path, strerror(errno));
+    /* Some filesystems refuse fsync on a directory; the rename is then as
+     * durable as that filesystem makes it. */
+    if (fsync(fd) != 0 && !(is_dir && (errno == EINVAL || errno == EBADF)))
+        DT_FATAL("fsync of %s failed: %s", path, strerror(errno));
+    close(fd);
+}
+
+/* ---- attribute helpers ---------------------------------------------------- */
+
+static void attr_write_i64(hid_t obj, const char *name, int64_t value)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    H5_CHECK(space);
+    hid_t attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5_CHECK(attr);
+    H5_CHECK(H5Awrite(attr, H5T_NATIVE_INT64, &value));
+    H5_CHECK(H5Aclose(attr));
+    H5_CHECK(H5Sclose(space));
+}
+
+static void attr_write_string(hid_t obj, const char *name, const char *value)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5_CHECK(type);
+    H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
+    hid_t space = H5Screate(H5S_SCALAR);
+    H5_CHECK(space);
+    hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5_CHECK(attr);
+    H5_CHECK(H5Awrite(attr, type, &value));
+    H5_CHECK(H5Aclose(attr));
+    H5_CHECK(H5Sclose(space));
+    H5_CHECK(H5Tclose(type));
+}
+
+/* Read helpers for the restore path: they return -1 instead of aborting,
+ * because a damaged file must be reported, not crash the run. */
+static int attr_read_i64(hid_t obj, const char *name, int64_t *value)
+{
+    if (H5Aexists(obj, name) <= 0)
+        return -1;
+    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (attr < 0)
+        return -1;
+    int rc = H5Aread(attr, H5T_NATIVE_INT64, value) < 0 ? -1 : 0;
+    H5Aclose(attr);
+    return rc;
+}
+
+/* Reads a variable- or fixed-length string attribute into out (truncated to len). */
+static int attr_read_string(hid_t obj, const char *name, char *out, size_t len)
+{
+    if (H5Aexists(obj, name) <= 0)
+        return -1;
+    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (attr < 0)
+        return -1;
+    int rc = -1;
+    hid_t ftype = H5Aget_type(attr);
+    if (ftype >= 0 && H5Tget_class(ftype) == H5T_STRING) {
+        hid_t mtype = H5Tcopy(H5T_C_S1);
+        htri_t vlen = H5Tis_variable_str(ftype);
+        /* No conversion exists between ASCII and UTF-8 strings. */
+        H5T_cset_t cset = H5Tget_cset(ftype);
+        if (mtype >= 0 && (cset < 0 || H5Tset_cset(mtype, cset) < 0)) {
+            H5Tclose(mtype);
+            mtype = -1;
+        }
+        if (mtype >= 0 && vlen > 0 && H5Tset_size(mtype, H5T_VARIABLE) >= 0) {
+            char *s = NULL;
+            if (H5Aread(attr, mtype, &s) >= 0 && s) {
+                snprintf(out, len, "%s", s);
+                H5free_memory(s);
+                rc = 0;
+            }
+        } else if (mtype >= 0 && vlen == 0) {
+            size_t sz = H5Tget_size(ftype);
+            char *s = dt_calloc(sz + 1, 1);
+            if (sz > 0 && H5Tset_size(mtype, sz + 1) >= 0 && H5Aread(attr, mtype, s) >= 0) {
+                snprintf(out, len, "%s", s);
+                rc = 0;
+            }
+            free(s);
+        }
+        if (mtype >= 0)
+            H5Tclose(mtype);
+    }
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    H5Aclose(attr);
+    return rc;
+}
+
+/* ---- write ---------------------------------------------------------------- */
+
+/* (nranks, n) dataset of `type`, chunked by rows, Fletcher32; this rank
+ * writes row `rank` collectively (filtered parallel writes must be collective). */
+static void dataset_write_rows(hid_t file, hid_t dxpl, const char *name, hid_t ftype,
+                               hid_t mtype, int rank, int nranks, const void *data, size_t n)
+{
+    hsize_t dims[2] = {(hsize_t)nranks, (hsize_t)n};
+    /* A zero-width dataset must still be chunked (the filter needs it), and a
+     * chunk may not exceed a fixed dimension. */
+    hsize_t maxdims[2] = {(hsize_t)nranks, n ? (hsize_t)n : H5S_UNLIMITED};
+    hsize_t width = n ? (n < CKPT_CHUNK_MAX ? (hsize_t)n : CKPT_CHUNK_MAX) : 1;
+    hsize_t chunk[2] = {1, width};
+    hid_t space = H5Screate_simple(2, dims, maxdims);
+    H5_CHECK(space);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5_CHECK(dcpl);
+    H5_CHECK(H5Pset_chunk(dcpl, 2, chunk));
+    H5_CHECK(H5Pset_fletcher32(dcpl));
+    hid_t ds = H5Dcreate2(file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5_CHECK(ds);
+
+    hsize_t start[2] = {(hsize_t)rank, 0}, count[2] = {1, (hsize_t)n};
+    hsize_t mcount = n ? (hsize_t)n : 1;
+    hid_t mspace = H5Screate_simple(1, &mcount, NULL);
+    H5_CHECK(mspace);
+    if (n) {
+        H5_CHECK(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL));
+    } else {
+        H5_CHECK(H5Sselect_none(space));
+        H5_CHECK(H5Sselect_none(mspace));
+    }
+    H5_CHECK(H5Dwrite(ds, mtype, mspace, space, dxpl, data));
+    H5_CHECK(H5Sclose(mspace));
+    H5_CHECK(H5Dclose(ds));
+    H5_CHECK(H5Pclose(dcpl));
+    H5_CHECK(H5Sclose(space));
+}
+
+/* Every rank must pass the same n (the dataset is rectangular). */
+static void check_same(MPI_Comm comm, const char *what, size_t n)
+{
+    unsigned long long v[2] = {n, ~(unsigned long long)n}, r[2];
+    MPI_CHECK(MPI_Allreduce(v, r, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
+    if (r[0] != n || ~r[1] != n)
+        DT_FATAL("checkpoint_write: %s has %zu elements on this rank but not on every rank; "
+                 "checkpoint arrays must have the same length everywhere",
+                 what, n);
+}
+
+static void dir_prune(const char *dir, int keep)
+{
+    char path[4096];
+    char **names;
+    size_t n = ckpt_list(dir, "", &names);
+    size_t k = keep < 1 ? 1 : (size_t)keep;
+    for (size_t i = 0; i + k < n; i++) {
+        path_join(path, sizeof path, dir, names[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            DT_FATAL("cannot delete old checkpoint %s: %s", path, strerror(errno));
+    }
+    names_free(names, n);
+    /* Partial checkpoints of a crashed run: never readable, only clutter. */
+    n = ckpt_list(dir, ".tmp", &names);
+    for (size_t i = 0; i < n; i++) {
+        path_join(path, sizeof path, dir, names[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            DT_FATAL("cannot delete stale partial checkpoint %s: %s", path, strerror(errno));
+    }
+    names_free(names, n);
+}
+
+/* Steps 2-4 of the protocol, on rank 0 only. */
+static void publish(const char *dir, const char *name, int keep)
+{
+    char tmp[4096], final[4096], marker[4096], marker_tmp[4096], tmpname[80];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp", name);
+    path_join(tmp, sizeof tmp, dir, tmpname);
+    path_join(final, sizeof final, dir, name);
+    path_join(marker, sizeof marker, dir, "latest");
+    path_join(marker_tmp, sizeof marker_tmp, dir, "latest.tmp");
+
+    fsync_path(tmp, 0);
+    if (rename(tmp, final) != 0)
+        DT_FATAL("cannot rename %s to %s: %s", tmp, final, strerror(errno));
+    fsync_path(dir, 1);
+
+    FILE *f = fopen(marker_tmp, "w");
+    if (!f)
+        DT_FATAL("cannot write %s: %s", marker_tmp, strerror(errno));
+    if (fprintf(f, "%s\n", name) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        int e = errno;
+        fclose(f);
+        DT_FATAL("cannot write %s: %s", marker_tmp, strerror(e));
+    }
+    if (fclose(f) != 0)
+        DT_FATAL("cannot write %s: %s", marker_tmp, strerror(errno));
+    if (rename(marker_tmp, marker) != 0)
+        DT_FATAL("cannot rename %s to %s: %s", marker_tmp, marker, strerror(errno));
+    fsync_path(dir, 1);
+
+    dir_prune(dir, keep);
+}
+
+void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
+                      const dt_ckpt_array *arrays, int narrays, const void *blob,
+                      size_t blob_len, int keep)
+{
+    int rank, nranks;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &nranks));
+
+    if (rank == 0) {
+        int e = mkdir_p(dir);
+        if (e != 0)
+            DT_FATAL("cannot create checkpoint directory %s: %s", dir, strerror(e));
+    }
+    MPI_CHECK(MPI_Barrier(comm));
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        DT_FATAL("checkpoint directory %s is not visible on this rank (%s); output_dir must "
+                 "be on a filesystem shared by all ranks",
+                 dir, strerror(errno ? errno : ENOTDIR));
+
+    /* Attributes are collective metadata: every rank must write the same
+     * values, so rank 0's are used (AD-PSGD ranks may disagree on the step). */
+    dt_ckpt_meta m = *meta;
+    MPI_CHECK(MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, comm));
+    m.model[sizeof m.model - 1] = '\0';
+    m.mode[sizeof m.mode - 1] = '\0';
+    if (m.step < 0 || m.step > 9999999999LL)
+        DT_FATAL("checkpoint step %lld does not fit the 10-digit file name", (long long)m.step);
+
+    char name[64], tmp[4096];
+    snprintf(name, sizeof name, "ckpt-%010lld.h5", (long long)m.step);
+    char tmpname[80];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp", name);
+    path_join(tmp, sizeof tmp, dir, tmpname);
+
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5_CHECK(fapl);
+    H5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+    hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (file < 0)
+        DT_FATAL("cannot create checkpoint file %s (HDF5's error stack above)", tmp);
+    H5_CHECK(H5Pclose(fapl));
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5_CHECK(dxpl);
+    H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
+
+    attr_write_i64(file, "step", m.step);
+    attr_write_i64(file, "epoch", m.epoch);
+    attr_write_i64(file, "nranks", nranks);
+    attr_write_i64(file, "nparams", m.nparams);
+    attr_write_string(file, "model", m.model);
+    attr_write_string(file, "mode", m.mode);
+    attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
+
+    for (int a = 0; a < narrays; a++) {
+        check_same(comm, arrays[a].name, arrays[a].n);
+        dataset_write_rows(file, dxpl, arrays[a].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, rank,
+                           nranks, arrays[a].data, arrays[a].n); // (nranks, n)
+    }
+    check_same(comm, "the state blob", blob_len);
+    dataset_write_rows(file, dxpl, "state", H5T_STD_U8LE, H5T_NATIVE_UINT8, rank, nranks, blob,
+                       blob_len); // (nranks, blob_len)
+
+    H5_CHECK(H5Pclose(dxpl));
+    /* H5Fflush on an MPI-IO file is MPI_File_sync: the data is on disk on
+     * every rank before rank 0 makes the file visible. */
+    H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+    H5_CHECK(H5Fclose(file));
+    MPI_CHECK(MPI_Barrier(comm));
+
+    if (rank == 0)
+        publish(dir, name, keep);
+    MPI_CHECK(MPI_Barrier(comm));
+}
+
+/* ---- find ----------------------------------------------------------------- */
+
+int checkpoint_find_latest(MPI_Comm comm, const char *dir, char *path, size_t len)
+{
+    int rank;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    char found[4096] = "";
+    if (rank == 0) {
+        char marker[4096], name[256] = "", cand[4096];
+        path_join(marker, sizeof marker, dir, "latest");
+        FILE *f = fopen(marker, "r");
+        if (f) {
+            if (!fgets(name, sizeof name, f))
+                name[0] = '\0';
+            fclose(f);
+            name[strcspn(name, "\r\n")] = '\0';
+        }
+        if (is_ckpt_name(name, "")) {
+            path_join(cand, sizeof cand, dir, name);
+            if (access(cand, R_OK) == 0)
+                snprintf(found, sizeof found, "%s", cand);
+        }
+        if (!found[0]) {
+            /* No usable marker (crash before it was written, or deleted by
+             * hand): the newest complete file is the best guess. */
+            char **names;
+            size_t n = ckpt_list(dir, "", &names);
+            if (n > 0)
+                path_join(found, sizeof found, dir, names[n - 1]);
+            names_free(names, n);
+        }
+    }
+    MPI_CHECK(MPI_Bcast(found, (int)sizeof found, MPI_CHAR, 0, comm));
+    if (!found[0])
+        return 0;
+    if (strlen(found) >= len)
+        DT_FATAL("checkpoint path %s does not fit the caller's %zu-byte buffer", found, len);
+    memcpy(path, found, strlen(found) + 1);
+    return 1;
+}
+
+/* ---- read ----------------------------------------------------------------- */
+
+/* Reads row `rank` of (nranks, n) dataset `name` into data. Returns 0, or -1
+ * or CKPT_DAMAGED after dt_err_set. */
+static int dataset_read_row(hid_t file, hid_t dxpl, const char *path, const char *name,
+                            hid_t mtype, int rank, int nranks, void *data, size_t n)
+{
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return dt_err_set("checkpoint %s has no dataset '%s'; this run needs it", path, name);
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) {
+        dt_err_set("checkpoint %s: dataset '%s' cannot be opened (damaged file)", path, name);
+        return CKPT_DAMAGED;
+    }
+    int rc = -1;
+    hid_t fspace = H5Dget_space(ds), mspace = -1;
+    hsize_t dims[2] = {0, 0};
+    if (fspace < 0 || H5Sget_simple_extent_ndims(fspace) != 2 ||
+        H5Sget_simple_extent_dims(fspace, dims, NULL) < 0) {
+        dt_err_set("checkpoint %s: dataset '%s' is not a 2-D (nranks, n) array (damaged file)",
+                   path, name);
+        rc = CKPT_DAMAGED;
+        goto out;
+    }
+    if (dims[0] != (hsize_t)nranks || dims[1] != (hsize_t)n) {
+        dt_err_set("checkpoint %s: dataset '%s' has shape (%llu, %llu), expected (%d, %zu)",
+                   path, name, (unsigned long long)dims[0], (unsigned long long)dims[1],
+                   nranks, n);
+        goto out;
+    }
+    if (n == 0) {
+        rc = 0;
+        goto out;
+    }
+    hsize_t start[2] = {(hsize_t)rank, 0}, count[2] = {1, (hsize_t)n}, mcount = n;
+    mspace = H5Screate_simple(1, &mcount, NULL);
+    if (mspace < 0 ||
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+        H5Dread(ds, mtype, mspace, fspace, dxpl, data) < 0) {
+        dt_err_set("checkpoint %s: reading row %d of '%s' failed (checksum mismatch or "
+                   "truncated file)",
+                   path, rank, name);
+        rc = CKPT_DAMAGED;
+        goto out;
+    }
+    rc = 0;
+out:
+    if (mspace >= 0)
+        H5Sclose(mspace);
+    if (fspace >= 0)
+        H5Sclose(fspace);
+    H5Dclose(ds);
+    return rc;
+}
+
+/* Reads every element of every dataset in file `path` (Fletcher32 verifies
+ * each chunk) with a bounded buffer. Rank 0 only, serial (MPI_COMM_SELF). */
+static int file_verify(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fapl_mpio(fapl, MPI_COMM_SELF, MPI_INFO_NULL) < 0)
+        return -1;
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    if (file < 0)
+        return -1;
+    int rc = 0;
+    int64_t step;
+    if (attr_read_i64(file, "step", &step) != 0)
+        rc = -1;
+    H5G_info_t info;
+    if (rc == 0 && H5Gget_info(file, &info) < 0)
+        rc = -1;
+    for (hsize_t i = 0; rc == 0 && i < info.nlinks; i++) {
+        char name[256];
+        if (H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                               H5P_DEFAULT) < 0) {
+            rc = -1;
+            break;
+        }
+        hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+        hid_t space = ds >= 0 ? H5Dget_space(ds) : -1;
+        hid_t type = ds >= 0 ? H5Dget_type(ds) : -1;
+        hsize_t dims[2];
+        if (space < 0 || type < 0 || H5Sget_simple_extent_ndims(space) != 2 ||
+            H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+            rc = -1;
+        } else {
+            size_t esize = H5Tget_size(type);
+            hsize_t width = dims[1] < CKPT_CHUNK_MAX ? dims[1] : CKPT_CHUNK_MAX;
+            unsigned char *buf = dt_malloc((size_t)(width ? width : 1) * esize);
+            for (hsize_t r = 0; rc == 0 && r < dims[0]; r++)
+                for (hsize_t c = 0; rc == 0 && c < dims[1]; c += width) {
+                    hsize_t start[2] = {r, c};
+                    hsize_t count[2] = {1, dims[1] - c < width ? dims[1] - c : width};
+                    hid_t ms = H5Screate_simple(1, &count[1], NULL);
+                    if (ms < 0 ||
+                        H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count,
+                                            NULL) < 0 ||
+                        H5Dread(ds, type, ms, space, H5P_DEFAULT, buf) < 0)
+                        rc = -1;
+                    if (ms >= 0)
+                        H5Sclose(ms);
+                }
+            free(buf);
+        }
+        if (type >= 0)
+            H5Tclose(type);
+        if (space >= 0)
+            H5Sclose(space);
+        if (ds >= 0)
+            H5Dclose(ds);
+    }
+    if (H5Fclose(file) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* Appends to msg the newest checkpoint older than `path` in the same
+ * directory that verifies completely. Rank 0 only. */
+static void previous_intact(const char *path, char *msg, size_t len)
+{
+    char dcopy[4096], bcopy[4096];
+    snprintf(dcopy, sizeof dcopy, "%s", path);
+    snprintf(bcopy, sizeof bcopy, "%s", path);
+    const char *dir = dirname(dcopy);
+    const char *base = basename(bcopy);
+    char **names;
+    size_t n = ckpt_list(dir, "", &names);
+    const char *prev = NULL;
+    for (size_t i = n; i-- > 0;) {
+        if (is_ckpt_name(base, "") && strcmp(names[i], base) >= 0)
+            continue;
+        if (strcmp(names[i], base) == 0)
+            continue;
+        char cand[4096];
+        path_join(cand, sizeof cand, dir, names[i]);
+        if (file_verify(cand) == 0) {
+            prev = names[i];
+            break;
+        }
+    }
+    size_t used = strlen(msg);
+    if (prev)
+        snprintf(msg + used, len - used,
+                 "; the previous checkpoint %s is intact (point %s/latest at it, or delete "
+                 "%s, to resume from it)",
+                 prev, dir, base);
+    else
+        snprintf(msg + used, len - used, "; no earlier intact checkpoint in %s", dir);
+    names_free(names, n);
+}
+
+/* Attribute checks, one message per mismatch kind. */
+static int meta_check(const char *path, const dt_ckpt_meta *got, const dt_ckpt_meta *expect,
+                      int64_t version)
+{
+    if (version != CKPT_FORMAT_VERSION)
+        return dt_err_set("checkpoint %s has format_version %lld, this dtrain reads %d", path,
+                          (long long)version, CKPT_FORMAT_VERSION);
+    if (got->nranks != expect->nranks)
+        return dt_err_set("checkpoint %s was written by %lld ranks, this run has %lld", path,
+                          (long long)got->nranks, (long long)expect->nranks);
+    if (got->nparams != expect->nparams)
+        return dt_err_set("checkpoint %s has %lld parameters per model, this run's model has "
+                          "%lld",
+                          path, (long long)got->nparams, (long long)expect->nparams);
+    if (strcmp(got->model, expect->model) != 0)
+        return dt_err_set("checkpoint %s is for model '%s', this run uses model '%s'", path,
+                          got->model, expect->model);
+    return 0;
+}
+
+/* This rank's part of checkpoint_read; returns 0, or -1 or CKPT_DAMAGED
+ * after dt_err_set.
+ * Every rank makes the same sequence of collective HDF5 calls (open, close)
+ * whatever fails in between. */
+static int read_local(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
+                      dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
+                      size_t blob_len, int rank, int nranks)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5_CHECK(fapl);
+    H5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    H5_CHECK(H5Pclose(fapl));
+    if (file < 0) {
+        if (access(path, R_OK) != 0)
+            return dt_err_set("checkpoint %s cannot be read: %s", path, strerror(errno));
+        dt_err_set("checkpoint %s cannot be opened as HDF5 (truncated or damaged file)", path);
+        return CKPT_DAMAGED;
+    }
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5_CHECK(dxpl);
+    H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT));
+
+    int rc = 0;
+    dt_ckpt_meta m;
+    memset(&m, 0, sizeof m);
+    int64_t version = -1;
+    const char *missing = NULL;
+    if (attr_read_i64(file, "step", &m.step) != 0)
+        missing = "step";
+    else if (attr_read_i64(file, "epoch", &m.epoch) != 0)
+        missing = "epoch";
+    else if (attr_read_i64(file, "nranks", &m.nranks) != 0)
+        missing = "nranks";
+    else if (attr_read_i64(file, "nparams", &m.nparams) != 0)
+        missing = "nparams";
+    else if (attr_read_string(file, "model", m.model, sizeof m.model) != 0)
+        missing = "model";
+    else if (attr_read_string(file, "mode", m.mode, sizeof m.mode) != 0)
+        missing = "mode";
+    else if (attr_read_i64(file, "format_version", &version) != 0)
+        missing = "format_version";
+    if (missing) {
+        dt_err_set("checkpoint %s: attribute '%s' is missing or unreadable (not a dtrain "
+                   "checkpoint, or damaged)",
+                   path, missing);
+        rc = CKPT_DAMAGED;
+    }
+    if (rc == 0)
+        rc = meta_check(path, &m, expect, version);
+    for (int a = 0; rc == 0 && a < narrays; a++)
+        rc = dataset_read_row(file, dxpl, path, arrays[a].name, H5T_NATIVE_FLOAT, rank, nranks,
+                              arrays[a].data, arrays[a].n);
+    if (rc == 0)
+        rc = dataset_read_row(file, dxpl, path, "state", H5T_NATIVE_UINT8, rank, nranks, blob,
+                              blob_len);
+    H5_CHECK(H5Pclose(dxpl));
+    if (H5Fclose(file) < 0 && rc == 0) {
+        dt_err_set("checkpoint %s: closing the file failed (damaged file)", path);
+        rc = CKPT_DAMAGED;
+    }
+    if (rc == 0 && got)
+        *got = m;
+    return rc;
+}
+
+int checkpoint_read(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
+                    dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
+                    size_t blob_len)
+{
+    int rank, nranks;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &nranks));
+
+    /* A damaged file is an expected input error here: HDF5's own stack dump
+     * would only bury the message the caller prints. */
+    H5E_auto2_t old_func;
+    void *old_data;
+    H5_CHECK(H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data));
+    H5_CHECK(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
+    int rc = read_local(comm, path, expect, got, arrays, narrays, blob, blob_len, rank, nranks);
+
+    /* Agree: the lowest failing rank's message becomes everyone's. */
+    int mine = rc != 0 ? rank : nranks, first;
+    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+    if (first == nranks) {
+        H5_CHECK(H5Eset_auto2(H5E_DEFAULT, old_func, old_data));
+        return 0;
+    }
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", dt_err_msg());
+    int damaged = rc == CKPT_DAMAGED;
+    MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, comm));
+    MPI_CHECK(MPI_Bcast(&damaged, 1, MPI_INT, first, comm));
+    /* Only a damaged file gets the pointer to an older one; a mismatch would
+     * be the same for every checkpoint of the run. */
+    if (rank == 0 && damaged)
+        previous_intact(path, msg, sizeof msg);
+    MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm));
+    H5_CHECK(H5Eset_auto2(H5E_DEFAULT, old_func, old_data));
+    dt_err_set("%s", msg);
+    return -1;
+}

@@ -1,0 +1,55 @@
+/* Checkpoints: one HDF5 file per checkpoint in <output_dir>/checkpoints/.
+ *
+ *   ckpt-<step, 10 digits>.h5
+ *     attributes: step, epoch, nranks, nparams, model, mode, format_version
+ *     /<array name>  float32 (nranks, n) per-rank arrays (params, momentum, ...)
+ *     /state         uint8   (nranks, blob_len) per-rank opaque state (RNG,
+ *                    loader position, algorithm scalars)
+ *   all datasets chunked with the Fletcher32 checksum filter.
+ *
+ * A checkpoint is written collectively to "ckpt-<step>.h5.tmp", closed, then
+ * renamed by rank 0; then "latest" (a one-line text file naming it) is
+ * rewritten through a temporary name and rename. Only the newest `keep`
+ * complete checkpoints are kept. A crash at any point leaves the previous
+ * checkpoint and marker intact. */
+#ifndef DT_IO_CHECKPOINT_H
+#define DT_IO_CHECKPOINT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dt_ckpt_meta {
+    int64_t step, epoch;
+    int64_t nranks;
+    int64_t nparams;
+    char model[32];
+    char mode[32];
+} dt_ckpt_meta;
+
+typedef struct dt_ckpt_array {
+    const char *name;   /* dataset name, e.g. "params" */
+    float *data;        /* this rank's n floats (read into on restore) */
+    size_t n;           /* same on every rank */
+} dt_ckpt_array;
+
+/* Collective. dir is created if missing. Fatal on I/O failure (nothing
+ * previously written is touched). */
+void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
+                      const dt_ckpt_array *arrays, int narrays, const void *blob,
+                      size_t blob_len, int keep);
+
+/* Collective. Finds the latest complete checkpoint in dir. Returns 1 and
+ * writes its path into path (len bytes) if one exists, 0 if none. */
+int checkpoint_find_latest(MPI_Comm comm, const char *dir, char *path, size_t len);
+
+/* Collective. Reads checkpoint `path`; its attributes must match `expect`
+ * (nranks, nparams, model; step/epoch are returned in *got). Fills every
+ * array and the blob. Returns 0, or -1 on every rank with dt_err_set() naming
+ * the file and what is wrong (mismatch, truncated, checksum failure); for a
+ * damaged file the message names the previous intact checkpoint if any. */
+int checkpoint_read(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
+                    dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
+                    size_t blob_len);
+
+#endif

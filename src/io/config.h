@@ -1,0 +1,65 @@
+/* The typed run configuration, filled from a validated deck (io/deck.c).
+ * Every field corresponds to one deck key, documented in inputs/reference.ini. */
+#ifndef DT_IO_CONFIG_H
+#define DT_IO_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DT_PATH_MAX 4096
+
+typedef struct dt_config {
+    struct {
+        char output_dir[DT_PATH_MAX];
+        uint64_t seed;
+        int64_t epochs;
+        int64_t max_steps;        /* 0: no limit beyond epochs */
+        int64_t eval_every;       /* steps; 0: at the end of every epoch */
+        int64_t log_every;        /* steps between /train rows and progress lines */
+        int64_t checkpoint_every; /* steps; 0: only at the end and on a signal */
+        int64_t checkpoint_keep;
+        bool resume;
+        bool overwrite;
+        bool check_replicas;      /* verify identical replicas after every step */
+    } run;
+    struct {
+        char mode[32];
+    } algorithm;
+    struct {
+        char name[32];
+        char hidden[256];         /* mlp: comma-separated widths, e.g. "100" */
+        char activation[16];      /* mlp: sigmoid | relu */
+        int64_t gn_groups;        /* resnet*_gn: GroupNorm groups */
+    } model;
+    struct {
+        char name[32];            /* fashion-mnist | mnist | cifar10 | synthetic */
+        char path[DT_PATH_MAX];
+        char partition[32];       /* iid | class-skew | blocks */
+        int64_t samples_per_epoch;/* 0: the shard size */
+        int64_t test_limit;       /* 0: whole test set */
+        int64_t skew_classes;     /* class-skew: classes per rank */
+        int64_t skew_shift;       /* class-skew: position shift per rank */
+        int64_t block_count;      /* blocks: number of blocks */
+        int64_t block_size;       /* blocks: samples per block */
+        int64_t synthetic_train, synthetic_test;
+        int64_t synthetic_classes, synthetic_channels, synthetic_height, synthetic_width;
+        double synthetic_noise;
+    } data;
+    struct {
+        double lr;
+        int64_t batch_size;
+        double momentum;
+        bool nesterov;
+        double weight_decay;
+        bool lr_scaling;          /* lr * batch * ranks / 256 */
+        double warmup_epochs;
+        char decay_epochs[256];   /* comma-separated epochs, e.g. "30,60,80" */
+        double decay_factor;
+    } optim;
+    struct {
+        char device[16];          /* cpu (cuda: a later backend) */
+        int64_t threads;          /* BLAS threads per rank */
+    } compute;
+} dt_config;
+
+#endif

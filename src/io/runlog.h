@@ -1,0 +1,61 @@
+/* The run record <output_dir>/run.h5, written with parallel HDF5.
+ *
+ * Layout (documented for users in README.md):
+ *   /                attributes: deck (effective deck text), version,
+ *                    git_revision, configure_flags, mpi_version, hosts,
+ *                    start_time, ranks, mode, model, nparams
+ *   /train/<field>   (rows, ranks) datasets, one row per logged step:
+ *                    step, epoch (int64); wall, loss, accuracy, lr,
+ *                    compute_time, comm_time, wait_time (float64);
+ *                    images (int64)
+ *   /eval/<field>    (rows, ranks): step, epoch (int64); wall, loss,
+ *                    accuracy (float64); and (rows) datasets:
+ *                    loss_mean, loss_std, accuracy_mean, accuracy_std,
+ *                    avg_model_loss, avg_model_accuracy, consensus_distance
+ * Every append is collective over the communicator; the file is flushed after
+ * each append so a crash loses at most one interval. */
+#ifndef DT_IO_RUNLOG_H
+#define DT_IO_RUNLOG_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+typedef struct dt_provenance {
+    const char *version;
+    const char *git_revision;
+    const char *configure_flags;
+    const char *mpi_version;
+    const char *hosts;        /* comma-separated, rank order */
+    const char *start_time;   /* ISO 8601 UTC */
+    const char *mode;
+    const char *model;
+    int64_t nparams;
+} dt_provenance;
+
+typedef struct dt_train_row {
+    int64_t step, epoch;
+    double wall, loss, accuracy, lr, compute_time, comm_time, wait_time;
+    int64_t images;
+} dt_train_row;
+
+typedef struct dt_eval_row {
+    int64_t step, epoch;
+    double wall, loss, accuracy;
+} dt_eval_row;
+
+typedef struct dt_runlog dt_runlog;
+
+/* Collective. Creates path (resume == 0) or reopens it (resume != 0), in which
+ * case rows with step > resume_step are dropped so the record continues
+ * exactly from the checkpoint. */
+dt_runlog *runlog_open(MPI_Comm comm, const char *path, const dt_provenance *prov,
+                       const char *deck_text, int resume, int64_t resume_step);
+/* Collective: each rank passes its own row (one column per rank). */
+void runlog_append_train(dt_runlog *log, const dt_train_row *mine);
+/* Collective: each rank passes its own row; the global scalars come from the
+ * caller (same value on every rank). Mean and spread are computed here. */
+void runlog_append_eval(dt_runlog *log, const dt_eval_row *mine, double avg_model_loss,
+                        double avg_model_accuracy, double consensus_distance);
+void runlog_close(dt_runlog *log);
+
+#endif

@@ -1,0 +1,47 @@
+/* CPU kernels, one layer per file in src/nn/, gathered into the CPU backend
+ * table by backend/cpu.c. Signatures and conventions: backend/backend.h. */
+#ifndef DT_NN_KERNELS_CPU_H
+#define DT_NN_KERNELS_CPU_H
+
+#include "backend/backend.h"
+
+/* linear.c */
+void cpu_linear_forward(int B, int in, int out, const float *x, const float *W,
+                        const float *b, float *y);
+void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
+                         const float *dy, float *dx, float *dW, float *db);
+/* conv2d.c */
+size_t cpu_conv2d_workspace(const dt_conv_shape *s);
+void cpu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                        const float *b, float *y, float *work);
+void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                         const float *dy, float *dx, float *dw, float *db, float *work);
+/* pool.c */
+void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg);
+void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
+                          float *dx);
+void cpu_avgpool_forward(int B, int C, int HW, const float *x, float *y);
+void cpu_avgpool_backward(int B, int C, int HW, const float *dy, float *dx);
+/* activation.c */
+void cpu_relu_forward(size_t n, const float *x, float *y);
+void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx);
+void cpu_sigmoid_forward(size_t n, const float *x, float *y);
+void cpu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx);
+/* dropout.c */
+void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y,
+                         float *mask);
+void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx);
+/* groupnorm.c */
+void cpu_groupnorm_forward(int B, int C, int HW, int G, const float *x, const float *gamma,
+                           const float *beta, float *y, float *mean, float *rstd);
+void cpu_groupnorm_backward(int B, int C, int HW, int G, const float *x,
+                            const float *gamma, const float *mean, const float *rstd,
+                            const float *dy, float *dx, float *dgamma, float *dbeta);
+/* add.c */
+void cpu_add_forward(size_t n, const float *a, const float *b, float *y);
+void cpu_add_backward(size_t n, const float *dy, float *da, float *db);
+/* xent.c */
+double cpu_softmax_xent(int B, int K, const float *logits, const int32_t *labels,
+                        float *dlogits, int *correct);
+
+#endif

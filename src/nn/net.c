@@ -1,0 +1,407 @@
+#include "nn/net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+static size_t node_size(const dt_node *d) { return (size_t)d->c * d->h * d->w; }
+
+static int node_push(dt_net *n, dt_node d)
+{
+    if (n->nnodes == n->cap) {
+        n->cap = n->cap ? 2 * n->cap : 16;
+        n->nodes = dt_realloc(n->nodes, (size_t)n->cap * sizeof *n->nodes);
+    }
+    d.w_off = d.b_off = -1;
+    n->nodes[n->nnodes] = d;
+    return n->nnodes++;
+}
+
+static const dt_node *node_in(const dt_net *n, int in)
+{
+    if (in < 0 || in >= n->nnodes)
+        DT_FATAL("network builder: input node %d does not exist", in);
+    return &n->nodes[in];
+}
+
+dt_net *net_create(const dt_backend *be, int c, int h, int w)
+{
+    dt_net *n = dt_calloc(1, sizeof *n);
+    n->be = be;
+    node_push(n, (dt_node){ .op = OP_INPUT, .in0 = -1, .in1 = -1, .c = c, .h = h, .w = w });
+    return n;
+}
+
+int net_linear(dt_net *n, int in, int out_features)
+{
+    node_in(n, in);
+    return node_push(n, (dt_node){ .op = OP_LINEAR, .in0 = in, .in1 = -1, .c = out_features,
+                                   .h = 1, .w = 1, .bias = 1 });
+}
+
+int net_conv2d(dt_net *n, int in, int out_channels, int k, int stride, int pad, int bias)
+{
+    const dt_node *x = node_in(n, in);
+    int P = (x->h + 2 * pad - k) / stride + 1, Q = (x->w + 2 * pad - k) / stride + 1;
+    if (P < 1 || Q < 1)
+        DT_FATAL("network builder: conv %dx%d on a %dx%d input leaves no output", k, k, x->h, x->w);
+    return node_push(n, (dt_node){ .op = OP_CONV2D, .in0 = in, .in1 = -1, .c = out_channels,
+                                   .h = P, .w = Q, .k = k, .stride = stride, .pad = pad,
+                                   .bias = bias });
+}
+
+int net_maxpool(dt_net *n, int in, int k, int stride)
+{
+    const dt_node *x = node_in(n, in);
+    int P = (x->h - k) / stride + 1, Q = (x->w - k) / stride + 1;
+    if (P < 1 || Q < 1)
+        DT_FATAL("network builder: pool %dx%d on a %dx%d input leaves no output", k, k, x->h, x->w);
+    return node_push(n, (dt_node){ .op = OP_MAXPOOL, .in0 = in, .in1 = -1, .c = x->c, .h = P,
+                                   .w = Q, .k = k, .stride = stride });
+}
+
+int net_avgpool(dt_net *n, int in)
+{
+    const dt_node *x = node_in(n, in);
+    return node_push(n, (dt_node){ .op = OP_AVGPOOL, .in0 = in, .in1 = -1, .c = x->c, .h = 1, .w = 1 });
+}
+
+static int elementwise(dt_net *n, dt_op op, int in)
+{
+    const dt_node *x = node_in(n, in);
+    return node_push(n, (dt_node){ .op = op, .in0 = in, .in1 = -1, .c = x->c, .h = x->h, .w = x->w });
+}
+
+int net_relu(dt_net *n, int in) { return elementwise(n, OP_RELU, in); }
+int net_sigmoid(dt_net *n, int in) { return elementwise(n, OP_SIGMOID, in); }
+
+int net_dropout(dt_net *n, int in, float p)
+{
+    if (p <= 0.0f) /* no-op layer: keep the graph (and the flat vector) unchanged */
+        return in;
+    int id = elementwise(n, OP_DROPOUT, in);
+    n->nodes[id].p = p;
+    return id;
+}
+
+int net_groupnorm(dt_net *n, int in, int groups)
+{
+    const dt_node *x = node_in(n, in);
+    if (groups < 1 || x->c % groups)
+        DT_FATAL("network builder: GroupNorm with %d groups over %d channels", groups, x->c);
+    int id = elementwise(n, OP_GROUPNORM, in);
+    n->nodes[id].groups = groups;
+    return id;
+}
+
+int net_add(dt_net *n, int a, int b)
+{
+    const dt_node *x = node_in(n, a), *y = node_in(n, b);
+    if (a == 0 || b == 0 || node_size(x) != node_size(y) || x->c != y->c)
+        DT_FATAL("network builder: add of nodes %d (%dx%dx%d) and %d (%dx%dx%d)", a, x->c, x->h,
+                 x->w, b, y->c, y->h, y->w);
+    int id = elementwise(n, OP_ADD, a);
+    n->nodes[id].in1 = b;
+    return id;
+}
+
+int net_flatten(dt_net *n, int in)
+{
+    const dt_node *x = node_in(n, in);
+    return node_push(n, (dt_node){ .op = OP_FLATTEN, .in0 = in, .in1 = -1,
+                                   .c = (int)node_size(x), .h = 1, .w = 1 });
+}
+
+static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
+                       size_t count, size_t fan_in, int init, int64_t *off)
+{
+    n->tensors = dt_realloc(n->tensors, (size_t)(n->ntensors + 1) * sizeof *n->tensors);
+    dt_tensor_view *t = &n->tensors[n->ntensors++];
+    static const char *opname[] = { "input", "linear", "conv", "maxpool", "avgpool", "relu",
+                                    "sigmoid", "dropout", "gn", "add", "flatten" };
+    snprintf(t->name, sizeof t->name, "%s%d.%s", opname[n->nodes[node].op], node, kind);
+    snprintf(t->shape, sizeof t->shape, "%s", shape);
+    t->offset = n->nparams;
+    t->count = count;
+    t->fan_in = fan_in;
+    t->init = init;
+    *off = (int64_t)n->nparams;
+    n->nparams += count;
+}
+
+void net_finish(dt_net *n, int classes)
+{
+    const dt_node *last = &n->nodes[n->nnodes - 1];
+    if ((int)node_size(last) != classes)
+        DT_FATAL("network builder: the last node has %zu outputs, expected %d classes",
+                 node_size(last), classes);
+    n->classes = classes;
+    for (int i = 1; i < n->nnodes; i++) {
+        dt_node *d = &n->nodes[i];
+        const dt_node *x = &n->nodes[d->in0];
+        char shape[40];
+        size_t in = node_size(x);
+        switch (d->op) {
+        case OP_LINEAR:
+            snprintf(shape, sizeof shape, "(%d, %zu)", d->c, in); /* (out, in) */
+            d->w_n = (size_t)d->c * in;
+            add_tensor(n, i, "weight", shape, d->w_n, in, 0, &d->w_off);
+            snprintf(shape, sizeof shape, "(%d)", d->c);
+            d->b_n = (size_t)d->c;
+            add_tensor(n, i, "bias", shape, d->b_n, in, 0, &d->b_off);
+            break;
+        case OP_CONV2D: {
+            size_t fan = (size_t)x->c * d->k * d->k;
+            snprintf(shape, sizeof shape, "(%d, %d, %d, %d)", d->c, x->c, d->k, d->k); /* (K, C, R, S) */
+            d->w_n = (size_t)d->c * fan;
+            add_tensor(n, i, "weight", shape, d->w_n, fan, 0, &d->w_off);
+            if (d->bias) {
+                snprintf(shape, sizeof shape, "(%d)", d->c);
+                d->b_n = (size_t)d->c;
+                add_tensor(n, i, "bias", shape, d->b_n, fan, 0, &d->b_off);
+            }
+            break;
+        }
+        case OP_GROUPNORM:
+            snprintf(shape, sizeof shape, "(%d)", d->c);
+            d->w_n = d->b_n = (size_t)d->c;
+            add_tensor(n, i, "weight", shape, d->w_n, 0, 1, &d->w_off);
+            add_tensor(n, i, "bias", shape, d->b_n, 0, 2, &d->b_off);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+void net_init_params(const dt_net *n, float *params, uint64_t seed)
+{
+    for (int t = 0; t < n->ntensors; t++) {
+        const dt_tensor_view *v = &n->tensors[t];
+        float *p = params + v->offset;
+        if (v->init == 1) {
+            for (size_t i = 0; i < v->count; i++)
+                p[i] = 1.0f;
+        } else if (v->init == 2) {
+            memset(p, 0, v->count * sizeof *p);
+        } else {
+            dt_rng r = rng_make(seed, (uint64_t)t, 0x1417, 0);
+            double bound = 1.0 / sqrt((double)v->fan_in);
+            for (size_t i = 0; i < v->count; i++)
+                p[i] = (float)((2.0 * rng_uniform_d(&r) - 1.0) * bound);
+        }
+    }
+}
+
+static dt_conv_shape conv_shape(const dt_net *n, const dt_node *d, int B)
+{
+    const dt_node *x = &n->nodes[d->in0];
+    return (dt_conv_shape){ .B = B, .C = x->c, .H = x->h, .W = x->w, .K = d->c, .R = d->k,
+                            .S = d->k, .stride = d->stride, .pad = d->pad, .P = d->h, .Q = d->w };
+}
+
+static dt_pool_shape pool_shape(const dt_net *n, const dt_node *d, int B)
+{
+    const dt_node *x = &n->nodes[d->in0];
+    return (dt_pool_shape){ .B = B, .C = x->c, .H = x->h, .W = x->w, .k = d->k,
+                            .stride = d->stride, .P = d->h, .Q = d->w };
+}
+
+static void release_buffers(dt_net *n)
+{
+    if (!n->act)
+        return;
+    for (int i = 1; i < n->nnodes; i++) {
+        if (n->nodes[i].op != OP_FLATTEN) {
+            free(n->act[i]);
+            free(n->dact[i]);
+        }
+        free(n->aux[i]);
+    }
+    free(n->act);
+    free(n->dact);
+    free(n->aux);
+    free(n->work);
+    n->act = n->dact = NULL;
+    n->aux = NULL;
+    n->work = NULL;
+}
+
+void net_reserve(dt_net *n, int B)
+{
+    if (n->act && B <= n->B)
+        return;
+    release_buffers(n);
+    n->B = B;
+    n->act = dt_calloc((size_t)n->nnodes, sizeof *n->act);
+    n->dact = dt_calloc((size_t)n->nnodes, sizeof *n->dact);
+    n->aux = dt_calloc((size_t)n->nnodes, sizeof *n->aux);
+    n->work_n = 0;
+    for (int i = 1; i < n->nnodes; i++) {
+        const dt_node *d = &n->nodes[i];
+        size_t sz = (size_t)B * node_size(d);
+        if (d->op == OP_FLATTEN) { /* a view of its input */
+            n->act[i] = n->act[d->in0];
+            n->dact[i] = n->dact[d->in0];
+            continue;
+        }
+        n->act[i] = dt_falloc(sz);
+        n->dact[i] = dt_falloc(sz);
+        if (d->op == OP_MAXPOOL)
+            n->aux[i] = dt_calloc(sz, sizeof(int32_t));
+        else if (d->op == OP_DROPOUT)
+            n->aux[i] = dt_falloc(sz);
+        else if (d->op == OP_GROUPNORM)
+            n->aux[i] = dt_falloc(2 * (size_t)B * d->groups); /* mean (B, G), rstd (B, G) */
+        else if (d->op == OP_CONV2D) {
+            dt_conv_shape s = conv_shape(n, d, B);
+            size_t w = n->be->conv2d_workspace(&s);
+            if (w > n->work_n)
+                n->work_n = w;
+        }
+    }
+    n->work = n->work_n ? dt_falloc(n->work_n) : NULL;
+    n->dlogits = n->dact[n->nnodes - 1];
+}
+
+double net_forward(dt_net *n, const float *params, const float *x, const int32_t *y, int B,
+                   int train, uint64_t dropout_key, int *correct)
+{
+    const dt_backend *be = n->be;
+    if (!n->act || B > n->B)
+        net_reserve(n, B);
+    n->act[0] = (float *)x; /* read only: no kernel writes its input */
+    for (int i = 1; i < n->nnodes; i++) {
+        const dt_node *d = &n->nodes[i];
+        const float *in = n->act[d->in0];
+        float *out = n->act[i];
+        size_t sz = (size_t)B * node_size(d);
+        const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
+        const float *b = d->b_off >= 0 ? params + d->b_off : NULL;
+        switch (d->op) {
+        case OP_LINEAR:
+            be->linear_forward(B, (int)node_size(&n->nodes[d->in0]), d->c, in, W, b, out);
+            break;
+        case OP_CONV2D: {
+            dt_conv_shape s = conv_shape(n, d, B);
+            be->conv2d_forward(&s, in, W, b, out, n->work);
+            break;
+        }
+        case OP_MAXPOOL: {
+            dt_pool_shape s = pool_shape(n, d, B);
+            be->maxpool_forward(&s, in, out, n->aux[i]);
+            break;
+        }
+        case OP_AVGPOOL: {
+            const dt_node *xi = &n->nodes[d->in0];
+            be->avgpool_forward(B, xi->c, xi->h * xi->w, in, out);
+            break;
+        }
+        case OP_RELU: be->relu_forward(sz, in, out); break;
+        case OP_SIGMOID: be->sigmoid_forward(sz, in, out); break;
+        case OP_DROPOUT:
+            if (train && d->p > 0)
+                be->dropout_forward(sz, d->p, rng_key(dropout_key, (uint64_t)i, 0xD60, 0), in, out,
+                                    n->aux[i]);
+            else
+                memcpy(out, in, sz * sizeof *out);
+            break;
+        case OP_GROUPNORM: {
+            float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
+            be->groupnorm_forward(B, d->c, d->h * d->w, d->groups, in, W, b, out, mean, rstd);
+            break;
+        }
+        case OP_ADD: be->add_forward(sz, in, n->act[d->in1], out); break;
+        case OP_FLATTEN: /* a view: follows its input (node 0 changes per call) */
+            n->act[i] = n->act[d->in0];
+            break;
+        case OP_INPUT: break;
+        }
+    }
+    n->fwd_train = train;
+    int hits = 0;
+    double loss = be->softmax_xent(B, n->classes, n->act[n->nnodes - 1], y,
+                                   train ? n->dlogits : NULL, &hits);
+    if (correct)
+        *correct = hits;
+    n->last_B = B;
+    return loss;
+}
+
+void net_backward(dt_net *n, const float *params, float *grads)
+{
+    const dt_backend *be = n->be;
+    int B = n->last_B;
+    if (!n->fwd_train)
+        DT_FATAL("net_backward after a forward in evaluation mode");
+    /* dlogits lives in dact[last]; every other gradient accumulates from zero */
+    for (int i = 1; i < n->nnodes - 1; i++)
+        if (n->nodes[i].op != OP_FLATTEN)
+            memset(n->dact[i], 0, (size_t)B * node_size(&n->nodes[i]) * sizeof(float));
+    for (int i = n->nnodes - 1; i >= 1; i--) {
+        const dt_node *d = &n->nodes[i];
+        const dt_node *xi = &n->nodes[d->in0];
+        const float *x = n->act[d->in0], *dy = n->dact[i];
+        float *dx = d->in0 == 0 ? NULL : n->dact[d->in0];
+        size_t sz = (size_t)B * node_size(d);
+        const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
+        float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
+        float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
+        switch (d->op) {
+        case OP_LINEAR:
+            be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db);
+            break;
+        case OP_CONV2D: {
+            dt_conv_shape s = conv_shape(n, d, B);
+            be->conv2d_backward(&s, x, W, dy, dx, dW, db, n->work);
+            break;
+        }
+        case OP_MAXPOOL:
+            if (dx) {
+                dt_pool_shape s = pool_shape(n, d, B);
+                be->maxpool_backward(&s, dy, n->aux[i], dx);
+            }
+            break;
+        case OP_AVGPOOL:
+            if (dx)
+                be->avgpool_backward(B, xi->c, xi->h * xi->w, dy, dx);
+            break;
+        case OP_RELU:
+            if (dx)
+                be->relu_backward(sz, n->act[i], dy, dx);
+            break;
+        case OP_SIGMOID:
+            if (dx)
+                be->sigmoid_backward(sz, n->act[i], dy, dx);
+            break;
+        case OP_DROPOUT:
+            if (dx)
+                be->dropout_backward(sz, n->aux[i], dy, dx);
+            break;
+        case OP_GROUPNORM: {
+            const float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
+            be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, x, W, mean, rstd, dy, dx, dW, db);
+            break;
+        }
+        case OP_ADD: be->add_backward(sz, dy, dx, n->dact[d->in1]); break;
+        case OP_FLATTEN:
+        case OP_INPUT: break;
+        }
+    }
+}
+
+const float *net_logits(const dt_net *n) { return n->act[n->nnodes - 1]; }
+
+void net_free(dt_net *n)
+{
+    if (!n)
+        return;
+    release_buffers(n);
+    free(n->nodes);
+    free(n->tensors);
+    free(n);
+}

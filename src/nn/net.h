@@ -1,0 +1,94 @@
+/* A network as a small DAG of layers over one flat parameter buffer.
+ *
+ * Models (models/models.c) build a net node by node; the engine lays the
+ * parameters of every node out in one contiguous float vector (the order in
+ * which nodes were added), so params, grads and momentum are each one buffer
+ * and every algorithm communicates (float *buf, size_t n) in one call.
+ * Node 0 is the input; the last node added produces the logits.
+ * Kernels are reached only through the dt_backend table. */
+#ifndef DT_NN_NET_H
+#define DT_NN_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+typedef enum dt_op {
+    OP_INPUT, OP_LINEAR, OP_CONV2D, OP_MAXPOOL, OP_AVGPOOL, OP_RELU, OP_SIGMOID,
+    OP_DROPOUT, OP_GROUPNORM, OP_ADD, OP_FLATTEN
+} dt_op;
+
+typedef struct dt_node {
+    dt_op op;
+    int in0, in1;          /* input nodes (in1: second operand of OP_ADD) */
+    int c, h, w;           /* per-sample output shape (C, H, W) */
+    int k, stride, pad;    /* conv / pool geometry */
+    int groups;            /* GroupNorm groups */
+    int bias;              /* conv: has a bias */
+    float p;               /* dropout probability */
+    int64_t w_off, b_off;  /* offsets of weight and bias in the flat vector, -1: none */
+    size_t w_n, b_n;
+} dt_node;
+
+/* One entry per parameter tensor: a view into the flat vector. */
+typedef struct dt_tensor_view {
+    char name[32];         /* e.g. "conv1.weight" */
+    char shape[40];        /* e.g. "(32, 1, 3, 3)" */
+    size_t offset, count;
+    size_t fan_in;         /* for initialization */
+    int init;              /* 0: kaiming-uniform bound 1/sqrt(fan_in); 1: ones; 2: zeros */
+} dt_tensor_view;
+
+typedef struct dt_net {
+    const dt_backend *be;
+    int nnodes, cap;
+    dt_node *nodes;
+    int ntensors;
+    dt_tensor_view *tensors;
+    size_t nparams;
+    int classes;
+    /* buffers for a batch of B samples (net_reserve) */
+    int B;
+    float **act, **dact;   /* per node (B, c, h, w) output and its gradient */
+    void **aux;            /* per node: pool argmax, dropout mask, GroupNorm mean/rstd */
+    float *work;           /* conv scratch */
+    size_t work_n;
+    float *dlogits;        /* (B, classes) */
+    int fwd_train;         /* last forward was in training mode */
+    int last_B;            /* batch of the last forward */
+} dt_net;
+
+dt_net *net_create(const dt_backend *be, int c, int h, int w);
+int net_linear(dt_net *n, int in, int out_features);
+int net_conv2d(dt_net *n, int in, int out_channels, int k, int stride, int pad, int bias);
+int net_maxpool(dt_net *n, int in, int k, int stride);
+int net_avgpool(dt_net *n, int in);
+int net_relu(dt_net *n, int in);
+int net_sigmoid(dt_net *n, int in);
+int net_dropout(dt_net *n, int in, float p);
+int net_groupnorm(dt_net *n, int in, int groups);
+int net_add(dt_net *n, int a, int b);
+int net_flatten(dt_net *n, int in);
+/* Ends the build: the last node is the logits; lays out parameters. */
+void net_finish(dt_net *n, int classes);
+
+/* PyTorch's default initialization (Kaiming-uniform with a = sqrt(5): weights
+ * and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)); GroupNorm gamma 1, beta 0),
+ * drawn from (seed, tensor index): identical on every rank for one seed. */
+void net_init_params(const dt_net *n, float *params, uint64_t seed);
+
+/* Allocate activations for batches of up to B samples. */
+void net_reserve(dt_net *n, int B);
+/* Forward over x (B, C, H, W) with labels y (B); returns the mean loss and
+ * the number of correct predictions. train: dropout active with key
+ * dropout_key (mixed with the node index). Keeps what backward needs. */
+double net_forward(dt_net *n, const float *params, const float *x, const int32_t *y,
+                   int B, int train, uint64_t dropout_key, int *correct);
+/* Gradient of the last forward's mean loss, written into grads (nparams). */
+void net_backward(dt_net *n, const float *params, float *grads);
+/* The logits (B, classes) of the last forward. */
+const float *net_logits(const dt_net *n);
+void net_free(dt_net *n);
+
+#endif

@@ -1,0 +1,28 @@
+/* Rank roles, computed once at start-up from the deck and the rank count.
+ * Today every rank is a worker; parameter servers, a supervisor and leaders
+ * come with their modes. Each role gets its own sub-communicator. */
+#ifndef DT_RUN_ROLES_H
+#define DT_RUN_ROLES_H
+
+#include <mpi.h>
+#include <stdio.h>
+
+#include "io/config.h"
+
+typedef enum dt_role { ROLE_WORKER = 0 } dt_role;
+
+typedef struct dt_roles {
+    int nranks;
+    dt_role *role;          /* (nranks) role of every rank */
+    dt_role mine;
+    MPI_Comm role_comm;     /* the ranks sharing this rank's role */
+} dt_roles;
+
+/* Collective over world. */
+void roles_build(dt_roles *r, MPI_Comm world, const dt_config *cfg);
+/* Rank 0 prints: rank, host, role, device. Collective. */
+void roles_print(const dt_roles *r, MPI_Comm world, const dt_config *cfg, FILE *f);
+const char *role_name(dt_role role);
+void roles_free(dt_roles *r);
+
+#endif

@@ -1,0 +1,553 @@
+#include "run/trainer.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/build_info.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "io/checkpoint.h"
+#include "io/runlog.h"
+#include "models/models.h"
+
+/* ---- signals: a flag, acted on at the next step boundary ---------------- */
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+void trainer_install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* ---- helpers used by the algorithms -------------------------------------- */
+
+double trainer_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void trainer_gradient(dt_trainer *t, const float *x)
+{
+    double t0 = trainer_clock();
+    loader_next(&t->loader, t->x, t->y);
+    /* dropout masks depend on (seed, rank, step) only: a resumed run draws
+     * the same masks as the uninterrupted one */
+    uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->rank, (uint64_t)t->step, 0xD0);
+    int correct = 0;
+    double loss = net_forward(t->net, x, t->x, t->y, t->B, 1, key, &correct);
+    net_backward(t->net, x, t->grads);
+    t->loss_sum += loss;
+    t->correct += correct;
+    t->seen += t->B;
+    t->batches++;
+    t->images += t->B;
+    t->t_compute += trainer_clock() - t0;
+}
+
+void trainer_update(dt_trainer *t, float *x)
+{
+    double t0 = trainer_clock();
+    sgd_step(&t->opt, x, t->grads, t->lr);
+    t->t_compute += trainer_clock() - t0;
+}
+
+/* ---- agreement: every rank leaves with the same verdict ------------------ */
+
+/* Returns 0 if every rank's status is 0; otherwise -1 everywhere. A failing
+ * rank prints its own message only if it is the lowest failing rank, so the
+ * job log shows the cause once. */
+static int agree(MPI_Comm comm, int rank, int status, const char *what)
+{
+    int mine = status ? rank : 1 << 30, first;
+    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+    if (first == 1 << 30)
+        return 0;
+    if (first == rank)
+        fprintf(stderr, "dtrain: error on rank %d: %s%s%s\n", rank, what, *what ? ": " : "",
+                dt_err_msg());
+    return -1;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[DT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return dt_err_set("cannot create directory '%s': %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return dt_err_set("cannot create directory '%s': %s", buf, strerror(errno));
+    return 0;
+}
+
+/* Rank 0 prepares run.output_dir: created if missing, writable, and not
+ * holding an earlier run unless resuming or overwriting. */
+static int prepare_output(const dt_config *cfg, int rank)
+{
+    if (rank != 0)
+        return 0;
+    const char *dir = cfg->run.output_dir;
+    if (mkdir_p(dir) != 0)
+        return dt_err_set("run.output_dir = '%s': %s", dir, dt_err_msg());
+    if (access(dir, W_OK | X_OK) != 0)
+        return dt_err_set("run.output_dir = '%s' is not writable: %s", dir, strerror(errno));
+    char probe[DT_PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/.dtrain-write-test", dir);
+    FILE *f = fopen(probe, "w");
+    if (!f)
+        return dt_err_set("run.output_dir = '%s' is not writable: %s", dir, strerror(errno));
+    fclose(f);
+    unlink(probe);
+    char rec[DT_PATH_MAX + 16];
+    snprintf(rec, sizeof rec, "%s/run.h5", dir);
+    if (!cfg->run.resume && !cfg->run.overwrite && access(rec, F_OK) == 0)
+        return dt_err_set("run.output_dir = '%s' already holds a run (%s); set run.resume = true "
+                          "to continue it or run.overwrite = true to replace it", dir, rec);
+    return 0;
+}
+
+static int load_data(dt_trainer *t)
+{
+    const dt_config *c = t->cfg;
+    if (strcmp(c->data.name, "synthetic") == 0) {
+        dataset_synthetic(&t->train, c->data.synthetic_train, (int)c->data.synthetic_channels,
+                          (int)c->data.synthetic_height, (int)c->data.synthetic_width,
+                          (int)c->data.synthetic_classes, (float)c->data.synthetic_noise,
+                          c->run.seed, 0);
+        dataset_synthetic(&t->test, c->data.synthetic_test, (int)c->data.synthetic_channels,
+                          (int)c->data.synthetic_height, (int)c->data.synthetic_width,
+                          (int)c->data.synthetic_classes, (float)c->data.synthetic_noise,
+                          c->run.seed, 1);
+    } else if (dataset_load_named(&t->train, &t->test, c->data.name, c->data.path) != 0) {
+        return dt_err_set("data.path = '%s': %s", c->data.path, dt_err_msg());
+    }
+    if (c->data.test_limit > 0 && c->data.test_limit < t->test.n)
+        t->test.n = c->data.test_limit;
+
+    int rc;
+    if (strcmp(c->data.partition, "class-skew") == 0)
+        rc = partition_class_skew(&t->train, t->rank, t->nranks, c->run.seed,
+                                  (int)c->data.skew_classes, (int)c->data.skew_shift, &t->shard);
+    else if (strcmp(c->data.partition, "blocks") == 0)
+        rc = partition_blocks(&t->train, t->rank, t->nranks, c->data.block_count,
+                              c->data.block_size, &t->shard);
+    else
+        rc = partition_iid(&t->train, t->rank, t->nranks, c->run.seed, &t->shard);
+    if (rc != 0)
+        return dt_err_set("data.partition = '%s': %s", c->data.partition, dt_err_msg());
+    if (t->shard.n < t->B)
+        return dt_err_set("rank %d's shard holds %lld samples, fewer than optim.batch_size = %d",
+                          t->rank, (long long)t->shard.n, t->B);
+    return 0;
+}
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+static void evaluate(dt_trainer *t, const float *params, double *loss, double *acc)
+{
+    double lsum = 0;
+    int64_t hits = 0, seen = 0;
+    const size_t per = (size_t)t->test.c * t->test.h * t->test.w;
+    for (int64_t i = 0; i < t->test.n; i += t->B) {
+        int b = (int)(t->test.n - i < t->B ? t->test.n - i : t->B);
+        for (int j = 0; j < b; j++) {
+            dataset_sample(&t->test, i + j, t->x + (size_t)j * per);
+            t->y[j] = t->test.labels[i + j];
+        }
+        int correct = 0;
+        lsum += net_forward(t->net, params, t->x, t->y, b, 0, 0, &correct) * b;
+        hits += correct;
+        seen += b;
+    }
+    *loss = seen ? lsum / (double)seen : 0;
+    *acc = seen ? (double)hits / (double)seen : 0;
+}
+
+/* Per-rank test metrics, plus the averaged model and the consensus distance
+ * (1/n) sum_i ||z_i - zbar||^2 (REFERENCE.md §0). */
+static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
+{
+    const float *z = t->algo->model(t);
+    dt_eval_row row = { .step = t->step, .epoch = t->step / t->steps_per_epoch, .wall = wall };
+    evaluate(t, z, &row.loss, &row.accuracy);
+
+    float *avg = dt_falloc(t->n);
+    memcpy(avg, z, t->n * sizeof *avg);
+    t->tp->allreduce_sum(t->tp, avg, t->n);
+    double dist = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        avg[i] /= (float)t->nranks;
+        double d = (double)z[i] - avg[i];
+        dist += d * d;
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &dist, 1, MPI_DOUBLE, MPI_SUM, t->comm));
+    dist /= t->nranks;
+    double avg_loss = row.loss, avg_acc = row.accuracy;
+    if (t->algo->decentralized)
+        evaluate(t, avg, &avg_loss, &avg_acc);
+    else { /* replicas are identical: the average is every rank's model */
+        MPI_CHECK(MPI_Bcast(&avg_acc, 1, MPI_DOUBLE, 0, t->comm));
+        MPI_CHECK(MPI_Bcast(&avg_loss, 1, MPI_DOUBLE, 0, t->comm));
+    }
+    free(avg);
+    runlog_append_eval(log, &row, avg_loss, avg_acc, dist);
+    double sum = row.accuracy;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, t->comm));
+    *mean_acc = sum / t->nranks;
+    if (t->rank == 0) {
+        printf("eval  step %lld  epoch %lld  test accuracy %.2f%% (mean over ranks)  "
+               "averaged model %.2f%%  test loss %.4f  consensus %.3g\n",
+               (long long)t->step, (long long)row.epoch, 100 * *mean_acc, 100 * avg_acc,
+               row.loss, dist);
+        fflush(stdout);
+    }
+}
+
+/* ---- logging ------------------------------------------------------------- */
+
+static void fmt_eta(char *buf, size_t len, double s)
+{
+    if (s < 0 || !isfinite(s))
+        snprintf(buf, len, "?");
+    else if (s < 3600)
+        snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else
+        snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+}
+
+static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t *last_images)
+{
+    double wall = trainer_clock() - t->wall_start;
+    dt_train_row row = {
+        .step = t->step, .epoch = (t->step - 1) / t->steps_per_epoch, .wall = wall,
+        .loss = t->batches ? t->loss_sum / t->batches : 0,
+        .accuracy = t->seen ? (double)t->correct / t->seen : 0, .lr = t->lr,
+        .compute_time = t->t_compute, .comm_time = t->t_comm, .wait_time = t->t_wait,
+        .images = t->images,
+    };
+    runlog_append_train(log, &row);
+    /* progress line: totals over ranks */
+    double v[5] = { row.loss, row.accuracy, (double)(t->images - *last_images),
+                    t->t_comm + t->t_wait, t->t_compute + t->t_comm + t->t_wait };
+    MPI_CHECK(MPI_Reduce(t->rank ? v : MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_SUM, 0, t->comm));
+    if (t->rank == 0) {
+        double dt = wall - *last_wall, rate = dt > 0 ? v[2] / dt : 0;
+        char eta[32];
+        fmt_eta(eta, sizeof eta, (double)(t->total_steps - t->step) * dt /
+                                     (double)(t->cfg->run.log_every));
+        printf("step %lld/%lld  epoch %lld  loss %.4f  acc %.2f%%  %.0f img/s  comm %.0f%%  ETA %s\n",
+               (long long)t->step, (long long)t->total_steps, (long long)row.epoch,
+               v[0] / t->nranks, 100 * v[1] / t->nranks, rate,
+               v[4] > 0 ? 100 * v[3] / v[4] : 0.0, eta);
+        fflush(stdout);
+    }
+    *last_wall = wall;
+    *last_images = t->images;
+    t->loss_sum = t->t_compute = t->t_comm = t->t_wait = 0;
+    t->correct = t->seen = t->batches = 0;
+}
+
+/* ---- checkpoints --------------------------------------------------------- */
+
+/* Everything besides the float arrays that a bit-exact resume needs. */
+typedef struct resume_blob {
+    int64_t step;
+    int64_t images;
+    double wall;
+    dt_loader_state loader;
+} resume_blob;
+
+static void ckpt_dir(const dt_trainer *t, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/checkpoints", t->cfg->run.output_dir);
+}
+
+static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
+{
+    a[0] = (dt_ckpt_array){ "params", t->params, t->n };
+    a[1] = (dt_ckpt_array){ "momentum", t->opt.v, t->n };
+    int k = 2;
+    if (t->algo->state)
+        k += t->algo->state(t, a + 2, max - 2);
+    return k;
+}
+
+static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
+{
+    dt_ckpt_meta m = { .step = t->step, .epoch = t->step / t->steps_per_epoch,
+                       .nranks = t->nranks, .nparams = (int64_t)t->n };
+    snprintf(m.model, sizeof m.model, "%s", t->cfg->model.name);
+    snprintf(m.mode, sizeof m.mode, "%s", t->cfg->algorithm.mode);
+    return m;
+}
+
+static void save_checkpoint(dt_trainer *t)
+{
+    char dir[DT_PATH_MAX + 16];
+    ckpt_dir(t, dir, sizeof dir);
+    dt_ckpt_array a[16];
+    int na = ckpt_arrays(t, a, 16);
+    resume_blob b = { .step = t->step, .images = t->images,
+                      .wall = trainer_clock() - t->wall_start };
+    loader_get_state(&t->loader, &b.loader);
+    dt_ckpt_meta m = ckpt_meta(t);
+    checkpoint_write(t->comm, dir, &m, a, na, &b, sizeof b, (int)t->cfg->run.checkpoint_keep);
+    if (t->rank == 0) {
+        printf("checkpoint step %lld written to %s\n", (long long)t->step, dir);
+        fflush(stdout);
+    }
+}
+
+/* Returns 1 if resumed, 0 if there was nothing to resume, -1 on error. */
+static int restore_checkpoint(dt_trainer *t)
+{
+    char dir[DT_PATH_MAX + 16], path[DT_PATH_MAX + 64];
+    ckpt_dir(t, dir, sizeof dir);
+    if (!checkpoint_find_latest(t->comm, dir, path, sizeof path))
+        return 0;
+    dt_ckpt_array a[16];
+    int na = ckpt_arrays(t, a, 16);
+    dt_ckpt_meta want = ckpt_meta(t), got;
+    resume_blob b;
+    if (checkpoint_read(t->comm, path, &want, &got, a, na, &b, sizeof b) != 0)
+        return -1;
+    t->step = b.step;
+    t->images = b.images;
+    t->wall_start = trainer_clock() - b.wall;
+    loader_set_state(&t->loader, &b.loader);
+    if (t->rank == 0) {
+        printf("resumed from %s at step %lld\n", path, (long long)t->step);
+        fflush(stdout);
+    }
+    return 1;
+}
+
+/* ---- provenance ------------------------------------------------------------ */
+
+static char *gather_hosts(MPI_Comm comm, int rank, int nranks)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    int len = 0;
+    MPI_CHECK(MPI_Get_processor_name(name, &len));
+    char *all = rank == 0 ? dt_calloc((size_t)nranks, MPI_MAX_PROCESSOR_NAME) : NULL;
+    MPI_CHECK(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME,
+                         MPI_CHAR, 0, comm));
+    if (rank != 0)
+        return NULL;
+    char *out = dt_calloc((size_t)nranks, MPI_MAX_PROCESSOR_NAME + 1);
+    for (int i = 0; i < nranks; i++) {
+        if (i)
+            strcat(out, ",");
+        strcat(out, all + (size_t)i * MPI_MAX_PROCESSOR_NAME);
+    }
+    free(all);
+    return out;
+}
+
+/* FNV-1a over the parameter bytes: equal on every rank iff (with
+ * overwhelming probability) the replicas are identical bit for bit. */
+static int replicas_identical(const dt_trainer *t)
+{
+    const unsigned char *p = (const unsigned char *)t->params;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < t->n * sizeof(float); i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    uint64_t lo, hi;
+    MPI_CHECK(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, t->comm));
+    MPI_CHECK(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, t->comm));
+    return lo == hi;
+}
+
+/* ---- the run --------------------------------------------------------------- */
+
+static void trainer_free(dt_trainer *t)
+{
+    if (t->algo && t->algo->teardown && t->algo_state)
+        t->algo->teardown(t);
+    net_free(t->net);
+    free(t->params);
+    free(t->grads);
+    free(t->x);
+    free(t->y);
+    if (t->opt.v)
+        sgd_free(&t->opt);
+    loader_free(&t->loader);
+    shard_free(&t->shard);
+    dataset_free(&t->train);
+    dataset_free(&t->test);
+    transport_free(t->tp);
+}
+
+int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
+{
+    dt_trainer tr, *t = &tr;
+    memset(t, 0, sizeof *t);
+    t->cfg = cfg;
+    t->comm = comm;
+    MPI_CHECK(MPI_Comm_rank(comm, &t->rank));
+    MPI_CHECK(MPI_Comm_size(comm, &t->nranks));
+    t->B = (int)cfg->optim.batch_size;
+    openblas_set_num_threads((int)cfg->compute.threads);
+
+    int rc = 0;
+    t->algo = algo_find(cfg->algorithm.mode);
+    if (!t->algo || t->algo->check(cfg, t->nranks) != 0)
+        rc = -1;
+    if (agree(comm, t->rank, rc, "") != 0)
+        return 1;
+    if (agree(comm, t->rank, prepare_output(cfg, t->rank), "") != 0)
+        return 1;
+    if (agree(comm, t->rank, load_data(t), "") != 0) {
+        trainer_free(t);
+        return 1;
+    }
+
+    const dt_backend *be = backend_cpu();
+    t->net = model_build(be, cfg->model.name, cfg->model.hidden, cfg->model.activation,
+                         (int)cfg->model.gn_groups, t->train.c, t->train.h, t->train.w,
+                         t->train.classes);
+    if (agree(comm, t->rank, t->net ? 0 : -1, "") != 0) {
+        trainer_free(t);
+        return 1;
+    }
+    t->n = t->net->nparams;
+    t->params = dt_falloc(t->n);
+    t->grads = dt_falloc(t->n);
+    net_init_params(t->net, t->params, cfg->run.seed);
+    net_reserve(t->net, t->B);
+    t->x = dt_falloc((size_t)t->B * t->train.c * t->train.h * t->train.w);
+    t->y = dt_calloc((size_t)t->B, sizeof *t->y);
+    t->tp = transport_mpi_create(comm);
+    /* one model for all: rank 0's parameters (REFERENCE.md §1) */
+    t->tp->bcast(t->tp, t->params, t->n, 0);
+    sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay, cfg->optim.nesterov);
+    if (agree(comm, t->rank,
+              schedule_init(&t->sched, cfg->optim.lr, cfg->optim.lr_scaling, t->B, t->nranks,
+                            cfg->optim.warmup_epochs, cfg->optim.decay_epochs,
+                            cfg->optim.decay_factor), "") != 0) {
+        trainer_free(t);
+        return 1;
+    }
+    loader_init(&t->loader, &t->train, &t->shard, t->B, cfg->run.seed, t->rank,
+                cfg->data.samples_per_epoch > 0 ? cfg->data.samples_per_epoch : t->shard.n);
+    /* synchronous modes step together: every rank uses the smallest epoch */
+    int64_t spe = loader_steps_per_epoch(&t->loader);
+    MPI_CHECK(MPI_Allreduce(&spe, &t->steps_per_epoch, 1, MPI_INT64_T, MPI_MIN, comm));
+    t->total_steps = cfg->run.epochs * t->steps_per_epoch;
+    if (cfg->run.max_steps > 0 && cfg->run.max_steps < t->total_steps)
+        t->total_steps = cfg->run.max_steps;
+    if (t->algo->setup)
+        t->algo->setup(t);
+
+    t->wall_start = trainer_clock();
+    int resumed = 0;
+    if (cfg->run.resume) {
+        resumed = restore_checkpoint(t);
+        if (resumed < 0) {
+            if (t->rank == 0)
+                fprintf(stderr, "dtrain: error: %s\n", dt_err_msg());
+            trainer_free(t);
+            return 1;
+        }
+        if (!resumed && t->rank == 0)
+            printf("run.resume = true but %s/checkpoints holds no checkpoint: starting fresh\n",
+                   cfg->run.output_dir);
+    }
+
+    char *hosts = gather_hosts(comm, t->rank, t->nranks);
+    char start[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
+    dt_provenance prov = { .version = build_version(), .git_revision = build_git_revision(),
+                           .configure_flags = build_configure_args(),
+                           .mpi_version = build_mpi_runtime(), .hosts = hosts ? hosts : "",
+                           .start_time = start, .mode = cfg->algorithm.mode,
+                           .model = cfg->model.name, .nparams = (int64_t)t->n };
+    char rec[DT_PATH_MAX + 16];
+    snprintf(rec, sizeof rec, "%s/run.h5", cfg->run.output_dir);
+    dt_runlog *log = runlog_open(comm, rec, &prov, deck_text, resumed, t->step);
+    free(hosts);
+
+    if (t->rank == 0) {
+        printf("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
+               "%lld steps (%lld per epoch), output %s\n",
+               cfg->algorithm.mode, cfg->model.name, t->n, t->nranks, t->B,
+               (long long)t->total_steps, (long long)t->steps_per_epoch, cfg->run.output_dir);
+        fflush(stdout);
+    }
+
+    const int64_t eval_every = cfg->run.eval_every > 0 ? cfg->run.eval_every : t->steps_per_epoch;
+    double last_wall = trainer_clock() - t->wall_start, mean_acc = 0;
+    int64_t last_images = t->images, last_eval = -1;
+    int status = 0;
+    while (t->step < t->total_steps) {
+        int stop = stop_requested, any;
+        MPI_CHECK(MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, comm));
+        if (any) {
+            if (t->rank == 0)
+                printf("signal received: checkpointing at step %lld and exiting with status %d "
+                       "for requeue\n", (long long)t->step, DT_EXIT_REQUEUE);
+            status = DT_EXIT_REQUEUE;
+            break;
+        }
+        t->lr = (float)schedule_lr(&t->sched, (double)t->step / (double)t->steps_per_epoch);
+        t->algo->step(t);
+        t->step++;
+        if (cfg->run.check_replicas && !replicas_identical(t)) {
+            if (t->rank == 0)
+                fprintf(stderr, "dtrain: error: run.check_replicas: the replicas differ after "
+                                "step %lld\n", (long long)t->step);
+            status = 1;
+            break;
+        }
+        if (t->step % cfg->run.log_every == 0 || t->step == t->total_steps)
+            log_train(t, log, &last_wall, &last_images);
+        if (t->step % eval_every == 0 || t->step == t->total_steps) {
+            run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
+            last_eval = t->step;
+        }
+        if (cfg->run.checkpoint_every > 0 && t->step % cfg->run.checkpoint_every == 0 &&
+            t->step < t->total_steps)
+            save_checkpoint(t);
+    }
+    if (status == 0 && last_eval != t->step)
+        run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
+    if (status != 1)
+        save_checkpoint(t);
+    runlog_close(log);
+    if (t->rank == 0 && status == 0) {
+        printf("done: %lld steps in %.1f s, final test accuracy %.2f%% (mean over ranks); "
+               "record %s\n", (long long)t->step, trainer_clock() - t->wall_start,
+               100 * mean_acc, rec);
+        fflush(stdout);
+    }
+    trainer_free(t);
+    return status;
+}

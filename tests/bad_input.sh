@@ -1,0 +1,62 @@
+#!/bin/bash
+# Bad input: every case exits non-zero on every rank within seconds, with a
+# message naming the file, key or line and what was expected.
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+set -e
+D=$WORK/deck.ini
+small_deck "$WORK/run" >"$D"
+
+run 2 60 "$WORK/nonexistent.ini"
+expect_fail "missing deck" "nonexistent.ini"
+
+sed 's/^lr = 0.05/lrr = 0.05/' "$D" >"$WORK/typo.ini"
+run 2 60 "$WORK/typo.ini"
+expect_fail "unknown key (typo)" "typo.ini:[0-9]+.*optim.lrr"
+
+run 2 60 "$D" optim.lr=-1
+expect_fail "negative lr" "optim.lr"
+run 2 60 "$D" optim.batch_size=0
+expect_fail "batch 0" "optim.batch_size"
+run 2 60 "$D" optim.lr=abc
+expect_fail "non-number lr" "optim.lr.*abc|abc.*optim.lr"
+sed 's/^lr = 0.05/lr = fast/' "$D" >"$WORK/badval.ini"
+run 2 60 "$WORK/badval.ini"
+expect_fail "bad value in the file names file and line" "badval.ini:[0-9]+.*optim.lr"
+run 2 60 "$D" algorithm.mode=gossipy
+expect_fail "unknown mode" "algorithm.mode.*gossipy|gossipy.*algorithm.mode"
+run 2 60 "$D" model.name=resnet18
+expect_fail "unknown model" "model.name.*resnet18|resnet18.*model.name"
+run 2 60 "$D" data.name=fashion-mnist data.path="$WORK/no-such-dir"
+expect_fail "data path missing" "no-such-dir"
+: >"$WORK/afile"
+run 2 60 "$D" run.output_dir="$WORK/afile/sub"
+expect_fail "unwritable output dir" "afile/sub"
+run 2 60 "$D" algorithm.mode=local
+expect_fail "local mode on 2 ranks" "exactly 1 rank"
+
+# a finished run, then the same output dir again without resume/overwrite
+run 2 120 "$D" run.max_steps=6
+if [ "$RC" -ne 0 ]; then fail "reference run for the resume cases"; cat "$WORK/out.txt"; fi
+run 2 60 "$D" run.max_steps=6
+expect_fail "existing run without resume" "already holds a run"
+run 2 120 "$D" run.max_steps=6 run.overwrite=true
+[ "$RC" -eq 0 ] && pass "run.overwrite = true replaces the run" || fail "overwrite (rc $RC)"
+
+run 1 60 "$D" run.resume=true run.max_steps=12
+expect_fail "resume with another rank count" "2 ranks|ranks"
+run 2 60 "$D" run.resume=true run.max_steps=12 model.hidden=40
+expect_fail "resume with another model size" "param"
+
+# corrupt the latest checkpoint: the previous one is named and stays intact
+run 2 120 "$D" run.overwrite=true run.max_steps=12 run.checkpoint_every=6 run.checkpoint_keep=3
+ck=$WORK/run/checkpoints
+latest=$(cat "$ck/latest")
+prev=$(ls "$ck" | grep -E '^ckpt-[0-9]+\.h5$' | sort | tail -2 | head -1)
+cp "$ck/$prev" "$WORK/prev.copy"
+size=$(stat -c %s "$ck/$latest")
+truncate -s $((size / 2)) "$ck/$latest"
+run 2 60 "$D" run.resume=true run.max_steps=18
+expect_fail "truncated checkpoint" "$prev"
+cmp -s "$ck/$prev" "$WORK/prev.copy" && pass "previous checkpoint untouched" \
+    || fail "previous checkpoint changed"
+finish

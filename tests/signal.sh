@@ -1,0 +1,35 @@
+#!/bin/bash
+# SIGUSR1 (as Slurm sends before the time limit) mid-run: every rank
+# checkpoints at the next step and exits 75; resuming completes the run and
+# ends exactly where an uninterrupted run ends.
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+set -e
+D=$WORK/deck.ini
+small_deck "$WORK/r" >"$D"
+a="run.epochs=400 run.max_steps=4000 run.log_every=20"
+last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
+set +e
+timeout -k 5 300 "$MPIEXEC" -n 2 "$DTRAIN" "$D" $a run.output_dir="$WORK/sig" >"$WORK/sig.txt" 2>&1 &
+pid=$!
+for i in $(seq 1 600); do
+    grep -q "^step 100/" "$WORK/sig.txt" 2>/dev/null && break
+    sleep 0.1
+done
+pkill -USR1 -x dtrain
+wait $pid
+rc=$?
+set -e
+if [ $rc -eq 75 ] && grep -q "signal received" "$WORK/sig.txt" && [ -s "$WORK/sig/checkpoints/latest" ]; then
+    pass "SIGUSR1 -> checkpoint at $(grep -o 'checkpointing at step [0-9]*' "$WORK/sig.txt") and exit 75"
+else
+    fail "SIGUSR1 handling (rc $rc)"; tail -5 "$WORK/sig.txt"
+fi
+run 2 300 "$D" $a run.output_dir="$WORK/sig" run.resume=true
+rcR=$RC
+run 2 300 "$D" $a run.output_dir="$WORK/ref"
+if [ $rcR -eq 0 ] && [ "$RC" -eq 0 ] && "$TEST_BIN/ckcmp" same "$(last "$WORK/sig")" "$(last "$WORK/ref")" >/dev/null; then
+    pass "resumed after the signal: final model equals the uninterrupted run bit for bit"
+else
+    fail "resume after signal (rc $rcR/$RC)"
+fi
+finish
