@@ -37,11 +37,16 @@ static const char *deck_write(const char *name, const char *text)
         printf("Bail out! cannot write %s\n", path);
         exit(1);
     }
-    int seen = 0;
     for (int i = 0; i < nmade; i++)
-        seen |= strcmp(made[i], path) == 0;
-    if (!seen && nmade < 64)
-        made[nmade++] = path;
+        if (strcmp(made[i], path) == 0) {
+            free(path);
+            return made[i];
+        }
+    if (nmade == 64) {
+        printf("Bail out! too many deck files\n");
+        exit(1);
+    }
+    made[nmade++] = path;
     return path;
 }
 
@@ -265,6 +270,7 @@ static void test_bad_values(void)
         {"optim", "lr", "nan", "expected a number > 0"},
         {"optim", "lr", "1e999", "out of range"},
         {"optim", "lr", "1e-400", "out of range"},
+        {"optim", "lr", "-1e999", "out of range"},
         {"optim", "lr", "0.1 0.2", "expected a number > 0"},
         {"optim", "batch_size", "0", "expected an integer in [1, 2147483647]"},
         {"optim", "batch_size", "2.5", "expected an integer"},
@@ -313,22 +319,52 @@ static void test_bad_values(void)
         free(t);
     }
 
-    /* one deck line holds at most INI_MAX_LINE - 2 characters of
-     * "output_dir = value", so a longer path is refused up front */
+    /* inih reads at most INI_MAX_LINE - 2 characters of a line, and the
+     * effective deck writes "output_dir = value": 185 characters of path fit
+     * (with INI_MAX_LINE 200); "output_dir=value" must not sneak in more */
     int line;
     char big[400];
     memset(big, 'a', sizeof big - 1);
     big[0] = '/';
-    big[190] = '\0';
-    char *t = deck_with("run", "output_dir", big, &line);
-    expect_fail1("value too long for the effective deck", "long.ini", t, line,
-                 "too long (190 characters; at most 184 fit");
+    int vmax = INI_MAX_LINE - 2 - (int)strlen("output_dir = ");
+    big[vmax + 2] = '\0';
+    char *t = str_printf("[run]\noutput_dir=%s\n", big);
+    char *needle = str_printf("too long (%d characters; at most %d fit", vmax + 2, vmax);
+    expect_fail1("value too long for the effective deck", "long.ini", t, 2, needle);
+    free(needle);
     free(t);
-    big[190] = 'a';
+    {
+        char *ov = str_printf("run.output_dir=%s", big);
+        dt_config c;
+        dt_err_clear();
+        int rc = deck_parse_string("x", "", 1, &ov, &c, NULL);
+        CHECK(rc == -1 && strstr(dt_err_msg(), "command-line argument 1 ('run.output_dir=/aaa") &&
+                  strstr(dt_err_msg(), "too long"),
+              "over-long override refused: %.120s", dt_err_msg());
+        free(ov);
+        /* the longest accepted path survives the effective-deck round trip */
+        big[vmax] = '\0';
+        char *const ovs[] = {req_overrides[1], req_overrides[2], req_overrides[3],
+                             str_printf("run.output_dir=%s", big)};
+        char *eff = NULL;
+        dt_config d;
+        rc = deck_parse_string("x", "", 4, ovs, &c, &eff);
+        CHECK(rc == 0, "a %d-character path is accepted (%s)", vmax, rc ? dt_err_msg() : "ok");
+        if (rc == 0) {
+            rc = deck_parse_string("eff", eff, 0, NULL, &d, NULL);
+            CHECK(rc == 0 && memcmp(&c, &d, sizeof c) == 0 &&
+                      strlen(d.run.output_dir) == (size_t)vmax,
+                  "the %d-character path round-trips (%s)", vmax, rc ? dt_err_msg() : "ok");
+        }
+        free(eff);
+        free(ovs[3]);
+        big[vmax] = 'a';
+    }
+    big[vmax + 2] = 'a';
     big[sizeof big - 1] = '\0';
     t = deck_with("run", "output_dir", big, &line);
     expect_fail1("line longer than inih's buffer", "longer.ini", t, line,
-                 "characters long; at most");
+                 "run.output_dir: line is 412 characters long; at most");
     free(t);
     /* a long comment is harmless */
     char *ok = str_printf("; %s\n[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
@@ -393,7 +429,7 @@ static void test_overrides(void)
         {"override given twice", {"optim.lr=0.1", "optim.lr=0.2"}, 2,
          "command-line argument 2 ('optim.lr=0.2')", "already given by command-line argument 1"},
         {"newline in a string override", {"run.output_dir=/a\n[optim]"}, 1,
-         "command-line argument 1", "control character 0x0a"},
+         "command-line argument 1 ('run.output_dir=/a?[optim]')", "control character 0x0a"},
         {"comment marker in a string override", {"run.output_dir=/a ;b"}, 1,
          "command-line argument 1", "would start a comment"},
         {"bad enum override", {"compute.device=cuda"}, 1,
@@ -491,7 +527,7 @@ static void test_effective_round_trip(void)
     }
     for (int i = 0; i < nkeys; i++) {
         char sec[64];
-        snprintf(sec, sizeof sec, "%s", names[i]);
+        snprintf(sec, sizeof sec, "%.63s", names[i]);
         char *dot = strchr(sec, '.');
         if (!dot)
             continue;

@@ -107,7 +107,8 @@ static double lin_obj(void *p)
     return dot_r(c->y, c->r, (size_t)c->B * c->out);
 }
 
-static void test_linear(int B, int in, int out, int bias)
+/* fd: also compare against finite differences (small shapes only). */
+static void test_linear(int B, int in, int out, int bias, int fd)
 {
     lin_ctx c = { B, in, out, NULL, NULL, NULL, NULL, NULL };
     const size_t nx = (size_t)B * in, nw = (size_t)out * in, ny = (size_t)B * out;
@@ -147,17 +148,31 @@ static void test_linear(int B, int in, int out, int bias)
     be->linear_backward(B, in, out, c.x, c.W, c.r, NULL, dW2, db2);
     CHECK(memcmp(dW, dW2, nw * sizeof(float)) == 0, "linear: dW unchanged with dx NULL");
 
-    double e;
-    e = fd_rel_err(lin_obj, &c, c.x, nx, 1e-2, dx0);
-    CHECK(e < TOL_FD, "linear B=%d in=%d out=%d: dx vs finite differences (rel err %.2e)", B, in,
-          out, e);
-    e = fd_rel_err(lin_obj, &c, c.W, nw, 1e-2, dW);
-    CHECK(e < TOL_FD, "linear B=%d in=%d out=%d: dW vs finite differences (rel err %.2e)", B, in,
-          out, e);
-    if (bias) {
-        e = fd_rel_err(lin_obj, &c, c.b, out, 1e-2, db);
-        CHECK(e < TOL_FD, "linear B=%d in=%d out=%d: db vs finite differences (rel err %.2e)", B,
+    if (fd) {
+        double e = fd_rel_err(lin_obj, &c, c.x, nx, 1e-2, dx0);
+        CHECK(e < TOL_FD, "linear B=%d in=%d out=%d: dx vs finite differences (rel err %.2e)", B,
               in, out, e);
+        e = fd_rel_err(lin_obj, &c, c.W, nw, 1e-2, dW);
+        CHECK(e < TOL_FD, "linear B=%d in=%d out=%d: dW vs finite differences (rel err %.2e)", B,
+              in, out, e);
+        if (bias) {
+            e = fd_rel_err(lin_obj, &c, c.b, out, 1e-2, db);
+            CHECK(e < TOL_FD, "linear B=%d in=%d out=%d: db vs finite differences (rel err %.2e)",
+                  B, in, out, e);
+        }
+    } else {
+        // the adjoints in double, for shapes too large for finite differences
+        double *dxr = dt_calloc(nx, sizeof(double)), *dWr = dt_calloc(nw, sizeof(double));
+        for (int i = 0; i < B; i++)
+            for (int o = 0; o < out; o++)
+                for (int j = 0; j < in; j++) {
+                    const double g = c.r[(size_t)i * out + o];
+                    dxr[(size_t)i * in + j] += g * c.W[(size_t)o * in + j];
+                    dWr[(size_t)o * in + j] += g * c.x[(size_t)i * in + j];
+                }
+        CHECK(rel_err(dx0, dxr, nx) < TOL_REF && rel_err(dW, dWr, nw) < TOL_REF,
+              "linear B=%d in=%d out=%d: dx, dW vs direct adjoints", B, in, out);
+        free(dxr), free(dWr);
     }
     free(ref);
     free(c.x), free(c.W), free(c.b), free(c.y), free(c.r);
@@ -712,10 +727,12 @@ int main(void)
     be = backend_cpu();
     rng = rng_make(20240607, 1, 2, 3);
 
-    test_linear(1, 1, 1, 1);
-    test_linear(3, 5, 4, 1);
-    test_linear(2, 7, 3, 0);
-    test_linear(5, 16, 9, 1);
+    test_linear(1, 1, 1, 1, 1);
+    test_linear(3, 5, 4, 1, 1);
+    test_linear(2, 7, 3, 0, 1);
+    test_linear(5, 16, 9, 1, 1);
+    test_linear(3, 40, 3001, 1, 0); // B * out over the transposed-product buffer
+    test_linear(32, 300, 128, 1, 0); // mnist_cnn dense1's batch and width
 
     // small shapes, also against finite differences
     test_conv(conv_shape(1, 1, 5, 5, 1, 3, 3, 1, 0), 1, 1);
@@ -751,6 +768,7 @@ int main(void)
     test_groupnorm(3, 6, 7, 3);  // in between
     test_groupnorm(2, 4, 9, 4);  // G = C (InstanceNorm-like)
     test_groupnorm(3, 8, 1, 2);  // 1x1 spatial
+    test_groupnorm(2, 8, 67, 4); // planes longer than the kernel's 8-wide blocks
 
     test_xent();
     return tap_done();

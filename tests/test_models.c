@@ -95,11 +95,10 @@ static void gradcheck(const char *name, int c, int h, int w, int B, int probes, 
     net_backward(n, p, g);
     double num = 0, den = 0, worst = 0;
     for (int k = 0; k < probes; k++) {
-        /* half the probes on the largest-|g| coordinates of a random window,
-         * so tiny gradients do not dominate */
         size_t i = (size_t)rng_below(&r, np);
         float save = p[i];
-        const float eps = 1e-2f * fmaxf(1.0f, fabsf(save));
+        /* small enough not to cross ReLU and max-pool switch points */
+        const float eps = 1e-3f * fmaxf(1.0f, fabsf(save));
         p[i] = save + eps;
         double lp = net_forward(n, p, x, y, B, 1, key, NULL);
         p[i] = save - eps;
@@ -120,13 +119,308 @@ static void gradcheck(const char *name, int c, int h, int w, int B, int probes, 
     net_free(n);
 }
 
+/* ---- agreement with PyTorch ---------------------------------------------
+ * tests/torch_reference.py loads what `test_models --dump DIR` writes (the
+ * initial parameters, input batch and labels of each case below), runs the
+ * same architecture in float64 PyTorch and writes the loss and, per tensor,
+ * the gradient's L2 norm and first 4 entries to
+ * tests/fixtures/models_reference.txt. Here the same batch goes through our
+ * float32 engine and must match; the C test itself needs no PyTorch. */
+
+#define REF_B 4                  /* batch of every case */
+#define REF_PARAM_SEED 1234      /* net_init_params seed */
+#define REF_DATA_SEED 4321       /* rng_make(REF_DATA_SEED, case index, 0, 0) */
+#define REF_FIRST 4              /* leading gradient entries in the fixture */
+
+static const struct ref_case { const char *name; int c, h, w; } ref_cases[] = {
+    { "logreg", 1, 28, 28 },     /* the mlp is "100" sigmoid, resnet gn_groups 2: see build() */
+    { "mlp", 1, 28, 28 },
+    { "mnist_cnn", 1, 28, 28 },
+    { "resnet20_gn", 3, 32, 32 },
+};
+#define REF_NCASES (sizeof ref_cases / sizeof ref_cases[0])
+
+typedef struct ref_batch {
+    dt_net *net;
+    float *params;   // (nparams)
+    float *x;        // (B, C, H, W)
+    int32_t y[REF_B];
+} ref_batch;
+
+/* The deterministic parameters and batch of case m; NULL net if it does not build. */
+static ref_batch ref_batch_make(size_t m)
+{
+    const struct ref_case *rc = &ref_cases[m];
+    ref_batch rb = { .net = build(rc->name, rc->c, rc->h, rc->w) };
+    if (!rb.net)
+        return rb;
+    size_t in = (size_t)REF_B * rc->c * rc->h * rc->w;
+    rb.params = dt_falloc(rb.net->nparams);
+    rb.x = dt_falloc(in);
+    net_init_params(rb.net, rb.params, REF_PARAM_SEED);
+    dt_rng r = rng_make(REF_DATA_SEED, (uint64_t)m, 0, 0);
+    for (size_t i = 0; i < in; i++)
+        rb.x[i] = (float)rng_normal(&r);
+    for (int i = 0; i < REF_B; i++)
+        rb.y[i] = (int32_t)rng_below(&r, 10);
+    return rb;
+}
+
+static void ref_batch_free(ref_batch *rb)
+{
+    free(rb->params);
+    free(rb->x);
+    net_free(rb->net);
+}
+
+/* Raw little-endian 32-bit words, whatever the host's byte order, so the
+ * dump reads the same in numpy's '<f4' / '<i4'. */
+static int ref_write_le32(const char *dir, const char *name, const char *ext, const void *words,
+                          size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "test_models --dump: cannot create %s\n", path);
+        return -1;
+    }
+    const unsigned char *src = words;
+    unsigned char buf[4];
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        uint32_t u;
+        memcpy(&u, src + 4 * i, 4);
+        for (int k = 0; k < 4; k++)
+            buf[k] = (unsigned char)(u >> (8 * k));
+        ok = fwrite(buf, 1, 4, f) == 4;
+    }
+    ok = (fclose(f) == 0) && ok;
+    if (!ok)
+        fprintf(stderr, "test_models --dump: write to %s failed\n", path);
+    return ok ? 0 : -1;
+}
+
+static int ref_dump(const char *dir)
+{
+    for (size_t m = 0; m < REF_NCASES; m++) {
+        const struct ref_case *rc = &ref_cases[m];
+        ref_batch rb = ref_batch_make(m);
+        if (!rb.net)
+            return 1;
+        size_t in = (size_t)REF_B * rc->c * rc->h * rc->w;
+        int err = ref_write_le32(dir, rc->name, "params.f32", rb.params, rb.net->nparams);
+        err |= ref_write_le32(dir, rc->name, "x.f32", rb.x, in);
+        err |= ref_write_le32(dir, rc->name, "y.i32", rb.y, REF_B);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.tensors.txt", dir, rc->name);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "test_models --dump: cannot create %s\n", path);
+            err = -1;
+        } else {
+            for (int t = 0; t < rb.net->ntensors; t++) {
+                const dt_tensor_view *v = &rb.net->tensors[t];
+                fprintf(f, "%s %zu %zu %s\n", v->name, v->offset, v->count, v->shape);
+            }
+            if (fclose(f) != 0) {
+                fprintf(stderr, "test_models --dump: write to %s failed\n", path);
+                err = -1;
+            }
+        }
+        if (!err)
+            printf("%s: %zu parameters in %d tensors, input (%d, %d, %d, %d)\n", rc->name,
+                   rb.net->nparams, rb.net->ntensors, REF_B, rc->c, rc->h, rc->w);
+        ref_batch_free(&rb);
+        if (err)
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct ref_grad {
+    char name[32];
+    double norm, first[REF_FIRST];
+} ref_grad;
+
+typedef struct ref_model {
+    char name[32];
+    double loss;
+    int ngrads;
+    ref_grad *grads;
+} ref_model;
+
+/* The fixture: first $top_srcdir (exported by `make check`), then beside the
+ * binary's directory (../tests/fixtures), then relative to the cwd. */
+static FILE *ref_open(const char *argv0, char *path, size_t len)
+{
+    const char *rel = "tests/fixtures/models_reference.txt";
+    const char *top = getenv("top_srcdir");
+    if (top && *top) {
+        snprintf(path, len, "%s/%s", top, rel);
+        FILE *f = fopen(path, "r");
+        if (f)
+            return f;
+    }
+    const char *slash = strrchr(argv0, '/');
+    if (slash) {
+        snprintf(path, len, "%.*s/../%s", (int)(slash - argv0), argv0, rel);
+        FILE *f = fopen(path, "r");
+        if (f)
+            return f;
+    }
+    snprintf(path, len, "%s", rel);
+    return fopen(path, "r");
+}
+
+/* Parse the fixture; returns the number of models, or -1 with a message
+ * naming the file and line. */
+static int ref_parse(FILE *f, const char *path, ref_model **out)
+{
+    ref_model *models = NULL;
+    int nm = 0;
+    char line[1024];
+    long lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        char name[64];
+        double loss, g[1 + REF_FIRST];
+        if (sscanf(line, "model %63s loss %lf", name, &loss) == 2 && strlen(name) < 32) {
+            models = dt_realloc(models, (size_t)(nm + 1) * sizeof *models);
+            models[nm] = (ref_model){ .loss = loss };
+            snprintf(models[nm].name, sizeof models[nm].name, "%s", name);
+            nm++;
+        } else if (nm > 0 &&
+                   sscanf(line, "grad %63s l2 %lf first %lf %lf %lf %lf", name, &g[0], &g[1], &g[2],
+                          &g[3], &g[4]) == 2 + REF_FIRST && strlen(name) < 32) {
+            ref_model *md = &models[nm - 1];
+            md->grads = dt_realloc(md->grads, (size_t)(md->ngrads + 1) * sizeof *md->grads);
+            ref_grad *rg = &md->grads[md->ngrads++];
+            snprintf(rg->name, sizeof rg->name, "%s", name);
+            rg->norm = g[0];
+            memcpy(rg->first, g + 1, sizeof rg->first);
+        } else {
+            printf("# %s:%ld: expected 'model NAME loss X' or 'grad NAME l2 X first A B C D'\n",
+                   path, lineno);
+            for (int i = 0; i < nm; i++)
+                free(models[i].grads);
+            free(models);
+            return -1;
+        }
+    }
+    *out = models;
+    return nm;
+}
+
+static void ref_compare(size_t m, const ref_model *want)
+{
+    const char *name = ref_cases[m].name;
+    ref_batch rb = ref_batch_make(m);
+    if (!rb.net) {
+        CHECK(0, "%s builds for the PyTorch comparison", name);
+        return;
+    }
+    dt_net *n = rb.net;
+    float *g = dt_falloc(n->nparams);
+    n->no_dropout = 1; /* the reference ran PyTorch with dropout off */
+    double loss = net_forward(n, rb.params, rb.x, rb.y, REF_B, 1, 0, NULL);
+    net_backward(n, rb.params, g);
+    CHECK_CLOSE(loss, want->loss, 0.0, 1e-5, "%s: loss %.9g matches PyTorch's %.9g (rel 1e-5)",
+                name, loss, want->loss);
+
+    int same = want->ngrads == n->ntensors;
+    for (int t = 0; same && t < n->ntensors; t++)
+        same = strcmp(want->grads[t].name, n->tensors[t].name) == 0;
+    if (!same) {
+        CHECK(0, "%s: the fixture lists the same %d tensors in the same order (it has %d)", name,
+              n->ntensors, want->ngrads);
+        CHECK(0, "%s: leading gradient entries match PyTorch (not compared)", name);
+    } else {
+        /* relative error of each norm; norms below 1e-6 are compared absolutely
+         * (float32 rounding of a nearly-cancelled sum is not a bug) */
+        double worst_norm = 0, worst_first = 0;
+        int bad_norm = -1, bad_first = -1;
+        for (int t = 0; t < n->ntensors; t++) {
+            const dt_tensor_view *v = &n->tensors[t];
+            const ref_grad *rg = &want->grads[t];
+            double ss = 0;
+            for (size_t i = 0; i < v->count; i++)
+                ss += (double)g[v->offset + i] * g[v->offset + i];
+            double e = fabs(sqrt(ss) - rg->norm) / fmax(rg->norm, 1e-6);
+            if (isnan(e)) /* a NaN gradient must not compare as "no worse" */
+                e = INFINITY;
+            if (e > worst_norm) {
+                worst_norm = e;
+                bad_norm = t;
+            }
+            for (size_t i = 0; i < REF_FIRST && i < v->count; i++) {
+                /* in units of the allowed error 1e-5 + 1e-3 |want| */
+                double d = fabs(g[v->offset + i] - rg->first[i]) / (1e-5 + 1e-3 * fabs(rg->first[i]));
+                if (isnan(d))
+                    d = INFINITY;
+                if (d > worst_first) {
+                    worst_first = d;
+                    bad_first = t;
+                }
+            }
+        }
+        CHECK(worst_norm <= 1e-3,
+              "%s: gradient L2 norms of all %d tensors match PyTorch (worst rel err %.2e%s%s, limit 1e-3)",
+              name, n->ntensors, worst_norm, bad_norm >= 0 ? " in " : "",
+              bad_norm >= 0 ? n->tensors[bad_norm].name : "");
+        CHECK(worst_first <= 1.0,
+              "%s: first %d gradient entries of every tensor match PyTorch (worst %.2g of the "
+              "allowed 1e-5 + 1e-3 rel%s%s)",
+              name, REF_FIRST, worst_first, bad_first >= 0 ? " in " : "",
+              bad_first >= 0 ? n->tensors[bad_first].name : "");
+    }
+    free(g);
+    ref_batch_free(&rb);
+}
+
+static void test_torch_reference(const char *argv0)
+{
+    char path[4096];
+    FILE *f = ref_open(argv0, path, sizeof path);
+    CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
+          path);
+    if (!f)
+        return;
+    ref_model *models = NULL;
+    int nm = ref_parse(f, path, &models);
+    fclose(f);
+    CHECK(nm >= 0, "%s parses", path);
+    for (size_t m = 0; m < REF_NCASES && nm >= 0; m++) {
+        const ref_model *want = NULL;
+        for (int i = 0; i < nm; i++)
+            if (strcmp(models[i].name, ref_cases[m].name) == 0)
+                want = &models[i];
+        if (want)
+            ref_compare(m, want);
+        else
+            CHECK(0, "%s has reference values for %s", path, ref_cases[m].name);
+    }
+    for (int i = 0; i < nm; i++)
+        free(models[i].grads);
+    free(models);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--dump") == 0)
+        return ref_dump(argv[2]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [--dump DIR]\n", argv[0]);
+        return 2;
+    }
     test_counts();
     test_init();
     gradcheck("logreg", 1, 6, 5, 3, 200, 1e-2);
     gradcheck("mlp", 1, 7, 7, 3, 200, 1e-2);
     gradcheck("mnist_cnn", 1, 10, 9, 2, 200, 2e-2);
     gradcheck("resnet20_gn", 3, 8, 8, 2, 200, 2e-2);
+    test_torch_reference(argv[0]);
     return tap_done();
 }

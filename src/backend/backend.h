@@ -83,7 +83,7 @@ typedef struct dt_backend {
                                const float *gamma, const float *mean, const float *rstd,
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
-    /* y = a + b (n floats); backward: da += dy, db += dy */
+    /* y = a + b (n floats); backward: da += dy, db += dy (either may be NULL) */
     void (*add_forward)(size_t n, const float *a, const float *b, float *y);
     void (*add_backward)(size_t n, const float *dy, float *da, float *db);
 

@@ -20,6 +20,9 @@ const char *build_mpi_runtime(void)
         char *nl = strchr(v, '\n');
         if (nl)
             *nl = '\0';
+        for (char *c = v; *c; c++)
+            if (*c == '\t')
+                *c = ' ';
     }
     return v;
 }

@@ -103,10 +103,13 @@ static const deck_key keys[] = {
      .doc = "continue from the newest complete checkpoint in run.output_dir"},
     {"run", "overwrite", KT_BOOL, "false", AT(run.overwrite, bool),
      .doc = "allow replacing the outputs of an earlier run in run.output_dir"},
+    {"run", "check_replicas", KT_BOOL, "false", AT(run.check_replicas, bool),
+     .doc = "after every step, verify (one hash allreduce) that replicas are bit-identical; "
+            "for modes that keep replicas equal (allreduce)"},
 
     {"algorithm", "mode", KT_ENUM, "local", .choices = "local|allreduce",
      AT(algorithm.mode, char *),
-     .doc = "local: ranks train independently; allreduce: gradients averaged every step"},
+     .doc = "local: single-rank reference; allreduce: gradients averaged every step"},
 
     {"model", "name", KT_ENUM, NULL,
      .choices = "logreg|mlp|mnist_cnn|resnet20_gn|resnet32_gn", AT(model.name, char *),
@@ -255,6 +258,24 @@ static int edit_distance(const char *a, const char *b)
         }
     }
     return d[n][m];
+}
+
+/* A value or argument as messages show it: control characters as '?', cut
+ * after max characters, '' when empty. */
+static void text_echo(char *out, size_t cap, const char *s, size_t max)
+{
+    size_t i = 0, o = 0;
+    if (!*s) {
+        snprintf(out, cap, "''");
+        return;
+    }
+    for (; s[i] && i < max && o + 4 < cap; i++)
+        out[o++] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+    if (s[i] && o + 4 <= cap) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
 }
 
 static int key_find(const char *section, const char *name)
@@ -440,12 +461,12 @@ static bool double_parse(const char *s, double *out, bool *overflow)
     double v = strtod(s, &end);
     if (end == s || *end)
         return false;
-    if (!isfinite(v))
-        return false;
     if (errno == ERANGE) {
         *overflow = true;
         return false;
     }
+    if (!isfinite(v))
+        return false;
     *out = v;
     return true;
 }
@@ -741,6 +762,7 @@ typedef struct parse_ctx {
     size_t len, pos;
     int line;         /* lines handed to inih so far */
     int err_line;     /* line of the first error we recorded; 0: none */
+    char section[64]; /* the reader's view of the current section */
     char err[2048];
     int set_line[sizeof keys / sizeof keys[0]]; /* 0: not set by the deck */
     int set_arg[sizeof keys / sizeof keys[0]];  /* 0: not set by an override */
@@ -781,8 +803,19 @@ static char *deck_reader(char *buf, int num, void *stream)
         strcpy(buf, "\n");
         return buf;
     }
+    if (*start == '[') {
+        size_t e = strcspn(start + 1, "]\n");
+        snprintf(c->section, sizeof c->section, "%.*s", (int)(e < n ? e : n - 1), start + 1);
+    }
     if (n + 2 > (size_t)num) {
-        if (*start != ';' && *start != '#')
+        /* name the key, as every other message does */
+        size_t kn = strcspn(start, "=:");
+        while (kn > 0 && kn < n && isspace((unsigned char)start[kn - 1]))
+            kn--;
+        if (*start != ';' && *start != '#' && *start != '[' && kn < n)
+            ctx_fail(c, c->line, "%s:%d: %s.%.*s: line is %zu characters long; at most %d fit",
+                     c->name, c->line, c->section, (int)(kn > 60 ? 60 : kn), start, n, num - 2);
+        else if (*start != ';' && *start != '#')
             ctx_fail(c, c->line, "%s:%d: line is %zu characters long; at most %d fit", c->name,
                      c->line, n, num - 2);
         strcpy(buf, ";\n");
@@ -813,10 +846,10 @@ static int deck_handler(void *user, const char *section, const char *name, const
         return 0;
     }
     c->set_line[k] = line;
-    char why[WHY_MAX];
+    char why[WHY_MAX], shown[256];
     if (value_set(&keys[k], value, &c->cfg, why, sizeof why) < 0) {
-        ctx_fail(c, line, "%s:%d: %s.%s = %.200s: %s", c->name, line, section, name,
-                 *value ? value : "''", why);
+        text_echo(shown, sizeof shown, value, 200);
+        ctx_fail(c, line, "%s:%d: %s.%s = %s: %s", c->name, line, section, name, shown, why);
         return 0;
     }
     return 1;
@@ -855,9 +888,10 @@ static int overrides_apply(parse_ctx *c, int noverrides, char *const *overrides)
 {
     for (int i = 0; i < noverrides; i++) {
         const char *arg = overrides[i] ? overrides[i] : "";
-        char where[320];
-        snprintf(where, sizeof where, "command-line argument %d ('%.200s%s')", i + 1, arg,
-                 strlen(arg) > 200 ? "..." : "");
+        char where[320], shown[256];
+        text_echo(shown, sizeof shown, arg, 200);
+        snprintf(where, sizeof where, "command-line argument %d ('%s')", i + 1,
+                 *arg ? shown : "");
         const char *eq = strchr(arg, '=');
         size_t klen = eq ? (size_t)(eq - arg) : 0;
         char key[128];
@@ -887,8 +921,10 @@ static int overrides_apply(parse_ctx *c, int noverrides, char *const *overrides)
         str_trim(value);
         char why[WHY_MAX];
         int rc = value_set(&keys[k], value, &c->cfg, why, sizeof why);
-        if (rc < 0)
-            dt_err_set("%s: %s.%s = %.200s: %s", where, section, name, *value ? value : "''", why);
+        if (rc < 0) {
+            text_echo(shown, sizeof shown, value, 200);
+            dt_err_set("%s: %s.%s = %s: %s", where, section, name, shown, why);
+        }
         free(value);
         if (rc < 0)
             return -1;

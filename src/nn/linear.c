@@ -5,22 +5,37 @@
 #include <cblas.h>
 #include <string.h>
 
+/* Floats of the stack buffer that holds y^T. */
+#define LIN_TILE 8192
+
+/* OpenBLAS packs a transposed right-hand operand slowly when the inner
+ * dimension is long: for mnist_cnn's dense1 (B 32, in 9216, out 128) x W^T
+ * takes 1.50 ms but y^T = W x^T plus a transpose 1.09 ms. So a small y is
+ * formed as y^T in a stack buffer and transposed, bias added on the way. */
 void cpu_linear_forward(int B, int in, int out, const float *x, const float *W,
                         const float *b, float *y)
 {
     if (B <= 0 || out <= 0)
         return;
-    // the bias is folded in as the GEMM's C operand (beta = 1)
-    if (b) {
-        for (int i = 0; i < B; i++)
-            memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
-    } else if (in <= 0) {
-        memset(y, 0, (size_t)B * out * sizeof(float));
-    }
-    if (in <= 0)
+    if (in > 0 && (size_t)B * (size_t)out <= LIN_TILE) {
+        float yt[LIN_TILE];
+        // yt (out, B) = W (out, in) x^T (in, B)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out, B, in, 1.0f, W, in, x, in, 0.0f,
+                    yt, B);
+        for (int i = 0; i < B; i++) {
+            float *yr = y + (size_t)i * out;
+            for (int o = 0; o < out; o++)
+                yr[o] = yt[(size_t)o * B + i] + (b ? b[o] : 0.0f);
+        }
         return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, out, in, 1.0f, x, in, W, in,
-                b ? 1.0f : 0.0f, y, out);
+    }
+    // y (B, out) = x (B, in) W^T with the bias folded in as the C operand
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < out; o++)
+            y[(size_t)i * out + o] = b ? b[o] : 0.0f;
+    if (in > 0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, out, in, 1.0f, x, in, W, in, 1.0f,
+                    y, out);
 }
 
 void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,

@@ -304,7 +304,7 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
         case OP_RELU: be->relu_forward(sz, in, out); break;
         case OP_SIGMOID: be->sigmoid_forward(sz, in, out); break;
         case OP_DROPOUT:
-            if (train && d->p > 0)
+            if (train && !n->no_dropout)
                 be->dropout_forward(sz, d->p, rng_key(dropout_key, (uint64_t)i, 0xD60, 0), in, out,
                                     n->aux[i]);
             else
@@ -379,7 +379,9 @@ void net_backward(dt_net *n, const float *params, float *grads)
                 be->sigmoid_backward(sz, n->act[i], dy, dx);
             break;
         case OP_DROPOUT:
-            if (dx)
+            if (dx && n->no_dropout) /* identity: dx += dy */
+                be->add_backward(sz, dy, dx, NULL);
+            else if (dx)
                 be->dropout_backward(sz, n->aux[i], dy, dx);
             break;
         case OP_GROUPNORM: {

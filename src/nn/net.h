@@ -57,6 +57,7 @@ typedef struct dt_net {
     float *dlogits;        /* (B, classes) */
     int fwd_train;         /* last forward was in training mode */
     int last_B;            /* batch of the last forward */
+    int no_dropout;        /* tests: dropout is the identity even in training */
 } dt_net;
 
 dt_net *net_create(const dt_backend *be, int c, int h, int w);

@@ -15,19 +15,23 @@ void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32
         for (int p = 0; p < P; p++) {
             for (int q = 0; q < Q; q++) {
                 const int h0 = p * st, w0 = q * st;
-                int best = h0 * W + w0;
+                int best = h0 * W + w0, nan = 0;
                 float m = xp[best];
-                // first maximum in row-major window order wins; NaN propagates as in PyTorch
+                // the first maximum in row-major window order wins; written as
+                // selects (maxss, cmov) since branches mispredict on activations
                 for (int i = 0; i < k; i++) {
-                    const float *row = xp + (size_t)(h0 + i) * W;
+                    const float *row = xp + (size_t)(h0 + i) * W + w0;
                     for (int j = 0; j < k; j++) {
-                        const float v = row[w0 + j];
-                        if (v > m || (isnan(v) && !isnan(m))) {
-                            m = v;
-                            best = (h0 + i) * W + w0 + j;
-                        }
+                        const float v = row[j];
+                        const int take = v > m;
+                        best = take ? (h0 + i) * W + w0 + j : best;
+                        m = take ? v : m;
+                        nan |= v != v;
                     }
                 }
+                // a NaN propagates as in PyTorch
+                if (nan)
+                    m = NAN;
                 yp[p * Q + q] = m;
                 ap[p * Q + q] = best;
             }

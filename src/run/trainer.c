@@ -459,6 +459,14 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     /* synchronous modes step together: every rank uses the smallest epoch */
     int64_t spe = loader_steps_per_epoch(&t->loader);
     MPI_CHECK(MPI_Allreduce(&spe, &t->steps_per_epoch, 1, MPI_INT64_T, MPI_MIN, comm));
+    if (t->steps_per_epoch < 1) {
+        if (t->rank == 0)
+            fprintf(stderr, "dtrain: error: data.samples_per_epoch = %lld is smaller than "
+                            "optim.batch_size = %d: an epoch would have no step\n",
+                    (long long)cfg->data.samples_per_epoch, t->B);
+        trainer_free(t);
+        return 1;
+    }
     t->total_steps = cfg->run.epochs * t->steps_per_epoch;
     if (cfg->run.max_steps > 0 && cfg->run.max_steps < t->total_steps)
         t->total_steps = cfg->run.max_steps;
