@@ -18,6 +18,18 @@ int dt_err_set(const char *fmt, ...)
     return -1;
 }
 
+int dt_err_prefix(const char *fmt, ...)
+{
+    char old[sizeof err_buf], pre[512];
+    memcpy(old, err_buf, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    snprintf(err_buf, sizeof err_buf, "%s: %s", pre, old);
+    return -1;
+}
+
 const char *dt_err_msg(void) { return err_buf; }
 void dt_err_clear(void) { err_buf[0] = '\0'; }
 

@@ -16,6 +16,9 @@
 
 /* Record a formatted message for the calling thread; always returns -1. */
 int dt_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prefix the recorded message with context: "<prefix>: <old message>";
+ * always returns -1. */
+int dt_err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The last message recorded by dt_err_set() ("" if none). */
 const char *dt_err_msg(void);
 void dt_err_clear(void);

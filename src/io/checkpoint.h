@@ -30,7 +30,7 @@ typedef struct dt_ckpt_meta {
 typedef struct dt_ckpt_array {
     const char *name;   /* dataset name, e.g. "params" */
     float *data;        /* this rank's n floats (read into on restore) */
-    size_t n;           /* same on every rank */
+    size_t n;           /* must be the same on every rank (rectangular datasets) */
 } dt_ckpt_array;
 
 /* Collective. dir is created if missing. Fatal on I/O failure (nothing

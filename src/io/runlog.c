@@ -340,9 +340,6 @@ dt_runlog *runlog_open(MPI_Comm comm, const char *path, const dt_provenance *pro
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5_CHECK(fapl);
     H5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    /* The 1.8 format keeps a deck text larger than 64 KiB in dense attribute
-     * storage instead of failing. */
-    H5_CHECK(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST));
     log->dxpl = H5Pcreate(H5P_DATASET_XFER);
     H5_CHECK(log->dxpl);
     H5_CHECK(H5Pset_dxpl_mpio(log->dxpl, H5FD_MPIO_COLLECTIVE));

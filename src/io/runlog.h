@@ -32,6 +32,10 @@ typedef struct dt_provenance {
     int64_t nparams;
 } dt_provenance;
 
+/* wall: seconds since the start of the run (continued across restarts);
+ * compute_time, comm_time, wait_time: seconds spent since the previous row;
+ * loss, accuracy: means over the minibatches since the previous row;
+ * images: samples processed by the rank since the start (cumulative). */
 typedef struct dt_train_row {
     int64_t step, epoch;
     double wall, loss, accuracy, lr, compute_time, comm_time, wait_time;
@@ -47,7 +51,8 @@ typedef struct dt_runlog dt_runlog;
 
 /* Collective. Creates path (resume == 0) or reopens it (resume != 0), in which
  * case rows with step > resume_step are dropped so the record continues
- * exactly from the checkpoint. */
+ * exactly from the checkpoint (a missing file is created). Returns NULL after
+ * dt_err_set() if the file to resume is not a run record of this rank count. */
 dt_runlog *runlog_open(MPI_Comm comm, const char *path, const dt_provenance *prov,
                        const char *deck_text, int resume, int64_t resume_step);
 /* Collective: each rank passes its own row (one column per rank). */

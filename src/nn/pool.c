@@ -4,38 +4,96 @@
 
 #include <math.h>
 
+/* The max-pool loops use selects and arithmetic instead of branches: on
+ * activations a compare-and-branch mispredicts about half the time, which made
+ * the mnist_cnn pool (2048 planes of 24x24) 3x slower. The first maximum in
+ * row-major window order wins. NaN inputs are caught by a separate vectorisable
+ * check per plane, then the affected windows are set to NaN as in PyTorch. */
+
+static void maxpool_2x2(const float *xp, int W, int P, int Q, float *yp, int32_t *ap)
+{
+    for (int p = 0; p < P; p++) {
+        const float *r0 = xp + (size_t)(2 * p) * W, *r1 = r0 + W;
+        const int base = 2 * p * W;
+        for (int q = 0; q < Q; q++) {
+            const float a = r0[2 * q], b = r0[2 * q + 1], c = r1[2 * q], d = r1[2 * q + 1];
+            const int t1 = b > a;
+            const float m1 = b > a ? b : a;
+            const int t2 = c > m1;
+            const float m2 = c > m1 ? c : m1;
+            const int t3 = d > m2;
+            const float m3 = d > m2 ? d : m2;
+            int best = t1; // offset of the winner from the window's corner
+            best += t2 * (W - best);
+            best += t3 * (W + 1 - best);
+            yp[p * Q + q] = m3;
+            ap[p * Q + q] = base + 2 * q + best;
+        }
+    }
+}
+
+static void maxpool_any(const float *xp, int W, int P, int Q, int k, int st, float *yp,
+                        int32_t *ap)
+{
+    for (int p = 0; p < P; p++) {
+        for (int q = 0; q < Q; q++) {
+            const int h0 = p * st, w0 = q * st;
+            int best = h0 * W + w0;
+            float m = xp[best];
+            for (int i = 0; i < k; i++) {
+                const float *row = xp + (size_t)(h0 + i) * W + w0;
+                for (int j = 0; j < k; j++) {
+                    const float v = row[j];
+                    const int t = v > m;
+                    m = v > m ? v : m;
+                    best += t * ((h0 + i) * W + w0 + j - best);
+                }
+            }
+            yp[p * Q + q] = m;
+            ap[p * Q + q] = best;
+        }
+    }
+}
+
+/* Whether any of n values is NaN or infinite: x - x is exactly 0 otherwise. */
+static int plane_nonfinite(const float *v, size_t n)
+{
+    float a[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            a[j] += v[i + j] - v[i + j];
+    for (; i < n; i++)
+        a[0] += v[i] - v[i];
+    const float s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    return s != 0.0f; // true for NaN
+}
+
+/* Rare path: windows holding a NaN output NaN. */
+static void maxpool_nan(const float *xp, int W, int P, int Q, int k, int st, float *yp)
+{
+    for (int p = 0; p < P; p++)
+        for (int q = 0; q < Q; q++)
+            for (int i = 0; i < k; i++)
+                for (int j = 0; j < k; j++)
+                    if (isnan(xp[(size_t)(p * st + i) * W + q * st + j]))
+                        yp[p * Q + q] = NAN;
+}
+
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
 {
     const int H = s->H, W = s->W, P = s->P, Q = s->Q, k = s->k, st = s->stride;
-    const size_t planes = (size_t)s->B * s->C;
+    const size_t planes = (size_t)s->B * s->C, hw = (size_t)H * W, pq = (size_t)P * Q;
     for (size_t pl = 0; pl < planes; pl++) {
-        const float *xp = x + pl * H * W;
-        float *yp = y + pl * P * Q;
-        int32_t *ap = arg + pl * P * Q;
-        for (int p = 0; p < P; p++) {
-            for (int q = 0; q < Q; q++) {
-                const int h0 = p * st, w0 = q * st;
-                int best = h0 * W + w0, nan = 0;
-                float m = xp[best];
-                // the first maximum in row-major window order wins; written as
-                // selects (maxss, cmov) since branches mispredict on activations
-                for (int i = 0; i < k; i++) {
-                    const float *row = xp + (size_t)(h0 + i) * W + w0;
-                    for (int j = 0; j < k; j++) {
-                        const float v = row[j];
-                        const int take = v > m;
-                        best = take ? (h0 + i) * W + w0 + j : best;
-                        m = take ? v : m;
-                        nan |= v != v;
-                    }
-                }
-                // a NaN propagates as in PyTorch
-                if (nan)
-                    m = NAN;
-                yp[p * Q + q] = m;
-                ap[p * Q + q] = best;
-            }
-        }
+        const float *xp = x + pl * hw;
+        float *yp = y + pl * pq;
+        int32_t *ap = arg + pl * pq;
+        if (k == 2 && st == 2)
+            maxpool_2x2(xp, W, P, Q, yp, ap);
+        else
+            maxpool_any(xp, W, P, Q, k, st, yp, ap);
+        if (plane_nonfinite(xp, hw))
+            maxpool_nan(xp, W, P, Q, k, st, yp);
     }
 }
 

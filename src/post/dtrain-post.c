@@ -345,15 +345,15 @@ typedef struct post_stats {
     double last_step, acc_mean, acc_avg, wall, images_per_s, comm_share;
 } post_stats;
 
-/* images and the *_time fields are per-interval amounts (since the previous
- * row), so totals are sums over every row and rank. */
+/* The *_time fields are per-interval amounts (since the previous row), so
+ * their totals are sums over every row and rank; images is cumulative per
+ * rank, so the total is the last row summed over ranks. */
 static post_stats stats_compute(const post_run *run)
 {
     post_stats s = {0, NAN, NAN, 0, NAN, NAN};
     size_t R = (size_t)run->ranks;
     double images = 0, comm = 0, all = 0;
     for (size_t i = 0; i < run->ntrain * R; i++) {
-        images += run->train[T_IMAGES][i];
         comm += run->train[T_COMM][i] + run->train[T_WAIT][i];
         all += run->train[T_COMPUTE][i] + run->train[T_COMM][i] + run->train[T_WAIT][i];
     }
@@ -362,6 +362,7 @@ static post_stats stats_compute(const post_run *run)
             size_t i = (run->ntrain - 1) * R + k;
             s.last_step = fmax(s.last_step, run->train[T_STEP][i]);
             s.wall = fmax(s.wall, run->train[T_WALL][i]);
+            images += run->train[T_IMAGES][i];
         }
     if (run->neval > 0) {
         for (size_t k = 0; k < R; k++)

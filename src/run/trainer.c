@@ -114,7 +114,7 @@ static int prepare_output(const dt_config *cfg, int rank)
         return 0;
     const char *dir = cfg->run.output_dir;
     if (mkdir_p(dir) != 0)
-        return dt_err_set("run.output_dir = '%s': %s", dir, dt_err_msg());
+        return dt_err_prefix("run.output_dir = '%s'", dir);
     if (access(dir, W_OK | X_OK) != 0)
         return dt_err_set("run.output_dir = '%s' is not writable: %s", dir, strerror(errno));
     char probe[DT_PATH_MAX + 32];
@@ -145,7 +145,7 @@ static int load_data(dt_trainer *t)
                           (int)c->data.synthetic_classes, (float)c->data.synthetic_noise,
                           c->run.seed, 1);
     } else if (dataset_load_named(&t->train, &t->test, c->data.name, c->data.path) != 0) {
-        return dt_err_set("data.path = '%s': %s", c->data.path, dt_err_msg());
+        return dt_err_prefix("data.path = '%s'", c->data.path);
     }
     if (c->data.test_limit > 0 && c->data.test_limit < t->test.n)
         t->test.n = c->data.test_limit;
@@ -160,7 +160,7 @@ static int load_data(dt_trainer *t)
     else
         rc = partition_iid(&t->train, t->rank, t->nranks, c->run.seed, &t->shard);
     if (rc != 0)
-        return dt_err_set("data.partition = '%s': %s", c->data.partition, dt_err_msg());
+        return dt_err_prefix("data.partition = '%s'", c->data.partition);
     if (t->shard.n < t->B)
         return dt_err_set("rank %d's shard holds %lld samples, fewer than optim.batch_size = %d",
                           t->rank, (long long)t->shard.n, t->B);
@@ -502,6 +502,10 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     snprintf(rec, sizeof rec, "%s/run.h5", cfg->run.output_dir);
     dt_runlog *log = runlog_open(comm, rec, &prov, deck_text, resumed, t->step);
     free(hosts);
+    if (agree(comm, t->rank, log ? 0 : -1, rec) != 0) {
+        trainer_free(t);
+        return 1;
+    }
 
     if (t->rank == 0) {
         printf("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
