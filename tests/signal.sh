@@ -1,29 +1,40 @@
 #!/bin/bash
-# SIGUSR1 (as Slurm sends before the time limit) mid-run: every rank
-# checkpoints at the next step and exits 75; resuming completes the run and
-# ends exactly where an uninterrupted run ends.
+# SIGUSR1 (as Slurm sends before the time limit) and SIGTERM (preemption)
+# mid-run: every rank checkpoints at the next step and exits 75; resuming
+# twice completes the run and ends exactly where an uninterrupted run ends.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
-a="run.epochs=400 run.max_steps=4000 run.log_every=20"
+a="run.epochs=4000 run.max_steps=20000 run.log_every=20"
 last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
-set +e
-timeout -k 5 300 "$MPIEXEC" -n 2 "$DTRAIN" "$D" $a run.output_dir="$WORK/sig" >"$WORK/sig.txt" 2>&1 &
-pid=$!
-for i in $(seq 1 600); do
-    grep -q "^step 100/" "$WORK/sig.txt" 2>/dev/null && break
-    sleep 0.1
-done
-pkill -USR1 -x dtrain
-wait $pid
-rc=$?
-set -e
-if [ $rc -eq 75 ] && grep -q "signal received" "$WORK/sig.txt" && [ -s "$WORK/sig/checkpoints/latest" ]; then
-    pass "SIGUSR1 -> checkpoint at $(grep -o 'checkpointing at step [0-9]*' "$WORK/sig.txt") and exit 75"
-else
-    fail "SIGUSR1 handling (rc $rc)"; tail -5 "$WORK/sig.txt"
-fi
+# interrupt SIG RESUME AFTER_STEP: start (or resume) the run, send SIG to
+# every dtrain process once it has logged AFTER_STEP, expect exit 75.
+interrupt() {
+    local sig=$1 resume=$2 after=$3
+    set +e
+    timeout -k 5 300 "$MPIEXEC" -n 2 "$DTRAIN" "$D" $a run.output_dir="$WORK/sig" \
+        run.resume=$resume >"$WORK/sig.txt" 2>&1 &
+    local pid=$!
+    for i in $(seq 1 600); do
+        grep -Eq "^step $after/" "$WORK/sig.txt" 2>/dev/null && break
+        sleep 0.1
+    done
+    # only this test's ranks (other tests may run dtrain at the same time)
+    for p in $(pgrep -f -- "$WORK/sig"); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ] && kill -$sig $p
+    done
+    wait $pid
+    local rc=$?
+    set -e
+    if [ $rc -eq 75 ] && grep -q "signal received" "$WORK/sig.txt" && [ -s "$WORK/sig/checkpoints/latest" ]; then
+        pass "SIG$sig -> $(grep -o 'checkpointing at step [0-9]*' "$WORK/sig.txt") and exit 75"
+    else
+        fail "SIG$sig handling (rc $rc)"; tail -5 "$WORK/sig.txt"
+    fi
+}
+interrupt USR1 false 100
+interrupt TERM true 2000
 run 2 300 "$D" $a run.output_dir="$WORK/sig" run.resume=true
 rcR=$RC
 run 2 300 "$D" $a run.output_dir="$WORK/ref"

@@ -296,7 +296,9 @@ static void test_bad_values(void)
         {"model", "hidden", "", "the list is empty"},
         {"optim", "decay_epochs", "30,20", "item 2 (20) is not larger than the one before (30)"},
         {"optim", "decay_epochs", "30,30", "not larger"},
-        {"optim", "decay_epochs", "-1", "item 1 (-1) is not in [0"},
+        {"optim", "decay_epochs", "-1", "item 1 ('-1') is not a number >= 0"},
+        {"optim", "decay_epochs", "0.5,x", "item 2 ('x') is not a number >= 0"},
+        {"optim", "decay_epochs", "0.5,0.25", "item 2 (0.25) is not larger than the one before (0.5)"},
         {"optim", "decay_epochs",
          "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,"
          "32,33",

@@ -22,14 +22,15 @@ static const dt_backend *be;
 static dt_rng rng;
 
 /* Tolerances on the relative error of a gradient vector. The float forward
- * leaves ~1e-5 of noise in a finite difference; a wrong index, sign or
- * missing term gives errors of order 1e-1 and above. */
+ * leaves 1e-6..1e-4 of noise in a finite difference; a wrong index, sign,
+ * scale or missing term gave 1e-2 and above when tried. */
 #define TOL_FD 1e-3
 #define TOL_REF 1e-5
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static float *vec_new(size_t n) { return dt_falloc(n); }
+/* Exact-size (not rounded up like dt_falloc), so a sanitizer build sees overruns. */
+static float *vec_new(size_t n) { return dt_calloc(n ? n : 1, sizeof(float)); }
 
 static void vec_normal(float *v, size_t n, double scale, double shift)
 {
@@ -372,6 +373,45 @@ static void test_maxpool(int B, int C, int H, int W, int k, int stride)
     free(c.x), free(c.y), free(c.r), free(c.arg), free(dx0), free(dx1);
 }
 
+/* Ties go to the first element in row-major window order (ReLU outputs are
+ * full of zeros), NaN propagates and +inf is kept as a value, as in PyTorch. */
+static void test_maxpool_special(void)
+{
+    for (int kk = 0; kk < 2; kk++) { // the 2x2 fast path and the generic loop
+        const int k = kk ? 3 : 2, st = kk ? 1 : 2, H = 6, W = 6;
+        dt_pool_shape s = { 1, 1, H, W, k, st, (H - k) / st + 1, (W - k) / st + 1 };
+        float x[36], y[36];
+        int32_t arg[36];
+        for (int i = 0; i < 36; i++)
+            x[i] = 0.0f;
+        be->maxpool_forward(&s, x, y, arg);
+        int ok = 1;
+        for (int p = 0; p < s.P; p++)
+            for (int q = 0; q < s.Q; q++)
+                ok &= y[p * s.Q + q] == 0.0f && arg[p * s.Q + q] == p * st * W + q * st;
+        CHECK(ok, "maxpool k=%d: an all-zero window picks its first element", k);
+
+        for (int i = 0; i < 36; i++)
+            x[i] = (float)(i % 5) - 2.0f;
+        x[7] = NAN;      // window (0, 0) for both k
+        x[4 * W + 4] = INFINITY;
+        be->maxpool_forward(&s, x, y, arg);
+        CHECK(isnan(y[0]), "maxpool k=%d: a NaN in the window gives NaN", k);
+        int far = 1, inf = 0;
+        for (int p = 0; p < s.P; p++)
+            for (int q = 0; q < s.Q; q++) {
+                const int has_nan = p * st <= 1 && 1 < p * st + k && q * st <= 1 && 1 < q * st + k;
+                const int has_inf = p * st <= 4 && 4 < p * st + k && q * st <= 4 && 4 < q * st + k;
+                if (!has_nan)
+                    far &= !isnan(y[p * s.Q + q]);
+                if (has_inf && !has_nan)
+                    inf += y[p * s.Q + q] == INFINITY && arg[p * s.Q + q] == 4 * W + 4;
+            }
+        CHECK(far, "maxpool k=%d: windows without the NaN stay finite", k);
+        CHECK(inf > 0, "maxpool k=%d: +inf wins its windows (not NaN)", k);
+    }
+}
+
 typedef struct avg_ctx {
     int B, C, HW;
     float *x, *y, *r;
@@ -642,6 +682,9 @@ static void test_groupnorm(int B, int C, int HW, int G)
     CHECK(accumulated(dx0, dx1, nx), "%s: dx accumulates", name);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: dgamma, dbeta overwritten", name);
+    be->groupnorm_backward(B, C, HW, G, c.x, c.gamma, c.mean, c.rstd, c.r, NULL, dg2, dbt2);
+    CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
+          "%s: same dgamma, dbeta with dx NULL", name);
     double e;
     e = fd_rel_err(gn_obj, &c, c.x, nx, 1e-2, dx0);
     CHECK(e < TOL_FD, "%s: dx vs finite differences (rel err %.2e)", name, e);
@@ -742,10 +785,12 @@ int main(void)
     test_conv(conv_shape(3, 2, 8, 8, 3, 4, 4, 2, 1), 1, 1);  // even kernel, stride 2
     test_conv(conv_shape(1, 4, 5, 5, 5, 1, 1, 1, 0), 1, 1);  // 1x1 without lowering
     test_conv(conv_shape(3, 4, 5, 3, 5, 1, 1, 1, 0), 0, 1);  // 1x1, images grouped
-    // bigger shapes against the direct reference: images grouped per GEMM with a
-    // partial last group, stride 2 on a large image, and the mnist_cnn layers
+    // bigger shapes against the direct reference: small maps grouped several
+    // images per GEMM, with a last group of one (5 = 2 + 2 + 1 at 13x13) and of
+    // several (11 = 8 + 3 at 6x6); stride 2 on a large image; the mnist_cnn layers
     test_conv(conv_shape(5, 2, 15, 15, 3, 3, 3, 1, 0), 1, 0);
-    test_conv(conv_shape(7, 3, 6, 6, 4, 3, 3, 1, 1), 1, 0);
+    test_conv(conv_shape(11, 3, 6, 6, 4, 3, 3, 1, 1), 1, 0);
+    test_conv(conv_shape(3, 16, 2, 2, 8, 3, 3, 1, 1), 1, 0); // 2x2 map: most taps in the padding
     test_conv(conv_shape(2, 3, 32, 31, 8, 3, 3, 2, 1), 1, 0);
     test_conv(conv_shape(3, 1, 28, 28, 32, 3, 3, 1, 0), 1, 0);
     test_conv(conv_shape(2, 32, 26, 26, 64, 3, 3, 1, 0), 1, 0);
@@ -754,8 +799,10 @@ int main(void)
     test_maxpool(3, 2, 7, 5, 3, 2); // overlapping windows, odd sizes
     test_maxpool(2, 3, 6, 9, 2, 1); // stride 1: each input in up to 4 windows
     test_maxpool(1, 2, 5, 7, 2, 2); // last row/column not covered
+    test_maxpool_special();
     test_avgpool(1, 1, 1);
     test_avgpool(3, 5, 7);
+    test_avgpool(2, 3, 64);
 
     test_activation_values();
     test_activation("relu", be->relu_forward, be->relu_backward, 101, 1e-2);

@@ -2,26 +2,20 @@
 
 #include <math.h>
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 dt_rng rng_make(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
 {
-    uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ULL);
-    h = mix64(h ^ (a + 0x632be59bd9b4e019ULL));
-    h = mix64(h ^ (b + 0x85157af5ULL));
-    h = mix64(h ^ (c + 0x2545f4914f6cdd1dULL));
+    uint64_t h = rng_mix64(seed + 0x9e3779b97f4a7c15ULL);
+    h = rng_mix64(h ^ (a + 0x632be59bd9b4e019ULL));
+    h = rng_mix64(h ^ (b + 0x85157af5ULL));
+    h = rng_mix64(h ^ (c + 0x2545f4914f6cdd1dULL));
     return (dt_rng){ h };
 }
 
 uint64_t rng_u64(dt_rng *r)
 {
     r->s += 0x9e3779b97f4a7c15ULL;
-    return mix64(r->s);
+    return rng_mix64(r->s);
 }
 
 float rng_uniform(dt_rng *r) { return (float)(rng_u64(r) >> 40) * 0x1.0p-24f; }
@@ -52,11 +46,6 @@ void rng_shuffle(dt_rng *r, int64_t *idx, int64_t n)
         idx[i] = idx[j];
         idx[j] = t;
     }
-}
-
-float rng_hash_uniform(uint64_t key, uint64_t i)
-{
-    return (float)(mix64(key ^ mix64(i + 0x9e3779b97f4a7c15ULL)) >> 40) * 0x1.0p-24f;
 }
 
 uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d)

@@ -172,7 +172,7 @@ static const deck_key keys[] = {
     {"optim", "warmup_epochs", KT_DOUBLE, "0", GE(0), AT(optim.warmup_epochs, double),
      .doc = "epochs (fractions allowed) of linear warmup from lr to the scaled lr; 0: none"},
     {"optim", "decay_epochs", KT_STRING, "", .norm = norm_epochs, AT(optim.decay_epochs, char *),
-     .expect = "comma-separated epochs in increasing order, e.g. 30,60,80 (at most 32), or nothing",
+     .expect = "comma-separated epochs (fractions allowed) in increasing order, e.g. 30,60,80 (at most 32), or nothing",
      .doc = "epochs at which the learning rate is multiplied by optim.decay_factor"},
     {"optim", "decay_factor", KT_DOUBLE, "0.1", IN_OPEN_CLOSED(0, 1), AT(optim.decay_factor, double),
      .doc = "learning-rate multiplier applied at each of optim.decay_epochs"},
@@ -575,10 +575,61 @@ static int norm_widths(const char *in, char *out, size_t cap, char *why, size_t 
     return int_list_norm(in, 1, false, false, INT_MAX, out, cap, why, whycap);
 }
 
+/* Decay epochs: non-negative numbers (fractions allowed: the schedule runs on
+ * the fractional epoch of every step), strictly increasing, at most 32 (the
+ * size of the schedule in optim/sgd.h), written back as "a,b,c" in %.17g. */
 static int norm_epochs(const char *in, char *out, size_t cap, char *why, size_t whycap)
 {
-    /* the schedule (optim/sgd.h) holds at most 32 decay epochs */
-    return int_list_norm(in, 0, true, true, 32, out, cap, why, whycap);
+    size_t used = 0;
+    double prev = 0;
+    int item = 0;
+    const char *p = in;
+    out[0] = '\0';
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!*p)
+        return 0;
+    for (;;) {
+        if (++item > 32) {
+            snprintf(why, whycap, "more than 32 items");
+            return -1;
+        }
+        size_t n = strcspn(p, ",");
+        char tok[64], *end;
+        const char *a = p, *z = p + n;
+        while (a < z && isspace((unsigned char)*a))
+            a++;
+        while (z > a && isspace((unsigned char)z[-1]))
+            z--;
+        if (z == a || (size_t)(z - a) >= sizeof tok) {
+            snprintf(why, whycap, "item %d is %s", item, z == a ? "empty" : "not a number");
+            return -1;
+        }
+        memcpy(tok, a, (size_t)(z - a));
+        tok[z - a] = '\0';
+        errno = 0;
+        double v = strtod(tok, &end);
+        if (*end || errno || !isfinite(v) || v < 0) {
+            snprintf(why, whycap, "item %d ('%s') is not a number >= 0", item, tok);
+            return -1;
+        }
+        if (item > 1 && v <= prev) {
+            snprintf(why, whycap, "item %d (%s) is not larger than the one before (%.17g)", item,
+                     tok, prev);
+            return -1;
+        }
+        prev = v;
+        int w = snprintf(out + used, cap - used, "%s%.17g", item > 1 ? "," : "", v);
+        if (w < 0 || (size_t)w >= cap - used) {
+            snprintf(why, whycap, "the list is longer than %zu characters", cap - 1);
+            out[0] = '\0';
+            return -1;
+        }
+        used += (size_t)w;
+        if (!p[n])
+            return 0;
+        p += n + 1;
+    }
 }
 
 /* Parse and check value for key k and store it in cfg. On failure why says

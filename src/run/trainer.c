@@ -348,6 +348,18 @@ static int restore_checkpoint(dt_trainer *t)
     return 1;
 }
 
+/* <output_dir>/deck.ini: the effective deck, beside the record, so the run
+ * can be repeated with `dtrain deck.ini`. Written via a temporary name. */
+static void write_effective_deck(const char *dir, const char *text)
+{
+    char path[DT_PATH_MAX + 16], tmp[DT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/deck.ini", dir);
+    snprintf(tmp, sizeof tmp, "%s/deck.ini.tmp", dir);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fputs(text, f) == EOF || fclose(f) != 0 || rename(tmp, path) != 0)
+        DT_FATAL("cannot write %s: %s", path, strerror(errno));
+}
+
 /* ---- provenance ------------------------------------------------------------ */
 
 static char *gather_hosts(MPI_Comm comm, int rank, int nranks)
@@ -488,6 +500,8 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
                    cfg->run.output_dir);
     }
 
+    if (t->rank == 0)
+        write_effective_deck(cfg->run.output_dir, deck_text);
     char *hosts = gather_hosts(comm, t->rank, t->nranks);
     char start[32];
     time_t now = time(NULL);
