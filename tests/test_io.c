@@ -30,7 +30,7 @@ static dt_train_row train_value(int row, int r)
 {
     dt_train_row t = {
         .step = 10 * (row + 1),
-        .epoch = row / 2,
+        .epoch = row / 2.0 + 0.25, /* fractional epochs are stored as float64 */
         .wall = 1.25 * (row + 1) + 0.001 * r,
         .loss = 2.5 - 0.5 * row + 0.125 * r,
         .accuracy = 0.1 * row + 0.01 * r,

@@ -26,12 +26,12 @@ typedef struct field_def {
 } field_def;
 
 static const field_def train_fields[TRAIN_NFIELDS] = {
-    {"step", 1},         {"epoch", 1},     {"wall", 0},      {"loss", 0},
+    {"step", 1},         {"epoch", 0},     {"wall", 0},      {"loss", 0},
     {"accuracy", 0},     {"lr", 0},        {"compute_time", 0},
     {"comm_time", 0},    {"wait_time", 0}, {"images", 1},
 };
 static const field_def eval_fields[EVAL_NFIELDS] = {
-    {"step", 1}, {"epoch", 1}, {"wall", 0}, {"loss", 0}, {"accuracy", 0},
+    {"step", 1}, {"epoch", 0}, {"wall", 0}, {"loss", 0}, {"accuracy", 0},
 };
 static const char *const eval_scalars[EVAL_NSCALARS] = {
     "loss_mean",      "loss_std",           "accuracy_mean",     "accuracy_std",
@@ -413,7 +413,7 @@ void runlog_append_train(dt_runlog *log, const dt_train_row *mine)
 {
     check_open(log, "runlog_append_train");
     const cell v[TRAIN_NFIELDS] = {
-        {.i = mine->step},      {.i = mine->epoch},          {.d = mine->wall},
+        {.i = mine->step},      {.d = mine->epoch},          {.d = mine->wall},
         {.d = mine->loss},      {.d = mine->accuracy},       {.d = mine->lr},
         {.d = mine->compute_time}, {.d = mine->comm_time},   {.d = mine->wait_time},
         {.i = mine->images},
@@ -454,7 +454,7 @@ void runlog_append_eval(dt_runlog *log, const dt_eval_row *mine, double avg_mode
     free(all);
 
     const cell v[EVAL_NFIELDS] = {
-        {.i = mine->step}, {.i = mine->epoch}, {.d = mine->wall},
+        {.i = mine->step}, {.d = mine->epoch}, {.d = mine->wall},
         {.d = mine->loss}, {.d = mine->accuracy},
     };
     for (int f = 0; f < EVAL_NFIELDS; f++)

@@ -5,10 +5,10 @@
  *                    git_revision, configure_flags, mpi_version, hosts,
  *                    start_time, ranks, mode, model, nparams
  *   /train/<field>   (rows, ranks) datasets, one row per logged step:
- *                    step, epoch (int64); wall, loss, accuracy, lr,
+ *                    step (int64); epoch (fractional), wall, loss, accuracy, lr,
  *                    compute_time, comm_time, wait_time (float64);
  *                    images (int64)
- *   /eval/<field>    (rows, ranks): step, epoch (int64); wall, loss,
+ *   /eval/<field>    (rows, ranks): step (int64); epoch, wall, loss,
  *                    accuracy (float64); and (rows) datasets:
  *                    loss_mean, loss_std, accuracy_mean, accuracy_std,
  *                    avg_model_loss, avg_model_accuracy, consensus_distance
@@ -37,13 +37,15 @@ typedef struct dt_provenance {
  * loss, accuracy: means over the minibatches since the previous row;
  * images: samples processed by the rank since the start (cumulative). */
 typedef struct dt_train_row {
-    int64_t step, epoch;
+    int64_t step;
+    double epoch;       /* fractional: step / steps per epoch */
     double wall, loss, accuracy, lr, compute_time, comm_time, wait_time;
     int64_t images;
 } dt_train_row;
 
 typedef struct dt_eval_row {
-    int64_t step, epoch;
+    int64_t step;
+    double epoch;
     double wall, loss, accuracy;
 } dt_eval_row;
 

@@ -294,7 +294,7 @@ static int cmd_csv(const char *path, const char *outdir)
             size_t i = r * (size_t)R + (size_t)k;
             fmt_value(f, run.train[T_STEP][i], 1);
             fputc(',', f);
-            fmt_value(f, run.train[T_EPOCH][i], 1);
+            fmt_value(f, run.train[T_EPOCH][i], 0);
             fprintf(f, ",%lld", (long long)k);
             for (int c = T_WALL; c < NTRAIN; c++) {
                 fputc(',', f);
@@ -320,7 +320,7 @@ static int cmd_csv(const char *path, const char *outdir)
             size_t i = r * (size_t)R + (size_t)k;
             fmt_value(f, run.eval[E_STEP][i], 1);
             fputc(',', f);
-            fmt_value(f, run.eval[E_EPOCH][i], 1);
+            fmt_value(f, run.eval[E_EPOCH][i], 0);
             fprintf(f, ",%lld", (long long)k);
             for (int c = E_WALL; c < NEVAL; c++) {
                 fputc(',', f);
@@ -467,29 +467,6 @@ static const char plot_body[] =
     "unset multiplot\n"
     "set output\n";
 
-/* Fractional epoch of each train row: epoch e spans the steps from the first
- * logged step of e to the first logged step of e+1; the last epoch is taken as
- * long as the one before it. Uses rank 0's step and epoch. */
-static void epochs_fractional(const post_run *run, double *x)
-{
-    size_t R = (size_t)run->ranks, n = run->ntrain;
-    const double *step = run->train[T_STEP], *ep = run->train[T_EPOCH];
-    double prev_len = NAN;
-    size_t r = 0;
-    while (r < n) {
-        size_t end = r;
-        while (end < n && ep[end * R] == ep[r * R])
-            end++;
-        double start = step[r * R], len = prev_len;
-        if (end < n && ep[end * R] == ep[r * R] + 1)
-            len = step[end * R] - start;
-        for (size_t i = r; i < end; i++)
-            x[i] = ep[r * R] + (len > 0 ? fmin((step[i * R] - start) / len, 1.0) : 0.0);
-        prev_len = len;
-        r = end;
-    }
-}
-
 /* Writes run<idx>.{train,eval}.dat: a header whose first word is the curve's
  * title, then x (mean wall), x (epoch), mean, min, max over ranks. */
 static int data_write(const post_run *run, const char *dir, int idx)
@@ -512,12 +489,11 @@ static int data_write(const post_run *run, const char *dir, int idx)
         size_t n = which ? run->neval : run->ntrain;
         const double *wall = which ? run->eval[E_WALL] : run->train[T_WALL];
         const double *y = which ? run->eval[E_ACC] : run->train[T_LOSS];
+        /* the record's epoch is fractional (step / steps per epoch); rank 0's */
+        const double *ep = which ? run->eval[E_EPOCH] : run->train[T_EPOCH];
         double *ex = dt_malloc((n ? n : 1) * sizeof *ex);
-        if (which)
-            for (size_t i = 0; i < n; i++)
-                ex[i] = run->eval[E_EPOCH][i * R];
-        else
-            epochs_fractional(run, ex);
+        for (size_t i = 0; i < n; i++)
+            ex[i] = ep[i * R];
         for (size_t i = 0; i < n; i++) {
             double w = 0, s = 0, lo = INFINITY, hi = -INFINITY;
             for (size_t k = 0; k < R; k++) {

@@ -194,7 +194,8 @@ static void evaluate(dt_trainer *t, const float *params, double *loss, double *a
 static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
 {
     const float *z = t->algo->model(t);
-    dt_eval_row row = { .step = t->step, .epoch = t->step / t->steps_per_epoch, .wall = wall };
+    dt_eval_row row = { .step = t->step, .epoch = (double)t->step / (double)t->steps_per_epoch,
+                        .wall = wall };
     evaluate(t, z, &row.loss, &row.accuracy);
 
     float *avg = dt_falloc(t->n);
@@ -221,9 +222,9 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, t->comm));
     *mean_acc = sum / t->nranks;
     if (t->rank == 0) {
-        printf("eval  step %lld  epoch %lld  test accuracy %.2f%% (mean over ranks)  "
+        printf("eval  step %lld  epoch %.2f  test accuracy %.2f%% (mean over ranks)  "
                "averaged model %.2f%%  test loss %.4f  consensus %.3g\n",
-               (long long)t->step, (long long)row.epoch, 100 * *mean_acc, 100 * avg_acc,
+               (long long)t->step, row.epoch, 100 * *mean_acc, 100 * avg_acc,
                row.loss, dist);
         fflush(stdout);
     }
@@ -245,7 +246,7 @@ static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
 {
     double wall = trainer_clock() - t->wall_start;
     dt_train_row row = {
-        .step = t->step, .epoch = (t->step - 1) / t->steps_per_epoch, .wall = wall,
+        .step = t->step, .epoch = (double)t->step / (double)t->steps_per_epoch, .wall = wall,
         .loss = t->batches ? t->loss_sum / t->batches : 0,
         .accuracy = t->seen ? (double)t->correct / t->seen : 0, .lr = t->lr,
         .compute_time = t->t_compute, .comm_time = t->t_comm, .wait_time = t->t_wait,
@@ -261,8 +262,8 @@ static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
         char eta[32];
         fmt_eta(eta, sizeof eta, (double)(t->total_steps - t->step) * dt /
                                      (double)(t->cfg->run.log_every));
-        printf("step %lld/%lld  epoch %lld  loss %.4f  acc %.2f%%  %.0f img/s  comm %.0f%%  ETA %s\n",
-               (long long)t->step, (long long)t->total_steps, (long long)row.epoch,
+        printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.2f%%  %.0f img/s  comm %.0f%%  ETA %s\n",
+               (long long)t->step, (long long)t->total_steps, row.epoch,
                v[0] / t->nranks, 100 * v[1] / t->nranks, rate,
                v[4] > 0 ? 100 * v[3] / v[4] : 0.0, eta);
         fflush(stdout);
