@@ -10,7 +10,7 @@ run 2 120 "$D"
 [ "$RC" -eq 0 ] || { fail "training run (rc $RC)"; cat "$WORK/out.txt"; finish; exit 1; }
 "$DTRAIN_POST" csv "$WORK/run/run.h5" -o "$WORK/csv" >"$WORK/post.txt" 2>&1 || fail "csv exit status"
 hdr=$(head -1 "$WORK/csv/train.csv")
-[ "$hdr" = "step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,images" ] \
+[ "$hdr" = "step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,images,weight,bytes_sent" ] \
     && pass "train.csv columns" || fail "train.csv header: $hdr"
 rows=$(($(wc -l <"$WORK/csv/train.csv") - 1))
 [ "$rows" -eq 14 ] && pass "train.csv has 7 logged steps x 2 ranks" || fail "train.csv rows: $rows"

@@ -39,6 +39,8 @@ static dt_train_row train_value(int row, int r)
         .comm_time = 0.25 * (row + 1),
         .wait_time = 0.0625 * r,
         .images = 1000 * (row + 1) + r,
+        .weight = 1.0 / (r + 1) + 0.5 * row,
+        .bytes_sent = 4000000000LL * (row + 1) + r, /* beyond 32 bits */
     };
     return t;
 }
@@ -130,7 +132,8 @@ static int64_t attr_i64(hid_t f, const char *name)
 /* ---- run record ------------------------------------------------------------ */
 
 static const char *train_names[] = {"step", "epoch", "wall", "loss", "accuracy", "lr",
-                                    "compute_time", "comm_time", "wait_time", "images"};
+                                    "compute_time", "comm_time", "wait_time", "images",
+                                    "weight",       "bytes_sent"};
 
 static double train_field(const dt_train_row *t, int f)
 {
@@ -144,7 +147,9 @@ static double train_field(const dt_train_row *t, int f)
     case 6: return t->compute_time;
     case 7: return t->comm_time;
     case 8: return t->wait_time;
-    default: return (double)t->images;
+    case 9: return (double)t->images;
+    case 10: return t->weight;
+    default: return (double)t->bytes_sent;
     }
 }
 
@@ -152,7 +157,7 @@ static double train_field(const dt_train_row *t, int f)
  * `alt_row` (if >= 0) holds train_value(alt_src) instead. */
 static void check_train(hid_t f, int nrows, int alt_row, int alt_src)
 {
-    for (int fi = 0; fi < 10; fi++) {
+    for (int fi = 0; fi < 12; fi++) {
         char name[64];
         snprintf(name, sizeof name, "/train/%s", train_names[fi]);
         hsize_t rows, cols;

@@ -24,6 +24,11 @@ typedef struct dt_config {
     } run;
     struct {
         char mode[32];
+        char topology[32];        /* auto | exponential | ... (graph/topology.h) */
+        int64_t peers;
+        char graph_file[DT_PATH_MAX];
+        int64_t overlap_tau;      /* osgp */
+        char dpsgd_order[8];      /* cta | atc */
     } algorithm;
     struct {
         char name[32];

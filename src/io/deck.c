@@ -107,9 +107,24 @@ static const deck_key keys[] = {
      .doc = "after every step, verify (one hash allreduce) that replicas are bit-identical; "
             "for modes that keep replicas equal (allreduce)"},
 
-    {"algorithm", "mode", KT_ENUM, "local", .choices = "local|allreduce",
+    {"algorithm", "mode", KT_ENUM, "local", .choices = "local|allreduce|dpsgd|sgp|osgp",
      AT(algorithm.mode, char *),
-     .doc = "local: single-rank reference; allreduce: gradients averaged every step"},
+     .doc = "local: single-rank reference; allreduce: gradients averaged every step; "
+            "dpsgd, sgp, osgp: gossip (see --help)"},
+    {"algorithm", "topology", KT_ENUM, "auto",
+     .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
+     AT(algorithm.topology, char *),
+     .doc = "gossip graph; auto: exponential for sgp/osgp, bipartite for dpsgd"},
+    {"algorithm", "peers", KT_INT, "1", IN_INT(1), AT(algorithm.peers, int64_t),
+     .doc = "gossip peers per step (exponential base peers+1; ring 1 or 2)"},
+    {"algorithm", "graph_file", KT_STRING, "", AT(algorithm.graph_file, char *),
+     .doc = "topology = file: edge list, one 'I J' pair of ranks per line"},
+    {"algorithm", "overlap_tau", KT_INT, "0", GE(0), AT(algorithm.overlap_tau, int64_t),
+     .doc = "osgp: steps a rank may run ahead of its in-flight message; 0: absorb every step"},
+    {"algorithm", "dpsgd_order", KT_ENUM, "cta", .choices = "cta|atc",
+     AT(algorithm.dpsgd_order, char *),
+     .doc = "dpsgd: cta = combine then adapt (x <- W x - lr g(x), the paper); "
+            "atc = adapt then combine (x <- W (x - lr g(x)))"},
 
     {"model", "name", KT_ENUM, NULL,
      .choices = "logreg|mlp|mnist_cnn|resnet20_gn|resnet32_gn", AT(model.name, char *),

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { TRAIN_NFIELDS = 10, EVAL_NFIELDS = 5, EVAL_NSCALARS = 7 };
+enum { TRAIN_NFIELDS = 12, EVAL_NFIELDS = 5, EVAL_NSCALARS = 7 };
 
 /* Field order here is the order of the members in dt_train_row/dt_eval_row;
  * is_int selects int64 vs float64 storage. */
@@ -29,6 +29,7 @@ static const field_def train_fields[TRAIN_NFIELDS] = {
     {"step", 1},         {"epoch", 0},     {"wall", 0},      {"loss", 0},
     {"accuracy", 0},     {"lr", 0},        {"compute_time", 0},
     {"comm_time", 0},    {"wait_time", 0}, {"images", 1},
+    {"weight", 0},       {"bytes_sent", 1},
 };
 static const field_def eval_fields[EVAL_NFIELDS] = {
     {"step", 1}, {"epoch", 0}, {"wall", 0}, {"loss", 0}, {"accuracy", 0},
@@ -416,7 +417,7 @@ void runlog_append_train(dt_runlog *log, const dt_train_row *mine)
         {.i = mine->step},      {.d = mine->epoch},          {.d = mine->wall},
         {.d = mine->loss},      {.d = mine->accuracy},       {.d = mine->lr},
         {.d = mine->compute_time}, {.d = mine->comm_time},   {.d = mine->wait_time},
-        {.i = mine->images},
+        {.i = mine->images}, {.d = mine->weight}, {.i = mine->bytes_sent},
     };
     for (int f = 0; f < TRAIN_NFIELDS; f++)
         append_cell(log, log->train[f], 1, log->train_rows, train_fields[f].is_int, &v[f]);

@@ -7,7 +7,7 @@
  *   /train/<field>   (rows, ranks) datasets, one row per logged step:
  *                    step (int64); epoch (fractional), wall, loss, accuracy, lr,
  *                    compute_time, comm_time, wait_time (float64);
- *                    images (int64)
+ *                    images (int64); weight (float64); bytes_sent (int64)
  *   /eval/<field>    (rows, ranks): step (int64); epoch, wall, loss,
  *                    accuracy (float64); and (rows) datasets:
  *                    loss_mean, loss_std, accuracy_mean, accuracy_std,
@@ -41,6 +41,8 @@ typedef struct dt_train_row {
     double epoch;       /* fractional: step / steps per epoch */
     double wall, loss, accuracy, lr, compute_time, comm_time, wait_time;
     int64_t images;
+    double weight;      /* push-sum weight (1 where the mode has none) */
+    int64_t bytes_sent; /* payload bytes sent by the rank since the start (cumulative) */
 } dt_train_row;
 
 typedef struct dt_eval_row {

@@ -29,17 +29,18 @@
 #define POST_GNUPLOT "gnuplot"
 #endif
 
-enum { NTRAIN = 10, NEVAL = 5, NSCALAR = 7 };
-enum { T_STEP, T_EPOCH, T_WALL, T_LOSS, T_ACC, T_LR, T_COMPUTE, T_COMM, T_WAIT, T_IMAGES };
+enum { NTRAIN = 12, NEVAL = 5, NSCALAR = 7 };
+enum { T_STEP, T_EPOCH, T_WALL, T_LOSS, T_ACC, T_LR, T_COMPUTE, T_COMM, T_WAIT, T_IMAGES,
+       T_WEIGHT, T_BYTES };
 enum { E_STEP, E_EPOCH, E_WALL, E_LOSS, E_ACC };
 enum { S_LOSS_MEAN, S_LOSS_STD, S_ACC_MEAN, S_ACC_STD, S_AVG_LOSS, S_AVG_ACC, S_CONSENSUS };
 
 static const char *const train_names[NTRAIN] = {
     "step", "epoch", "wall", "loss", "accuracy", "lr", "compute_time", "comm_time",
-    "wait_time", "images"};
-static const int train_is_int[NTRAIN] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+    "wait_time", "images", "weight", "bytes_sent"};
+static const int train_is_int[NTRAIN] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};
 static const char *const eval_names[NEVAL] = {"step", "epoch", "wall", "loss", "accuracy"};
-static const int eval_is_int[NEVAL] = {1, 1, 0, 0, 0};
+static const int eval_is_int[NEVAL] = {1, 0, 0, 0, 0};
 static const char *const scalar_names[NSCALAR] = {
     "loss_mean",      "loss_std",           "accuracy_mean",     "accuracy_std",
     "avg_model_loss", "avg_model_accuracy", "consensus_distance"};
@@ -288,7 +289,8 @@ static int cmd_csv(const char *path, const char *outdir)
         run_free(&run);
         return dt_err_set("%s: cannot create: %s", tpath, strerror(errno));
     }
-    fputs("step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,images\n", f);
+    fputs("step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,images,weight,"
+          "bytes_sent\n", f);
     for (size_t r = 0; r < run.ntrain; r++)
         for (int64_t k = 0; k < R; k++) {
             size_t i = r * (size_t)R + (size_t)k;

@@ -50,6 +50,11 @@ double trainer_clock(void)
 void trainer_gradient(dt_trainer *t, const float *x)
 {
     double t0 = trainer_clock();
+    if (t->gradient_fn) {
+        t->gradient_fn(t, x);
+        t->t_compute += trainer_clock() - t0;
+        return;
+    }
     loader_next(&t->loader, t->x, t->y);
     /* dropout masks depend on (seed, rank, step) only: a resumed run draws
      * the same masks as the uninterrupted one */
@@ -250,7 +255,7 @@ static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
         .loss = t->batches ? t->loss_sum / t->batches : 0,
         .accuracy = t->seen ? (double)t->correct / t->seen : 0, .lr = t->lr,
         .compute_time = t->t_compute, .comm_time = t->t_comm, .wait_time = t->t_wait,
-        .images = t->images,
+        .images = t->images, .weight = t->weight, .bytes_sent = t->bytes_sent,
     };
     runlog_append_train(log, &row);
     /* progress line: totals over ranks */
@@ -280,6 +285,7 @@ static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
 typedef struct resume_blob {
     int64_t step;
     int64_t images;
+    int64_t bytes_sent;
     double wall;
     dt_loader_state loader;
 } resume_blob;
@@ -314,7 +320,7 @@ static void save_checkpoint(dt_trainer *t)
     ckpt_dir(t, dir, sizeof dir);
     dt_ckpt_array a[16];
     int na = ckpt_arrays(t, a, 16);
-    resume_blob b = { .step = t->step, .images = t->images,
+    resume_blob b = { .step = t->step, .images = t->images, .bytes_sent = t->bytes_sent,
                       .wall = trainer_clock() - t->wall_start };
     loader_get_state(&t->loader, &b.loader);
     dt_ckpt_meta m = ckpt_meta(t);
@@ -340,6 +346,7 @@ static int restore_checkpoint(dt_trainer *t)
         return -1;
     t->step = b.step;
     t->images = b.images;
+    t->bytes_sent = b.bytes_sent;
     t->wall_start = trainer_clock() - b.wall;
     loader_set_state(&t->loader, &b.loader);
     if (t->rank == 0) {
@@ -426,6 +433,7 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     MPI_CHECK(MPI_Comm_rank(comm, &t->rank));
     MPI_CHECK(MPI_Comm_size(comm, &t->nranks));
     t->B = (int)cfg->optim.batch_size;
+    t->weight = 1.0f;
     openblas_set_num_threads((int)cfg->compute.threads);
 
     int rc = 0;
@@ -534,9 +542,18 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     double last_wall = trainer_clock() - t->wall_start, mean_acc = 0;
     int64_t last_images = t->images, last_eval = -1;
     int status = 0;
+    /* Signal agreement without a blocking collective per step: the flags are
+     * combined by an MPI_Iallreduce started at one step boundary and
+     * completed at the next (it has had a whole step to finish), so every
+     * rank decides at the same step. */
+    int stop_local = 0, stop_any = 0;
+    MPI_Request stop_req = MPI_REQUEST_NULL;
     while (t->step < t->total_steps) {
-        int stop = stop_requested, any;
-        MPI_CHECK(MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, comm));
+        if (stop_req != MPI_REQUEST_NULL)
+            MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
+        int any = stop_any;
+        stop_local = stop_requested;
+        MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_MAX, comm, &stop_req));
         if (any) {
             if (t->rank == 0)
                 printf("signal received: checkpointing at step %lld and exiting with status %d "
@@ -564,6 +581,8 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
             t->step < t->total_steps)
             save_checkpoint(t);
     }
+    if (stop_req != MPI_REQUEST_NULL)
+        MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
     if (status == 0 && last_eval != t->step)
         run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
     if (status != 1)

@@ -46,9 +46,16 @@ typedef struct dt_trainer {
     double loss_sum, t_compute, t_comm, t_wait;
     int64_t correct, seen, batches;
     int64_t images;         /* since the start of the run (across restarts) */
+    int64_t bytes_sent;     /* payload bytes sent, since the start (algorithms add) */
+    float weight;           /* push-sum weight to log (algorithms set; 1 by default) */
     double wall_start;      /* clock at start, minus the wall time of earlier runs */
 
     void *algo_state;       /* owned by the algorithm */
+
+    /* The gradient oracle: NULL means the network on the next minibatch.
+     * Tests of the algorithms install closed-form objectives here. It must
+     * write the gradient at x into t->grads and may set t->loss_sum etc. */
+    void (*gradient_fn)(struct dt_trainer *t, const float *x);
 } dt_trainer;
 
 /* Seconds on a monotonic clock. */

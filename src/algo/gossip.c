@@ -1,0 +1,79 @@
+#include "algo/gossip.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+enum { TAG_GOSSIP = 17 };
+
+int gossip_topology(dt_topology *topo, const dt_config *cfg, int nranks, const char *fallback)
+{
+    const char *kind = strcmp(cfg->algorithm.topology, "auto") ? cfg->algorithm.topology : fallback;
+    if (!strcmp(kind, "file") && !cfg->algorithm.graph_file[0])
+        return dt_err_set("algorithm.topology = file needs algorithm.graph_file");
+    if (topology_create(topo, kind, nranks, (int)cfg->algorithm.peers,
+                        cfg->algorithm.graph_file) != 0)
+        return dt_err_prefix("algorithm.topology = %s with algorithm.peers = %lld on %d ranks",
+                             kind, (long long)cfg->algorithm.peers, nranks);
+    return 0;
+}
+
+int gossip_init(dt_gossip *g, const dt_config *cfg, int rank, int nranks, size_t len,
+                const char *fallback)
+{
+    memset(g, 0, sizeof *g);
+    if (gossip_topology(&g->topo, cfg, nranks, fallback) != 0)
+        return -1;
+    (void)rank;
+    g->len = len;
+    g->send = dt_falloc(len);
+    g->recv = dt_falloc((size_t)(nranks - 1) * len);
+    g->out = dt_calloc((size_t)nranks, sizeof *g->out);
+    g->in = dt_calloc((size_t)nranks, sizeof *g->in);
+    g->req = dt_calloc(2 * (size_t)nranks, sizeof *g->req);
+    return 0;
+}
+
+void gossip_peers(dt_gossip *g, int rank, int64_t step)
+{
+    g->nout = topology_out_peers(&g->topo, rank, step, g->out);
+    g->nin = topology_in_peers(&g->topo, rank, step, g->in);
+}
+
+void gossip_start(dt_gossip *g, dt_transport *tp)
+{
+    g->nreq = 0;
+    for (int j = 0; j < g->nin; j++)
+        tp->irecv(tp, g->recv + (size_t)j * g->len, g->len, g->in[j], TAG_GOSSIP,
+                  &g->req[g->nreq++]);
+    for (int j = 0; j < g->nout; j++)
+        tp->isend(tp, g->send, g->len, g->out[j], TAG_GOSSIP, &g->req[g->nreq++]);
+}
+
+void gossip_finish(dt_gossip *g, dt_transport *tp)
+{
+    tp->waitall(tp, g->req, g->nreq);
+    g->nreq = 0;
+}
+
+void gossip_sum_received(const dt_gossip *g, float *restrict acc)
+{
+    memset(acc, 0, g->len * sizeof *acc);
+    for (int j = 0; j < g->nin; j++) {
+        const float *restrict r = g->recv + (size_t)j * g->len;
+        for (size_t i = 0; i < g->len; i++)
+            acc[i] += r[i];
+    }
+}
+
+void gossip_free(dt_gossip *g)
+{
+    topology_free(&g->topo);
+    free(g->send);
+    free(g->recv);
+    free(g->out);
+    free(g->in);
+    free(g->req);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,45 @@
+/* What the gossip modes (dpsgd, sgp, osgp) share: the topology chosen by the
+ * deck, and one exchange of a flat message with the step's peers.
+ *
+ * A message is the parameter vector plus, for push-sum, the weight appended
+ * at the end: (n + 1) floats, sent with one call per peer. Received messages
+ * are summed in ascending in-peer order into one accumulator, so the result
+ * does not depend on arrival order (bit-exact restarts). */
+#ifndef DT_ALGO_GOSSIP_H
+#define DT_ALGO_GOSSIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/transport.h"
+#include "graph/topology.h"
+#include "io/config.h"
+
+typedef struct dt_gossip {
+    dt_topology topo;
+    size_t len;            /* floats per message */
+    float *send;           /* (len) this rank's outgoing message */
+    float *recv;           /* (n - 1, len) one slot per possible in-peer */
+    int *out, *in;         /* peers of the current exchange */
+    int nout, nin;
+    dt_request *req;       /* (2 (n - 1)) */
+    int nreq;
+} dt_gossip;
+
+/* The topology named by the deck (`fallback` for topology = auto). Returns
+ * -1 after dt_err_set() naming the key for an invalid combination. */
+int gossip_topology(dt_topology *topo, const dt_config *cfg, int nranks, const char *fallback);
+/* Builds the topology and the buffers for messages of `len` floats. */
+int gossip_init(dt_gossip *g, const dt_config *cfg, int rank, int nranks, size_t len,
+                const char *fallback);
+/* Out- and in-peers of `rank` at gossip step `step` into g->out / g->in. */
+void gossip_peers(dt_gossip *g, int rank, int64_t step);
+/* Starts sending g->send to every out-peer and receiving from every in-peer. */
+void gossip_start(dt_gossip *g, dt_transport *tp);
+/* Completes the exchange started by gossip_start. */
+void gossip_finish(dt_gossip *g, dt_transport *tp);
+/* acc (len) = sum of the received messages, ascending in-peer order. */
+void gossip_sum_received(const dt_gossip *g, float *acc);
+void gossip_free(dt_gossip *g);
+
+#endif

@@ -1,0 +1,121 @@
+/* Stochastic Gradient Push (Assran et al., ICML 2019; REFERENCE.md §3).
+ *
+ * State: numerator x (t->params), push-sum weight w (starts at 1),
+ * de-biased model z = x / w. Per step t:
+ *   1. g = grad F(z)                       on the next minibatch
+ *   2. x <- x - lr * sgd(g)                the step acts on the numerator
+ *   3. push (x, w) / (k+1) to each out-peer of step t, keep (x, w) / (k+1)
+ *   4. x <- kept + sum received x;  w <- kept + sum received w
+ *   5. z = x / w
+ * The weight always travels with the message (the last float), so any
+ * graph, regular or not, keeps sum_i w_i = n and the de-biasing exact. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/gossip.h"
+#include "core/error.h"
+#include "run/trainer.h"
+
+typedef struct sgp_state {
+    dt_gossip g;
+    float *z;       /* (n) de-biased model */
+    float *acc;     /* (n + 1) sum of the received messages */
+    float w[1];     /* push-sum weight (checkpointed) */
+} sgp_state;
+
+static int sgp_check(const dt_config *cfg, int nranks)
+{
+    dt_topology topo;
+    if (gossip_topology(&topo, cfg, nranks, "exponential") != 0)
+        return -1;
+    topology_free(&topo);
+    return 0;
+}
+
+static void sgp_setup(dt_trainer *t)
+{
+    sgp_state *s = dt_calloc(1, sizeof *s);
+    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n + 1, "exponential") != 0)
+        DT_FATAL("%s", dt_err_msg()); /* sgp_check accepted this configuration */
+    s->z = dt_falloc(t->n);
+    s->acc = dt_falloc(t->n + 1);
+    s->w[0] = 1.0f;
+    t->algo_state = s;
+}
+
+static void debias(sgp_state *s, const float *x, size_t n)
+{
+    const float w = s->w[0];
+    for (size_t i = 0; i < n; i++)
+        s->z[i] = x[i] / w;
+}
+
+/* Steps 3 and 4: one push-sum exchange at gossip step `step`. */
+static void push_sum(dt_trainer *t, sgp_state *s, int64_t step)
+{
+    double t0 = trainer_clock();
+    float *x = t->params, *msg = s->g.send;
+    gossip_peers(&s->g, t->rank, step);
+    const float share = 1.0f / (float)(s->g.nout + 1);
+    for (size_t i = 0; i < t->n; i++)
+        x[i] = msg[i] = x[i] * share;
+    s->w[0] = msg[t->n] = s->w[0] * share;
+    gossip_start(&s->g, t->tp);
+    gossip_finish(&s->g, t->tp);
+    gossip_sum_received(&s->g, s->acc);
+    for (size_t i = 0; i < t->n; i++)
+        x[i] += s->acc[i];
+    s->w[0] += s->acc[t->n];
+    t->bytes_sent += (int64_t)(s->g.nout * s->g.len * sizeof(float));
+    t->t_comm += trainer_clock() - t0;
+}
+
+static void sgp_step(dt_trainer *t)
+{
+    sgp_state *s = t->algo_state;
+    debias(s, t->params, t->n);     /* z = x / w */
+    trainer_gradient(t, s->z);      /* g = grad F(z) */
+    trainer_update(t, t->params);   /* x <- x - lr sgd(g) */
+    push_sum(t, s, t->step);        /* (x, w) mixed with the step's peers */
+    t->weight = s->w[0];
+}
+
+static const float *sgp_model(dt_trainer *t)
+{
+    sgp_state *s = t->algo_state;
+    debias(s, t->params, t->n); /* also right after a restore */
+    return s->z;
+}
+
+static int sgp_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
+{
+    sgp_state *s = t->algo_state;
+    if (max < 1)
+        DT_FATAL("sgp: no room for its checkpoint arrays");
+    out[0] = (dt_ckpt_array){ "push_sum_weight", s->w, 1 };
+    return 1;
+}
+
+static void sgp_teardown(dt_trainer *t)
+{
+    sgp_state *s = t->algo_state;
+    gossip_free(&s->g);
+    free(s->z);
+    free(s->acc);
+    free(s);
+    t->algo_state = NULL;
+}
+
+const dt_algo algo_sgp = {
+    .name = "sgp",
+    .summary = "stochastic gradient push: push-sum gossip, weight sent with every message; "
+               "sum of weights = ranks, averages converge to the exact mean",
+    .decentralized = 1,
+    .check = sgp_check,
+    .setup = sgp_setup,
+    .step = sgp_step,
+    .model = sgp_model,
+    .state = sgp_state_arrays,
+    .teardown = sgp_teardown,
+};

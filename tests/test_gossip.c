@@ -1,0 +1,239 @@
+/* The gossip modes on closed-form objectives (run under mpiexec -n 4 / 8).
+ * The algorithms' own step functions run on a trainer whose gradient oracle
+ * is replaced by a formula, so every property below is exact:
+ *  - push-sum averaging (lr 0, different initial vectors per rank, graphs
+ *    where weights leave 1): sum_i w_i = n and sum_i x_i constant at every
+ *    step, and every de-biased z_i converges to the exact mean;
+ *  - D-PSGD averaging: sum_i x_i constant, x_i -> exact mean;
+ *  - OSGP (tau 0) with a constant gradient c_i: after T steps the network
+ *    holds sum_i x_i(0) - lr T sum_i c_i in x plus the drained message, i.e.
+ *    every gradient reaches the sum in full (SGP with stale messages, not
+ *    SGP at 1/(k+1) of the learning rate). */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "core/error.h"
+#include "run/trainer.h"
+#include "tap.h"
+
+enum { N = 257 };  /* parameters: odd, not a multiple of a vector width */
+static int rank, nranks;
+static char graph[256];
+
+/* Initial vector of rank r: distinct per rank and coordinate. */
+static float x0(int r, size_t i) { return (float)(r * 1.5 - 2.0 + 0.01 * (double)(i % 17)); }
+
+static void zero_gradient(dt_trainer *t, const float *x)
+{
+    (void)x;
+    memset(t->grads, 0, t->n * sizeof *t->grads);
+}
+
+/* c_i: a constant gradient, different per rank. */
+static void const_gradient(dt_trainer *t, const float *x)
+{
+    (void)x;
+    for (size_t i = 0; i < t->n; i++)
+        t->grads[i] = (float)(0.25 * (t->rank + 1) + 0.001 * (double)i);
+}
+
+static void make_trainer(dt_trainer *t, dt_config *cfg, const char *mode, const char *topo,
+                         int peers, void (*grad)(dt_trainer *, const float *), float lr)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->algorithm.mode, sizeof cfg->algorithm.mode, "%s", mode);
+    snprintf(cfg->algorithm.topology, sizeof cfg->algorithm.topology, "%s", topo);
+    snprintf(cfg->algorithm.graph_file, sizeof cfg->algorithm.graph_file, "%s", graph);
+    snprintf(cfg->algorithm.dpsgd_order, sizeof cfg->algorithm.dpsgd_order, "cta");
+    cfg->algorithm.peers = peers;
+    memset(t, 0, sizeof *t);
+    t->cfg = cfg;
+    t->comm = MPI_COMM_WORLD;
+    t->rank = rank;
+    t->nranks = nranks;
+    t->n = N;
+    t->params = dt_falloc(N);
+    t->grads = dt_falloc(N);
+    for (size_t i = 0; i < N; i++)
+        t->params[i] = x0(rank, i);
+    sgd_init(&t->opt, N, 0.0, 0.0, false);
+    t->lr = lr;
+    t->weight = 1.0f;
+    t->gradient_fn = grad;
+    t->tp = transport_mpi_create(MPI_COMM_WORLD);
+    t->algo = algo_find(mode);
+    if (!t->algo || t->algo->check(cfg, nranks) != 0)
+        DT_FATAL("%s", dt_err_msg());
+    t->algo->setup(t);
+}
+
+static void free_trainer(dt_trainer *t)
+{
+    if (t->algo->teardown)
+        t->algo->teardown(t);
+    free(t->params);
+    free(t->grads);
+    sgd_free(&t->opt);
+    transport_free(t->tp);
+}
+
+static double sum_all(double v)
+{
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    return v;
+}
+
+static double max_all(double v)
+{
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return v;
+}
+
+/* Exact mean over ranks of x0(., i). */
+static double mean0(size_t i)
+{
+    double s = 0;
+    for (int r = 0; r < nranks; r++)
+        s += x0(r, i);
+    return s / nranks;
+}
+
+/* This rank's sum of x and its weight, counting a message in flight (osgp:
+ * drained through the checkpoint hook, which for tau = 0 changes nothing:
+ * the next step would wait for it anyway). */
+static void mass(dt_trainer *t, double *sx, double *sw)
+{
+    const float *pending = NULL;
+    if (t->algo->state) {
+        dt_ckpt_array a[4];
+        int na = t->algo->state(t, a, 4);
+        for (int k = 0; k < na; k++)
+            if (!strcmp(a[k].name, "osgp_pending") && a[k].data[N + 1] != 0)
+                pending = a[k].data;
+    }
+    *sx = 0;
+    for (size_t i = 0; i < N; i++)
+        *sx += (double)t->params[i] + (pending ? pending[i] : 0);
+    *sw = (double)t->weight + (pending ? pending[N] : 0);
+}
+
+static void test_averaging(const char *mode, const char *topo, int peers, int steps)
+{
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, mode, topo, peers, zero_gradient, 0.0f);
+    double sum0 = 0;
+    for (size_t i = 0; i < N; i++)
+        sum0 += t.params[i];
+    sum0 = sum_all(sum0);
+    double worst_w = 0, worst_sum = 0, wmin = 1, wmax = 1;
+    for (int s = 0; s < steps; s++) {
+        t.algo->step(&t);
+        t.step++;
+        if (s >= 10 && s % 10) /* every step at first, then every 10th */
+            continue;
+        double sx, sw;
+        mass(&t, &sx, &sw);
+        worst_sum = fmax(worst_sum, fabs(sum_all(sx) - sum0) / fabs(sum0));
+        worst_w = fmax(worst_w, fabs(sum_all(sw) - nranks));
+        wmin = fmin(wmin, -max_all(-sw));
+        wmax = fmax(wmax, max_all(sw));
+    }
+    const float *z = t.algo->model(&t);
+    double err = 0;
+    for (size_t i = 0; i < N; i++)
+        err = fmax(err, fabs(z[i] - mean0(i)));
+    err = max_all(err);
+    if (rank == 0) {
+        CHECK(worst_sum < 1e-5, "%s/%s: sum of x over ranks constant over %d steps (worst rel %.1e)",
+              mode, topo, steps, worst_sum);
+        if (!strcmp(mode, "sgp") || !strcmp(mode, "osgp"))
+            CHECK(worst_w < 1e-4 * nranks, "%s/%s: sum of push-sum weights = %d at every step "
+                  "(worst %.1e; weights ranged %.3f..%.3f)", mode, topo, nranks, worst_w, wmin, wmax);
+        CHECK(err < 1e-4, "%s/%s: every rank's model converged to the exact mean (max err %.1e)",
+              mode, topo, err);
+    }
+    free_trainer(&t);
+}
+
+/* Irregular graph: a path 0-1-2-...-(n-1) plus a chord 0-2 (degrees differ,
+ * so push-sum weights leave 1). */
+static void write_graph(void)
+{
+    if (rank == 0) {
+        snprintf(graph, sizeof graph, "/tmp/dtrain-gossip-%d.txt", (int)getpid());
+        FILE *f = fopen(graph, "w");
+        fprintf(f, "# path plus a chord\n");
+        for (int r = 0; r + 1 < nranks; r++)
+            fprintf(f, "%d %d\n", r, r + 1);
+        if (nranks > 2)
+            fprintf(f, "0 2\n");
+        fclose(f);
+    }
+    MPI_CHECK(MPI_Bcast(graph, sizeof graph, MPI_CHAR, 0, MPI_COMM_WORLD));
+}
+
+static void test_osgp_full_gradient(void)
+{
+    const int T = 30;
+    const float lr = 0.01f;
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, "osgp", "exponential", 1, const_gradient, lr);
+    double sum0 = 0, csum = 0;
+    for (size_t i = 0; i < N; i++)
+        sum0 += t.params[i];
+    for (int s = 0; s < T; s++) {
+        t.algo->step(&t);
+        t.step++;
+    }
+    for (size_t i = 0; i < N; i++)
+        csum += 0.25 * (rank + 1) + 0.001 * (double)i;
+    /* drain the message in flight into the state (the checkpoint hook) */
+    dt_ckpt_array a[4];
+    int na = t.algo->state(&t, a, 4);
+    const float *pending = NULL;
+    for (int k = 0; k < na; k++)
+        if (!strcmp(a[k].name, "osgp_pending"))
+            pending = a[k].data;
+    double mass = 0;
+    for (size_t i = 0; i < N; i++)
+        mass += (double)t.params[i] + (pending && pending[N + 1] != 0 ? pending[i] : 0);
+    mass = sum_all(mass);
+    double want = sum_all(sum0) - lr * T * sum_all(csum);
+    double buggy = sum_all(sum0) - lr * T * sum_all(csum) / 2; /* 1 peer: 1/(k+1) = 1/2 */
+    if (rank == 0) {
+        CHECK(pending != NULL, "osgp exposes its drained message as checkpoint state");
+        CHECK(fabs(mass - want) < 1e-4 * fabs(want),
+              "osgp tau=0: every gradient reaches the network sum in full (sum %.6f, expected "
+              "%.6f; at half the learning rate it would be %.6f)", mass, want, buggy);
+    }
+    free_trainer(&t);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    write_graph();
+    test_averaging("sgp", "exponential", 1, 60);
+    test_averaging("sgp", "file", 1, 150);
+    if (nranks >= 4)
+        test_averaging("sgp", "exponential", 2, 40);
+    test_averaging("osgp", "file", 1, 200);
+    test_averaging("dpsgd", "bipartite", 1, 150);
+    test_averaging("dpsgd", "file", 1, 250);
+    test_osgp_full_gradient();
+    if (rank == 0)
+        unlink(graph);
+    int rc = rank == 0 ? tap_done() : 0;
+    MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Finalize());
+    return rc;
+}
