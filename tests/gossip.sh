@@ -51,6 +51,37 @@ for mode in sgp osgp dpsgd; do
     fi
 done
 
+# AD-PSGD: 2, 4 and 8 ranks finish (no deadlock, exchanges drained)
+for np in 2 4 8; do
+    run $np 300 "$D" algorithm.mode=adpsgd run.output_dir="$WORK/ad$np" run.max_steps=24
+    if [ "$RC" -eq 0 ] && grep -q "asynchronous run ended" "$WORK/out.txt"; then
+        pass "adpsgd on $np ranks ends cleanly: $(grep -o 'local steps per rank.*' "$WORK/out.txt")"
+    else
+        fail "adpsgd on $np ranks (rc $RC)"; tail -3 "$WORK/out.txt"
+    fi
+done
+# a slow rank (20 ms sleep per step on rank 1) does not hold the others back
+run 4 300 "$D" algorithm.mode=adpsgd run.output_dir="$WORK/slow" run.max_steps=40 \
+    model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 \
+    run.test_delay_rank=1 run.test_delay_ms=20 run.log_every=1
+"$DTRAIN_POST" csv "$WORK/slow/run.h5" -o "$WORK/slowcsv" >/dev/null 2>&1 || true
+steps=$(awk -F, 'NR>1 {if ($1 > m[$3]) m[$3] = $1} END {print m[0], m[1], m[2], m[3]}' "$WORK/slowcsv/train.csv" 2>/dev/null)
+set -- $steps
+if [ "$RC" -eq 0 ] && [ $# -eq 4 ] && [ "$2" -lt "$1" ] && [ "$2" -lt "$3" ] && [ "$2" -lt "$4" ]; then
+    pass "adpsgd with rank 1 slowed: local steps per rank $steps (the slow rank did fewest)"
+else
+    fail "adpsgd slow rank (rc $RC, steps '$steps')"; tail -3 "$WORK/out.txt"
+fi
+# AD-PSGD resumes from its checkpoint and completes
+run 2 300 "$D" algorithm.mode=adpsgd run.output_dir="$WORK/adr" run.max_steps=20
+rcA=$RC
+run 2 300 "$D" algorithm.mode=adpsgd run.output_dir="$WORK/adr" run.max_steps=40 run.resume=true
+if [ $rcA -eq 0 ] && [ "$RC" -eq 0 ] && grep -q "resumed from" "$WORK/out.txt"; then
+    pass "adpsgd resumes from its checkpoint and completes"
+else
+    fail "adpsgd resume (rc $rcA/$RC)"; tail -3 "$WORK/out.txt"
+fi
+
 # invalid graphs are start-up errors on every rank
 run 3 60 "$D" algorithm.mode=dpsgd
 expect_fail "bipartite graph with an odd rank count" "even|odd"
@@ -61,4 +92,6 @@ run 4 60 "$D" algorithm.mode=sgp algorithm.topology=file algorithm.graph_file="$
 expect_fail "disconnected file graph" "not connected"
 run 4 60 "$D" algorithm.mode=dpsgd algorithm.topology=exponential
 expect_fail "dpsgd on a directed graph" "symmetric"
+run 3 60 "$D" algorithm.mode=adpsgd
+expect_fail "adpsgd with an odd rank count" "even|odd"
 finish

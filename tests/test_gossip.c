@@ -8,7 +8,9 @@
  *  - OSGP (tau 0) with a constant gradient c_i: after T steps the network
  *    holds sum_i x_i(0) - lr T sum_i c_i in x plus the drained message, i.e.
  *    every gradient reaches the sum in full (SGP with stale messages, not
- *    SGP at 1/(k+1) of the learning rate). */
+ *    SGP at 1/(k+1) of the learning rate);
+ *  - AD-PSGD (lr 0): the asynchronous pairwise averages preserve sum_i x_i,
+ *    the run ends without deadlock, and the replicas approach the mean. */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -215,6 +217,50 @@ static void test_osgp_full_gradient(void)
     free_trainer(&t);
 }
 
+static void test_adpsgd(void)
+{
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, "adpsgd", "auto", 1, zero_gradient, 0.0f);
+    t.total_steps = 150;
+    t.steps_per_epoch = 10;
+    double sum0 = 0, spread0 = 0;
+    for (size_t i = 0; i < N; i++)
+        sum0 += t.params[i];
+    sum0 = sum_all(sum0);
+    for (size_t i = 0; i < N; i++)
+        spread0 = fmax(spread0, fabs(t.params[i] - mean0(i)));
+    spread0 = max_all(spread0);
+    double global = 0;
+    int end = 0;
+    while (!end) {
+        t.algo->step(&t);
+        t.step++;
+        end = t.algo->progress(&t, 0, &global);
+    }
+    t.algo->finish(&t);
+    double sx = 0, spread = 0;
+    for (size_t i = 0; i < N; i++) {
+        sx += t.params[i];
+        spread = fmax(spread, fabs(t.params[i] - mean0(i)));
+    }
+    sx = sum_all(sx);
+    spread = max_all(spread);
+    int64_t steps = t.step, lo, hi;
+    MPI_CHECK(MPI_Allreduce(&steps, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(&steps, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK(global >= 150, "adpsgd: global step budget of %d x 150 spent (global %.0f; local "
+              "steps %lld..%lld), all exchanges drained", nranks, global, (long long)lo,
+              (long long)hi);
+        CHECK(fabs(sx - sum0) < 1e-5 * fabs(sum0), "adpsgd: pairwise averages preserve sum_i x_i "
+              "(%.9g vs %.9g)", sx, sum0);
+        CHECK(spread < 0.01 * spread0, "adpsgd: replicas approach the mean (max distance %.2e, "
+              "initially %.2e)", spread, spread0);
+    }
+    free_trainer(&t);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -230,6 +276,8 @@ int main(int argc, char **argv)
     test_averaging("dpsgd", "bipartite", 1, 150);
     test_averaging("dpsgd", "file", 1, 250);
     test_osgp_full_gradient();
+    if (nranks % 2 == 0)
+        test_adpsgd();
     if (rank == 0)
         unlink(graph);
     int rc = rank == 0 ? tap_done() : 0;

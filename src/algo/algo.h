@@ -15,6 +15,8 @@ typedef struct dt_algo {
     const char *name;
     const char *summary;    /* one line for --help: what it does and its invariant */
     int decentralized;      /* replicas may differ: evaluate the averaged model too */
+    int async;              /* ranks step independently: no collective in the training
+                             * loop; the algorithm counts global steps (progress) */
     /* Reject configurations the algorithm cannot run (rank count...):
      * -1 after dt_err_set(). */
     int (*check)(const dt_config *cfg, int nranks);
@@ -26,6 +28,14 @@ typedef struct dt_algo {
     /* Extra per-rank float arrays to checkpoint (filled into out, at most
      * max); returns how many. NULL: none. */
     int (*state)(struct dt_trainer *t, dt_ckpt_array *out, int max);
+    /* async only: after each step, publish this rank's step (and a stop
+     * request); *global_steps = steps of all ranks / ranks. Returns 0 to go
+     * on, 1 when the step budget is spent, 2 when a stop was requested. */
+    int (*progress)(struct dt_trainer *t, int stop_local, double *global_steps);
+    /* async only: complete every exchange before the collective end. */
+    void (*finish)(struct dt_trainer *t);
+    /* Collective, after a checkpoint was restored (NULL: nothing to do). */
+    void (*resumed)(struct dt_trainer *t);
     void (*teardown)(struct dt_trainer *t);
 } dt_algo;
 

@@ -3,10 +3,10 @@
 #include "algo/algo.h"
 #include "core/error.h"
 
-extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp;
+extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp, algo_adpsgd;
 
 const dt_algo *const algo_table[] = { &algo_local, &algo_allreduce, &algo_dpsgd, &algo_sgp,
-                                      &algo_osgp, NULL };
+                                      &algo_osgp, &algo_adpsgd, NULL };
 
 const dt_algo *algo_find(const char *name)
 {

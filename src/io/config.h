@@ -21,6 +21,8 @@ typedef struct dt_config {
         bool resume;
         bool overwrite;
         bool check_replicas;      /* verify identical replicas after every step */
+        int64_t test_delay_rank;  /* tests: this rank sleeps test_delay_ms per step */
+        int64_t test_delay_ms;
     } run;
     struct {
         char mode[32];

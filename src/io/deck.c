@@ -106,15 +106,19 @@ static const deck_key keys[] = {
     {"run", "check_replicas", KT_BOOL, "false", AT(run.check_replicas, bool),
      .doc = "after every step, verify (one hash allreduce) that replicas are bit-identical; "
             "for modes that keep replicas equal (allreduce)"},
+    {"run", "test_delay_rank", KT_INT, "-1", GE(-1), AT(run.test_delay_rank, int64_t),
+     .doc = "tests: this rank sleeps run.test_delay_ms after every step (a slow worker); -1: none"},
+    {"run", "test_delay_ms", KT_INT, "0", GE(0), AT(run.test_delay_ms, int64_t),
+     .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
 
-    {"algorithm", "mode", KT_ENUM, "local", .choices = "local|allreduce|dpsgd|sgp|osgp",
+    {"algorithm", "mode", KT_ENUM, "local", .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd",
      AT(algorithm.mode, char *),
      .doc = "local: single-rank reference; allreduce: gradients averaged every step; "
-            "dpsgd, sgp, osgp: gossip (see --help)"},
+            "dpsgd, sgp, osgp, adpsgd: gossip (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
      .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
      AT(algorithm.topology, char *),
-     .doc = "gossip graph; auto: exponential for sgp/osgp, bipartite for dpsgd"},
+     .doc = "gossip graph; auto: exponential for sgp/osgp, bipartite for dpsgd/adpsgd"},
     {"algorithm", "peers", KT_INT, "1", IN_INT(1), AT(algorithm.peers, int64_t),
      .doc = "gossip peers per step (exponential base peers+1; ring 1 or 2)"},
     {"algorithm", "graph_file", KT_STRING, "", AT(algorithm.graph_file, char *),

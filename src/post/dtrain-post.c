@@ -294,6 +294,8 @@ static int cmd_csv(const char *path, const char *outdir)
     for (size_t r = 0; r < run.ntrain; r++)
         for (int64_t k = 0; k < R; k++) {
             size_t i = r * (size_t)R + (size_t)k;
+            if (run.train[T_STEP][i] < 0) /* padding of asynchronous runs */
+                continue;
             fmt_value(f, run.train[T_STEP][i], 1);
             fputc(',', f);
             fmt_value(f, run.train[T_EPOCH][i], 0);

@@ -247,20 +247,32 @@ static void fmt_eta(char *buf, size_t len, double s)
         snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
 }
 
-static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t *last_images)
+/* This rank's /train row for the interval since the last one; starts the
+ * next interval. */
+static dt_train_row take_row(dt_trainer *t)
 {
-    double wall = trainer_clock() - t->wall_start;
     dt_train_row row = {
-        .step = t->step, .epoch = (double)t->step / (double)t->steps_per_epoch, .wall = wall,
+        .step = t->step, .epoch = (double)t->step / (double)t->steps_per_epoch,
+        .wall = trainer_clock() - t->wall_start,
         .loss = t->batches ? t->loss_sum / t->batches : 0,
         .accuracy = t->seen ? (double)t->correct / t->seen : 0, .lr = t->lr,
         .compute_time = t->t_compute, .comm_time = t->t_comm, .wait_time = t->t_wait,
         .images = t->images, .weight = t->weight, .bytes_sent = t->bytes_sent,
     };
+    t->loss_sum = t->t_compute = t->t_comm = t->t_wait = 0;
+    t->correct = t->seen = t->batches = 0;
+    return row;
+}
+
+static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t *last_images)
+{
+    dt_train_row row = take_row(t);
+    const double wall = row.wall;
     runlog_append_train(log, &row);
     /* progress line: totals over ranks */
     double v[5] = { row.loss, row.accuracy, (double)(t->images - *last_images),
-                    t->t_comm + t->t_wait, t->t_compute + t->t_comm + t->t_wait };
+                    row.comm_time + row.wait_time,
+                    row.compute_time + row.comm_time + row.wait_time };
     MPI_CHECK(MPI_Reduce(t->rank ? v : MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_SUM, 0, t->comm));
     if (t->rank == 0) {
         double dt = wall - *last_wall, rate = dt > 0 ? v[2] / dt : 0;
@@ -275,8 +287,6 @@ static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
     }
     *last_wall = wall;
     *last_images = t->images;
-    t->loss_sum = t->t_compute = t->t_comm = t->t_wait = 0;
-    t->correct = t->seen = t->batches = 0;
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -345,6 +355,8 @@ static int restore_checkpoint(dt_trainer *t)
     if (checkpoint_read(t->comm, path, &want, &got, a, na, &b, sizeof b) != 0)
         return -1;
     t->step = b.step;
+    if (t->algo->resumed)
+        t->algo->resumed(t);
     t->images = b.images;
     t->bytes_sent = b.bytes_sent;
     t->wall_start = trainer_clock() - b.wall;
@@ -402,6 +414,73 @@ static int replicas_identical(const dt_trainer *t)
     MPI_CHECK(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, t->comm));
     MPI_CHECK(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, t->comm));
     return lo == hi;
+}
+
+/* run.test_delay_ms on run.test_delay_rank: a slow worker, for tests. */
+static void test_delay(const dt_trainer *t)
+{
+    const dt_config *c = t->cfg;
+    if (c->run.test_delay_ms > 0 && t->rank == c->run.test_delay_rank)
+        nanosleep(&(struct timespec){ c->run.test_delay_ms / 1000,
+                                      (c->run.test_delay_ms % 1000) * 1000000L }, NULL);
+}
+
+/* Asynchronous modes: no collective until the budget is spent or a signal
+ * stops the run. The learning rate follows the global step count; /train
+ * rows are kept in memory and written together at the end (a collective
+ * write per interval would make every rank wait for the slowest); the
+ * evaluation runs once, at the end. Returns 0 or DT_EXIT_REQUEUE. */
+static int async_loop(dt_trainer *t, dt_runlog *log)
+{
+    const dt_config *c = t->cfg;
+    dt_train_row *rows = NULL;
+    int64_t nrows = 0, cap = 0;
+    double global = (double)t->step, last_print = trainer_clock();
+    int end = 0;
+    while (!end) {
+        t->lr = (float)schedule_lr(&t->sched, global / (double)t->steps_per_epoch);
+        t->algo->step(t);
+        t->step++;
+        test_delay(t);
+        end = t->algo->progress(t, stop_requested, &global);
+        if (t->step % c->run.log_every == 0 || (end && t->batches)) {
+            if (nrows == cap) {
+                cap = cap ? 2 * cap : 64;
+                rows = dt_realloc(rows, (size_t)cap * sizeof *rows);
+            }
+            rows[nrows++] = take_row(t);
+            if (t->rank == 0 && trainer_clock() - last_print > 2.0) {
+                const dt_train_row *r = &rows[nrows - 1];
+                printf("step %lld (rank 0)  global %.0f/%lld  loss %.4f  acc %.2f%%  "
+                       "exchange wait %.0f%%\n", (long long)t->step, global,
+                       (long long)t->total_steps, r->loss, 100 * r->accuracy,
+                       100 * r->wait_time / (r->compute_time + r->comm_time + r->wait_time));
+                fflush(stdout);
+                last_print = trainer_clock();
+            }
+        }
+    }
+    t->algo->finish(t);
+    if (end == 2 && t->rank == 0)
+        printf("signal received: checkpointing and exiting with status %d for requeue\n",
+               DT_EXIT_REQUEUE);
+    /* one collective append per row; ranks with fewer rows pad with step -1 */
+    int64_t most = nrows;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
+    for (int64_t i = 0; i < most; i++) {
+        dt_train_row pad = { .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
+                             .accuracy = NAN, .lr = NAN, .compute_time = 0, .comm_time = 0,
+                             .wait_time = 0, .images = t->images, .weight = NAN,
+                             .bytes_sent = t->bytes_sent };
+        runlog_append_train(log, i < nrows ? &rows[i] : &pad);
+    }
+    free(rows);
+    int64_t steps[2] = { t->step, -t->step };
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, steps, 2, MPI_INT64_T, MPI_MAX, t->comm));
+    if (t->rank == 0)
+        printf("asynchronous run ended: local steps per rank from %lld to %lld\n",
+               (long long)-steps[1], (long long)steps[0]);
+    return end == 2 ? DT_EXIT_REQUEUE : 0;
 }
 
 /* ---- the run --------------------------------------------------------------- */
@@ -542,6 +621,9 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     double last_wall = trainer_clock() - t->wall_start, mean_acc = 0;
     int64_t last_images = t->images, last_eval = -1;
     int status = 0;
+    if (t->algo->async)
+        status = async_loop(t, log);
+    else {
     /* Signal agreement without a blocking collective per step: the flags are
      * combined by an MPI_Iallreduce started at one step boundary and
      * completed at the next (it has had a whole step to finish), so every
@@ -580,9 +662,11 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
         if (cfg->run.checkpoint_every > 0 && t->step % cfg->run.checkpoint_every == 0 &&
             t->step < t->total_steps)
             save_checkpoint(t);
+        test_delay(t);
     }
     if (stop_req != MPI_REQUEST_NULL)
         MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
+    }
     if (status == 0 && last_eval != t->step)
         run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
     if (status != 1)
