@@ -483,6 +483,61 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     return end == 2 ? DT_EXIT_REQUEUE : 0;
 }
 
+/* Synchronous modes: every rank runs the same steps; logging, evaluation
+ * and checkpoints are collective at fixed steps. Returns 0, 1 (replicas
+ * differ under run.check_replicas) or DT_EXIT_REQUEUE. */
+static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *last_eval)
+{
+    const dt_config *cfg = t->cfg;
+    const int64_t eval_every = cfg->run.eval_every > 0 ? cfg->run.eval_every : t->steps_per_epoch;
+    double last_wall = trainer_clock() - t->wall_start;
+    int64_t last_images = t->images;
+    int status = 0;
+    /* Signal agreement without a blocking collective per step: the flags are
+     * combined by an MPI_Iallreduce started at one step boundary and
+     * completed at the next (it has had a whole step to finish), so every
+     * rank decides at the same step. */
+    int stop_local = 0, stop_any = 0;
+    MPI_Request stop_req = MPI_REQUEST_NULL;
+    while (t->step < t->total_steps) {
+        if (stop_req != MPI_REQUEST_NULL)
+            MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
+        int any = stop_any;
+        stop_local = stop_requested;
+        MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_MAX, t->comm, &stop_req));
+        if (any) {
+            if (t->rank == 0)
+                printf("signal received: checkpointing at step %lld and exiting with status %d "
+                       "for requeue\n", (long long)t->step, DT_EXIT_REQUEUE);
+            status = DT_EXIT_REQUEUE;
+            break;
+        }
+        t->lr = (float)schedule_lr(&t->sched, (double)t->step / (double)t->steps_per_epoch);
+        t->algo->step(t);
+        t->step++;
+        if (cfg->run.check_replicas && !replicas_identical(t)) {
+            if (t->rank == 0)
+                fprintf(stderr, "dtrain: error: run.check_replicas: the replicas differ after "
+                                "step %lld\n", (long long)t->step);
+            status = 1;
+            break;
+        }
+        if (t->step % cfg->run.log_every == 0 || t->step == t->total_steps)
+            log_train(t, log, &last_wall, &last_images);
+        if (t->step % eval_every == 0 || t->step == t->total_steps) {
+            run_eval(t, log, trainer_clock() - t->wall_start, mean_acc);
+            *last_eval = t->step;
+        }
+        if (cfg->run.checkpoint_every > 0 && t->step % cfg->run.checkpoint_every == 0 &&
+            t->step < t->total_steps)
+            save_checkpoint(t);
+        test_delay(t);
+    }
+    if (stop_req != MPI_REQUEST_NULL)
+        MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
+    return status;
+}
+
 /* ---- the run --------------------------------------------------------------- */
 
 static void trainer_free(dt_trainer *t)
@@ -617,56 +672,9 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
         fflush(stdout);
     }
 
-    const int64_t eval_every = cfg->run.eval_every > 0 ? cfg->run.eval_every : t->steps_per_epoch;
-    double last_wall = trainer_clock() - t->wall_start, mean_acc = 0;
-    int64_t last_images = t->images, last_eval = -1;
-    int status = 0;
-    if (t->algo->async)
-        status = async_loop(t, log);
-    else {
-    /* Signal agreement without a blocking collective per step: the flags are
-     * combined by an MPI_Iallreduce started at one step boundary and
-     * completed at the next (it has had a whole step to finish), so every
-     * rank decides at the same step. */
-    int stop_local = 0, stop_any = 0;
-    MPI_Request stop_req = MPI_REQUEST_NULL;
-    while (t->step < t->total_steps) {
-        if (stop_req != MPI_REQUEST_NULL)
-            MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
-        int any = stop_any;
-        stop_local = stop_requested;
-        MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_MAX, comm, &stop_req));
-        if (any) {
-            if (t->rank == 0)
-                printf("signal received: checkpointing at step %lld and exiting with status %d "
-                       "for requeue\n", (long long)t->step, DT_EXIT_REQUEUE);
-            status = DT_EXIT_REQUEUE;
-            break;
-        }
-        t->lr = (float)schedule_lr(&t->sched, (double)t->step / (double)t->steps_per_epoch);
-        t->algo->step(t);
-        t->step++;
-        if (cfg->run.check_replicas && !replicas_identical(t)) {
-            if (t->rank == 0)
-                fprintf(stderr, "dtrain: error: run.check_replicas: the replicas differ after "
-                                "step %lld\n", (long long)t->step);
-            status = 1;
-            break;
-        }
-        if (t->step % cfg->run.log_every == 0 || t->step == t->total_steps)
-            log_train(t, log, &last_wall, &last_images);
-        if (t->step % eval_every == 0 || t->step == t->total_steps) {
-            run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
-            last_eval = t->step;
-        }
-        if (cfg->run.checkpoint_every > 0 && t->step % cfg->run.checkpoint_every == 0 &&
-            t->step < t->total_steps)
-            save_checkpoint(t);
-        test_delay(t);
-    }
-    if (stop_req != MPI_REQUEST_NULL)
-        MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
-    }
+    double mean_acc = 0;
+    int64_t last_eval = -1;
+    int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, &mean_acc, &last_eval);
     if (status == 0 && last_eval != t->step)
         run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
     if (status != 1)
