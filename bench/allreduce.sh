@@ -58,8 +58,8 @@ done
 lm=$(echo "$LOCAL" | median); am=$(echo "$AR" | median); dm=$(echo "$DDPR" | median)
 echo
 echo "Medians of $ROUNDS alternating rounds, batch $B per rank, 1 thread per rank"
-printf '| %18s | %18s | %14s | %20s | %14s |\n' "dtrain 1 rank img/s" "dtrain 2 ranks img/s" "DDP 2 ranks img/s" "2-rank efficiency" "vs DDP"
-printf '| -----------------: | ------------------: | ----------------: | -------------------: | -------------: |\n'
+printf '| %19s | %20s | %17s | %20s | %15s |\n' "dtrain 1 rank img/s" "dtrain 2 ranks img/s" "DDP 2 ranks img/s" "2-rank efficiency" "vs DDP"
+printf '| ------------------: | -------------------: | ----------------: | -------------------: | --------------: |\n'
 awk -v l="$lm" -v a="$am" -v d="$dm" 'BEGIN {
     printf "| %19.1f | %20.1f | %17.1f | %13.3f (>= 0.9) | %7.2f (>= 1.3) |\n", l, a, d, a / (2 * l), a / d }'
 echo "# load after the series: $(load1)"

@@ -41,7 +41,9 @@ typedef struct adpsgd_state {
     float *peer;                /* (n) active: the neighbour's x */
     float *inbox;               /* (n) passive: a request's x */
     int64_t exchanges;          /* active: exchanges started */
-    float counter[2];           /* checkpoint: global count as hi * 2^20 + lo */
+    float counter[4];           /* checkpoint: global count and this rank's exchange
+                                 * count (its topology position), each as hi, lo with
+                                 * value = hi * 2^20 + lo (exact in floats) */
     int finished;               /* the drain has run */
     _Atomic int64_t served;     /* passive: bytes sent by the thread, not yet counted */
     dt_trainer *t;
@@ -189,6 +191,8 @@ static int adpsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
     count += 1;
     s->counter[0] = (float)(count >> 20);
     s->counter[1] = (float)(count & ((1 << 20) - 1));
+    s->counter[2] = (float)(s->exchanges >> 20);
+    s->counter[3] = (float)(s->exchanges & ((1 << 20) - 1));
     *global_steps = (double)count / t->nranks;
     if (stop || stop_local)
         return 2;
@@ -217,6 +221,7 @@ static void adpsgd_resumed(dt_trainer *t)
 {
     adpsgd_state *s = t->algo_state;
     int64_t count = ((int64_t)s->counter[0] << 20) + (int64_t)s->counter[1], max;
+    s->exchanges = ((int64_t)s->counter[2] << 20) + (int64_t)s->counter[3];
     MPI_CHECK(MPI_Allreduce(&count, &max, 1, MPI_INT64_T, MPI_MAX, t->comm));
     if (t->rank == 0) {
         MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, s->win));
@@ -231,7 +236,7 @@ static int adpsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     adpsgd_state *s = t->algo_state;
     if (max < 1)
         DT_FATAL("adpsgd: no room for its checkpoint arrays");
-    out[0] = (dt_ckpt_array){ "adpsgd_global_count", s->counter, 2 };
+    out[0] = (dt_ckpt_array){ "adpsgd_counters", s->counter, 4 };
     return 1;
 }
 
