@@ -62,7 +62,8 @@ typedef struct dt_backend {
     void (*avgpool_forward)(int B, int C, int HW, const float *x, float *y);
     void (*avgpool_backward)(int B, int C, int HW, const float *dy, float *dx);
 
-    /* Element-wise on n floats. Backward uses the forward OUTPUT y. */
+    /* Element-wise on n floats. Backward uses the forward OUTPUT y. relu_forward
+     * must allow y == x (the engine runs ReLU in place when it can). */
     void (*relu_forward)(size_t n, const float *x, float *y);
     void (*relu_backward)(size_t n, const float *y, const float *dy, float *dx);
     void (*sigmoid_forward)(size_t n, const float *x, float *y);

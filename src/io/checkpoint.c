@@ -32,9 +32,9 @@
 #define CKPT_FORMAT_VERSION 1
 /* ckpt- + 10 digits + .h5 */
 #define CKPT_NAME_LEN 18
-/* Chunk width in elements: one row, or at most ~1M elements so a chunk stays
+/* Chunk width in elements: one row, or at most 64 Ki elements (256 KiB), so a chunk stays
  * well under HDF5's 4 GiB chunk limit and the Fletcher32 buffer is small. */
-#define CKPT_CHUNK_MAX ((hsize_t)1 << 20)
+#define CKPT_CHUNK_MAX ((hsize_t)1 << 16)
 /* Return code of the read helpers for a file that is damaged (as opposed to
  * -1: intact but not what this run needs). */
 #define CKPT_DAMAGED (-2)

@@ -216,12 +216,14 @@ static void release_buffers(dt_net *n)
     if (!n->act)
         return;
     for (int i = 1; i < n->nnodes; i++) {
-        if (n->nodes[i].op != OP_FLATTEN) {
+        if (n->nodes[i].op != OP_FLATTEN && n->act[i] != n->act[n->nodes[i].in0])
             free(n->act[i]);
-            free(n->dact[i]);
-        }
         free(n->aux[i]);
     }
+    for (int p = 0; p < n->npool; p++)
+        free(n->pool[p]);
+    free(n->pool);
+    free(n->first_use);
     free(n->act);
     free(n->dact);
     free(n->aux);
@@ -229,6 +231,90 @@ static void release_buffers(dt_net *n)
     n->act = n->dact = NULL;
     n->aux = NULL;
     n->work = NULL;
+    n->pool = NULL;
+    n->first_use = NULL;
+    n->npool = 0;
+}
+
+/* A ReLU may overwrite its input when it is the input's only consumer and the
+ * input's own backward does not read its output (conv, linear, add and
+ * GroupNorm read their inputs; ReLU/sigmoid backward read their outputs). */
+static int relu_in_place(const dt_net *n, int i)
+{
+    const dt_node *d = &n->nodes[i];
+    if (d->op != OP_RELU || d->in0 <= 0)
+        return 0;
+    dt_op src = n->nodes[d->in0].op;
+    if (src != OP_CONV2D && src != OP_LINEAR && src != OP_ADD && src != OP_GROUPNORM)
+        return 0;
+    int consumers = 0;
+    for (int k = 1; k < n->nnodes; k++)
+        consumers += (n->nodes[k].in0 == d->in0) + (n->nodes[k].in1 == d->in0);
+    return consumers == 1;
+}
+
+/* The node whose buffers a flatten view shares. */
+static int base_of(const dt_net *n, int j)
+{
+    while (j > 0 && n->nodes[j].op == OP_FLATTEN)
+        j = n->nodes[j].in0;
+    return j;
+}
+
+/* Activation gradients live only during backward: dact[j] from the first
+ * consumer of j that backward reaches (the highest-numbered one) until j's
+ * own backward. Nodes whose intervals do not overlap share one buffer (a
+ * greedy interval colouring in backward order), which roughly halves the
+ * memory of a training batch; a buffer is zeroed when it becomes live. */
+static void plan_gradients(dt_net *n, int B)
+{
+    const int N = n->nnodes, last = N - 1;
+    n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
+    for (int i = 1; i < N; i++) {
+        const dt_node *d = &n->nodes[i];
+        if (d->op == OP_FLATTEN)
+            continue;
+        int in[2] = { base_of(n, d->in0), d->in1 > 0 ? base_of(n, d->in1) : 0 };
+        for (int k = 0; k < 2; k++)
+            if (in[k] > 0 && i > n->first_use[in[k]])
+                n->first_use[in[k]] = i;
+    }
+    n->first_use[last] = N; /* dlogits: written by the forward pass */
+    float **owner = dt_calloc((size_t)N, sizeof *owner); /* pool buffer of each node */
+    size_t *cap = NULL;
+    int *busy = NULL;
+    n->pool = NULL;
+    n->npool = 0;
+    for (int time = N; time >= 1; time--) {
+        for (int j = 1; j < N; j++) { /* buffers that become live now */
+            if (n->nodes[j].op == OP_FLATTEN || n->first_use[j] != time)
+                continue;
+            size_t need = (size_t)B * node_size(&n->nodes[j]);
+            int pick = -1;
+            for (int p = 0; p < n->npool; p++)
+                if (!busy[p] && cap[p] >= need && (pick < 0 || cap[p] < cap[pick]))
+                    pick = p;
+            if (pick < 0) {
+                n->pool = dt_realloc(n->pool, (size_t)(n->npool + 1) * sizeof *n->pool);
+                cap = dt_realloc(cap, (size_t)(n->npool + 1) * sizeof *cap);
+                busy = dt_realloc(busy, (size_t)(n->npool + 1) * sizeof *busy);
+                n->pool[n->npool] = dt_falloc(need);
+                cap[n->npool] = need;
+                pick = n->npool++;
+            }
+            busy[pick] = j + 1;
+            owner[j] = n->pool[pick];
+        }
+        if (time < N && n->nodes[time].op != OP_FLATTEN) /* dact[time] dies after its backward */
+            for (int p = 0; p < n->npool; p++)
+                if (busy[p] == time + 1)
+                    busy[p] = 0;
+    }
+    for (int j = 1; j < N; j++)
+        n->dact[j] = owner[base_of(n, j)];
+    free(owner);
+    free(cap);
+    free(busy);
 }
 
 void net_reserve(dt_net *n, int B)
@@ -246,11 +332,9 @@ void net_reserve(dt_net *n, int B)
         size_t sz = (size_t)B * node_size(d);
         if (d->op == OP_FLATTEN) { /* a view of its input */
             n->act[i] = n->act[d->in0];
-            n->dact[i] = n->dact[d->in0];
             continue;
         }
-        n->act[i] = dt_falloc(sz);
-        n->dact[i] = dt_falloc(sz);
+        n->act[i] = relu_in_place(n, i) ? n->act[d->in0] : dt_falloc(sz);
         if (d->op == OP_MAXPOOL)
             n->aux[i] = dt_calloc(sz, sizeof(int32_t));
         else if (d->op == OP_DROPOUT)
@@ -265,6 +349,7 @@ void net_reserve(dt_net *n, int B)
         }
     }
     n->work = n->work_n ? dt_falloc(n->work_n) : NULL;
+    plan_gradients(n, B);
     n->dlogits = n->dact[n->nnodes - 1];
 }
 
@@ -338,16 +423,22 @@ void net_backward(dt_net *n, const float *params, float *grads)
     int B = n->last_B;
     if (!n->fwd_train)
         DT_FATAL("net_backward after a forward in evaluation mode");
-    /* dlogits lives in dact[last]; every other gradient accumulates from zero */
-    for (int i = 1; i < n->nnodes - 1; i++)
-        if (n->nodes[i].op != OP_FLATTEN)
-            memset(n->dact[i], 0, (size_t)B * node_size(&n->nodes[i]) * sizeof(float));
+    /* dlogits lives in dact[last]; every other gradient accumulates from zero in
+     * a buffer that becomes live (and is zeroed) at its first consumer */
     for (int i = n->nnodes - 1; i >= 1; i--) {
         const dt_node *d = &n->nodes[i];
         const dt_node *xi = &n->nodes[d->in0];
         const float *x = n->act[d->in0], *dy = n->dact[i];
         float *dx = d->in0 == 0 ? NULL : n->dact[d->in0];
         size_t sz = (size_t)B * node_size(d);
+        if (d->op == OP_FLATTEN)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            int in = k ? d->in1 : d->in0;
+            int b = in > 0 ? base_of(n, in) : 0;
+            if (b > 0 && n->first_use[b] == i)
+                memset(n->dact[b], 0, (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
+        }
         const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
         float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
         float *db = d->b_off >= 0 ? grads + d->b_off : NULL;

@@ -50,7 +50,11 @@ typedef struct dt_net {
     int classes;
     /* buffers for a batch of B samples (net_reserve) */
     int B;
-    float **act, **dact;   /* per node (B, c, h, w) output and its gradient */
+    float **act, **dact;   /* per node (B, c, h, w) output and its gradient; gradients
+                            * share pooled buffers where their lifetimes allow */
+    float **pool;          /* the gradient buffers */
+    int npool;
+    int *first_use;        /* per node: the backward step at which dact becomes live */
     void **aux;            /* per node: pool argmax, dropout mask, GroupNorm mean/rstd */
     float *work;           /* conv scratch */
     size_t work_n;

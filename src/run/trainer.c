@@ -203,7 +203,8 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
                         .wall = wall };
     evaluate(t, z, &row.loss, &row.accuracy);
 
-    float *avg = dt_falloc(t->n);
+    /* the gradient buffer is free between steps: it holds the average */
+    float *avg = t->grads;
     memcpy(avg, z, t->n * sizeof *avg);
     t->tp->allreduce_sum(t->tp, avg, t->n);
     double dist = 0;
@@ -221,7 +222,6 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
         MPI_CHECK(MPI_Bcast(&avg_acc, 1, MPI_DOUBLE, 0, t->comm));
         MPI_CHECK(MPI_Bcast(&avg_loss, 1, MPI_DOUBLE, 0, t->comm));
     }
-    free(avg);
     runlog_append_eval(log, &row, avg_loss, avg_acc, dist);
     double sum = row.accuracy;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, t->comm));
