@@ -17,6 +17,7 @@
 #include "io/checkpoint.h"
 
 #include "core/error.h"
+#include "io/h5attr.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -132,93 +133,6 @@ static void fsync_path(const char *path, int is_dir)
     if (fsync(fd) != 0 && !(is_dir && (errno == EINVAL || errno == EBADF)))
         DT_FATAL("fsync of %s failed: %s", path, strerror(errno));
     close(fd);
-}
-
-/* ---- attribute helpers ---------------------------------------------------- */
-
-static void attr_write_i64(hid_t obj, const char *name, int64_t value)
-{
-    hid_t space = H5Screate(H5S_SCALAR);
-    H5_CHECK(space);
-    hid_t attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    H5_CHECK(attr);
-    H5_CHECK(H5Awrite(attr, H5T_NATIVE_INT64, &value));
-    H5_CHECK(H5Aclose(attr));
-    H5_CHECK(H5Sclose(space));
-}
-
-static void attr_write_string(hid_t obj, const char *name, const char *value)
-{
-    hid_t type = H5Tcopy(H5T_C_S1);
-    H5_CHECK(type);
-    H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
-    hid_t space = H5Screate(H5S_SCALAR);
-    H5_CHECK(space);
-    hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    H5_CHECK(attr);
-    H5_CHECK(H5Awrite(attr, type, &value));
-    H5_CHECK(H5Aclose(attr));
-    H5_CHECK(H5Sclose(space));
-    H5_CHECK(H5Tclose(type));
-}
-
-/* Read helpers for the restore path: they return -1 instead of aborting,
- * because a damaged file must be reported, not crash the run. */
-static int attr_read_i64(hid_t obj, const char *name, int64_t *value)
-{
-    if (H5Aexists(obj, name) <= 0)
-        return -1;
-    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
-    if (attr < 0)
-        return -1;
-    int rc = H5Aread(attr, H5T_NATIVE_INT64, value) < 0 ? -1 : 0;
-    H5Aclose(attr);
-    return rc;
-}
-
-/* Reads a variable- or fixed-length string attribute into out (truncated to len). */
-static int attr_read_string(hid_t obj, const char *name, char *out, size_t len)
-{
-    if (H5Aexists(obj, name) <= 0)
-        return -1;
-    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
-    if (attr < 0)
-        return -1;
-    int rc = -1;
-    hid_t ftype = H5Aget_type(attr);
-    if (ftype >= 0 && H5Tget_class(ftype) == H5T_STRING) {
-        hid_t mtype = H5Tcopy(H5T_C_S1);
-        htri_t vlen = H5Tis_variable_str(ftype);
-        /* No conversion exists between ASCII and UTF-8 strings. */
-        H5T_cset_t cset = H5Tget_cset(ftype);
-        if (mtype >= 0 && (cset < 0 || H5Tset_cset(mtype, cset) < 0)) {
-            H5Tclose(mtype);
-            mtype = -1;
-        }
-        if (mtype >= 0 && vlen > 0 && H5Tset_size(mtype, H5T_VARIABLE) >= 0) {
-            char *s = NULL;
-            if (H5Aread(attr, mtype, &s) >= 0 && s) {
-                snprintf(out, len, "%s", s);
-                H5free_memory(s);
-                rc = 0;
-            }
-        } else if (mtype >= 0 && vlen == 0) {
-            size_t sz = H5Tget_size(ftype);
-            char *s = dt_calloc(sz + 1, 1);
-            if (sz > 0 && H5Tset_size(mtype, sz + 1) >= 0 && H5Aread(attr, mtype, s) >= 0) {
-                snprintf(out, len, "%s", s);
-                rc = 0;
-            }
-            free(s);
-        }
-        if (mtype >= 0)
-            H5Tclose(mtype);
-    }
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    H5Aclose(attr);
-    return rc;
 }
 
 /* ---- write ---------------------------------------------------------------- */
@@ -371,13 +285,13 @@ void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
     H5_CHECK(dxpl);
     H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
 
-    attr_write_i64(file, "step", m.step);
-    attr_write_i64(file, "epoch", m.epoch);
-    attr_write_i64(file, "nranks", nranks);
-    attr_write_i64(file, "nparams", m.nparams);
-    attr_write_string(file, "model", m.model);
-    attr_write_string(file, "mode", m.mode);
-    attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
+    h5attr_write_i64(file, "step", m.step);
+    h5attr_write_i64(file, "epoch", m.epoch);
+    h5attr_write_i64(file, "nranks", nranks);
+    h5attr_write_i64(file, "nparams", m.nparams);
+    h5attr_write_string(file, "model", m.model);
+    h5attr_write_string(file, "mode", m.mode);
+    h5attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
 
     for (int a = 0; a < narrays; a++) {
         check_same(comm, arrays[a].name, arrays[a].n);
@@ -509,7 +423,7 @@ static int file_verify(const char *path)
         return -1;
     int rc = 0;
     int64_t step;
-    if (attr_read_i64(file, "step", &step) != 0)
+    if (h5attr_read_i64(file, "step", &step) != 0)
         rc = -1;
     H5G_info_t info;
     if (rc == 0 && H5Gget_info(file, &info) < 0)
@@ -642,19 +556,19 @@ static int read_local(MPI_Comm comm, const char *path, const dt_ckpt_meta *expec
     memset(&m, 0, sizeof m);
     int64_t version = -1;
     const char *missing = NULL;
-    if (attr_read_i64(file, "step", &m.step) != 0)
+    if (h5attr_read_i64(file, "step", &m.step) != 0)
         missing = "step";
-    else if (attr_read_i64(file, "epoch", &m.epoch) != 0)
+    else if (h5attr_read_i64(file, "epoch", &m.epoch) != 0)
         missing = "epoch";
-    else if (attr_read_i64(file, "nranks", &m.nranks) != 0)
+    else if (h5attr_read_i64(file, "nranks", &m.nranks) != 0)
         missing = "nranks";
-    else if (attr_read_i64(file, "nparams", &m.nparams) != 0)
+    else if (h5attr_read_i64(file, "nparams", &m.nparams) != 0)
         missing = "nparams";
-    else if (attr_read_string(file, "model", m.model, sizeof m.model) != 0)
+    else if (h5attr_read_string(file, "model", m.model, sizeof m.model) != 0)
         missing = "model";
-    else if (attr_read_string(file, "mode", m.mode, sizeof m.mode) != 0)
+    else if (h5attr_read_string(file, "mode", m.mode, sizeof m.mode) != 0)
         missing = "mode";
-    else if (attr_read_i64(file, "format_version", &version) != 0)
+    else if (h5attr_read_i64(file, "format_version", &version) != 0)
         missing = "format_version";
     if (missing) {
         dt_err_set("checkpoint %s: attribute '%s' is missing or unreadable (not a dtrain "

@@ -8,6 +8,7 @@
 #include "io/runlog.h"
 
 #include "core/error.h"
+#include "io/h5attr.h"
 
 #include <hdf5.h>
 #include <math.h>
@@ -90,32 +91,7 @@ static char *bcast_string(MPI_Comm comm, const char *s)
     return out;
 }
 
-static void attr_write_string(hid_t obj, const char *name, const char *value)
-{
-    hid_t type = H5Tcopy(H5T_C_S1);
-    H5_CHECK(type);
-    H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
-    hid_t space = H5Screate(H5S_SCALAR);
-    H5_CHECK(space);
-    hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    H5_CHECK(attr);
-    H5_CHECK(H5Awrite(attr, type, &value));
-    H5_CHECK(H5Aclose(attr));
-    H5_CHECK(H5Sclose(space));
-    H5_CHECK(H5Tclose(type));
-}
 
-static void attr_write_i64(hid_t obj, const char *name, int64_t value)
-{
-    hid_t space = H5Screate(H5S_SCALAR);
-    H5_CHECK(space);
-    hid_t attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    H5_CHECK(attr);
-    H5_CHECK(H5Awrite(attr, H5T_NATIVE_INT64, &value));
-    H5_CHECK(H5Aclose(attr));
-    H5_CHECK(H5Sclose(space));
-}
 
 static hid_t dataset_create(hid_t group, const char *name, int is_int, int rank2,
                             int nranks)
@@ -166,13 +142,13 @@ static void attrs_write(dt_runlog *log, const dt_provenance *prov, const char *d
                             prov->start_time,   prov->mode,       prov->model};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char *v = bcast_string(log->comm, values[i]);
-        attr_write_string(log->file, names[i], v);
+        h5attr_write_string(log->file, names[i], v);
         free(v);
     }
     int64_t nparams = prov->nparams;
     MPI_CHECK(MPI_Bcast(&nparams, 1, MPI_INT64_T, 0, log->comm));
-    attr_write_i64(log->file, "ranks", log->nranks);
-    attr_write_i64(log->file, "nparams", nparams);
+    h5attr_write_i64(log->file, "ranks", log->nranks);
+    h5attr_write_i64(log->file, "nparams", nparams);
 }
 
 /* Opens group/name and checks it is a (rows, nranks) or (rows) dataset.

@@ -8,6 +8,7 @@
 #endif
 
 #include "core/error.h"
+#include "io/h5attr.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -75,38 +76,6 @@ static int path_fmt(char *out, size_t len, const char *fmt, ...)
 
 /* ---- loading --------------------------------------------------------------- */
 
-static int attr_read_string(hid_t obj, const char *name, char *out, size_t len)
-{
-    if (H5Aexists(obj, name) <= 0)
-        return -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0)
-        return -1;
-    int rc = -1;
-    hid_t ft = H5Aget_type(a);
-    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING) {
-        if (H5Tis_variable_str(ft) > 0) {
-            char *s = NULL;
-            if (H5Aread(a, ft, &s) >= 0 && s) {
-                snprintf(out, len, "%s", s);
-                H5free_memory(s);
-                rc = 0;
-            }
-        } else {
-            size_t sz = H5Tget_size(ft);
-            char *s = dt_calloc(sz + 1, 1);
-            if (H5Aread(a, ft, s) >= 0) {
-                snprintf(out, len, "%s", s);
-                rc = 0;
-            }
-            free(s);
-        }
-    }
-    if (ft >= 0)
-        H5Tclose(ft);
-    H5Aclose(a);
-    return rc;
-}
 
 /* Reads "/group/name" as doubles; *rows gets its row count. 2-D datasets
  * must have `ranks` columns. Returns NULL after dt_err_set. */
@@ -192,7 +161,7 @@ static int run_load(const char *path, post_run *run)
         goto out;
     }
     H5Aclose(a);
-    if (attr_read_string(file, "mode", run->mode, sizeof run->mode) != 0)
+    if (h5attr_read_string(file, "mode", run->mode, sizeof run->mode) != 0)
         snprintf(run->mode, sizeof run->mode, "?");
 
     /* A run that crashed mid-append can leave fields one row apart: the
