@@ -91,8 +91,6 @@ static char *bcast_string(MPI_Comm comm, const char *s)
     return out;
 }
 
-
-
 static hid_t dataset_create(hid_t group, const char *name, int is_int, int rank2,
                             int nranks)
 {
