@@ -60,10 +60,10 @@ for np in 2 4 8; do
         fail "adpsgd on $np ranks (rc $RC)"; tail -3 "$WORK/out.txt"
     fi
 done
-# a slow rank (20 ms sleep per step on rank 1) does not hold the others back
+# a slow rank (100 ms sleep per step on rank 1) does not hold the others back
 run 4 300 "$D" algorithm.mode=adpsgd run.output_dir="$WORK/slow" run.max_steps=40 \
     model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 \
-    run.test_delay_rank=1 run.test_delay_ms=20 run.log_every=1
+    run.test_delay_rank=1 run.test_delay_ms=100 run.log_every=1
 "$DTRAIN_POST" csv "$WORK/slow/run.h5" -o "$WORK/slowcsv" >/dev/null 2>&1 || true
 steps=$(awk -F, 'NR>1 {if ($1 > m[$3]) m[$3] = $1} END {print m[0], m[1], m[2], m[3]}' "$WORK/slowcsv/train.csv" 2>/dev/null)
 set -- $steps
