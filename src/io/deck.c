@@ -520,13 +520,17 @@ static bool bool_parse(const char *s, bool *out)
     return false;
 }
 
-/* Shared by the two list keys: comma-separated integers >= lo and
- * <= INT_MAX, written back as "a,b,c" without spaces. */
-static int int_list_norm(const char *in, int64_t lo, bool increasing, bool allow_empty,
-                         int max_items, char *out, size_t cap, char *why, size_t whycap)
+/* One item of a comma-separated list: check the trimmed token `tok` (item
+ * number `item`, from 1) against `state` (bounds, the previous item) and write
+ * its canonical spelling into buf. 0, or -1 with `why` filled. */
+typedef int (*item_norm)(const char *tok, int item, void *state, char *buf, size_t len,
+                         char *why, size_t whycap);
+
+/* Comma-separated lists, written back as "a,b,c" without spaces. */
+static int list_norm(const char *in, bool allow_empty, int max_items, item_norm norm,
+                     void *state, char *out, size_t cap, char *why, size_t whycap)
 {
     size_t used = 0;
-    int64_t prev = 0;
     int item = 0;
     const char *p = in;
     out[0] = '\0';
@@ -544,7 +548,7 @@ static int int_list_norm(const char *in, int64_t lo, bool increasing, bool allow
             return -1;
         }
         size_t n = strcspn(p, ",");
-        char tok[64];
+        char tok[64], buf[64];
         const char *a = p, *z = p + n;
         while (a < z && isspace((unsigned char)*a))
             a++;
@@ -554,29 +558,15 @@ static int int_list_norm(const char *in, int64_t lo, bool increasing, bool allow
             snprintf(why, whycap, "item %d is empty", item);
             return -1;
         }
-        int64_t v = 0;
-        bool overflow = false;
         if ((size_t)(z - a) >= sizeof tok) {
-            snprintf(why, whycap, "item %d is not an integer", item);
+            snprintf(why, whycap, "item %d is too long", item);
             return -1;
         }
         memcpy(tok, a, (size_t)(z - a));
         tok[z - a] = '\0';
-        if (!int_parse(tok, &v, &overflow)) {
-            snprintf(why, whycap, "item %d ('%s') is not an integer", item, tok);
+        if (norm(tok, item, state, buf, sizeof buf, why, whycap) != 0)
             return -1;
-        }
-        if (v < lo || v > INT_MAX) {
-            snprintf(why, whycap, "item %d (%s) is not in [%" PRId64 ", %d]", item, tok, lo, INT_MAX);
-            return -1;
-        }
-        if (increasing && item > 1 && v <= prev) {
-            snprintf(why, whycap, "item %d (%" PRId64 ") is not larger than the one before (%" PRId64 ")",
-                     item, v, prev);
-            return -1;
-        }
-        prev = v;
-        int w = snprintf(out + used, cap - used, "%s%" PRId64, item > 1 ? "," : "", v);
+        int w = snprintf(out + used, cap - used, "%s%s", item > 1 ? "," : "", buf);
         if (w < 0 || (size_t)w >= cap - used) {
             snprintf(why, whycap, "the list is longer than %zu characters", cap - 1);
             out[0] = '\0';
@@ -587,68 +577,60 @@ static int int_list_norm(const char *in, int64_t lo, bool increasing, bool allow
             return 0;
         p += n + 1;
     }
+}
+
+/* Positive layer widths (model.hidden): integers in [1, INT_MAX]. */
+static int width_norm(const char *tok, int item, void *state, char *buf, size_t len, char *why,
+                      size_t whycap)
+{
+    (void)state;
+    int64_t v = 0;
+    bool overflow = false;
+    if (!int_parse(tok, &v, &overflow)) {
+        snprintf(why, whycap, "item %d ('%s') is not an integer", item, tok);
+        return -1;
+    }
+    if (v < 1 || v > INT_MAX) {
+        snprintf(why, whycap, "item %d (%s) is not in [1, %d]", item, tok, INT_MAX);
+        return -1;
+    }
+    snprintf(buf, len, "%" PRId64, v);
+    return 0;
 }
 
 static int norm_widths(const char *in, char *out, size_t cap, char *why, size_t whycap)
 {
-    return int_list_norm(in, 1, false, false, INT_MAX, out, cap, why, whycap);
+    return list_norm(in, false, INT_MAX, width_norm, NULL, out, cap, why, whycap);
 }
 
 /* Decay epochs: non-negative numbers (fractions allowed: the schedule runs on
- * the fractional epoch of every step), strictly increasing, at most 32 (the
- * size of the schedule in optim/sgd.h), written back as "a,b,c" in %.17g. */
+ * the fractional epoch of every step), strictly increasing. */
+static int epoch_norm(const char *tok, int item, void *state, char *buf, size_t len, char *why,
+                      size_t whycap)
+{
+    double *prev = state, v;
+    char *end;
+    errno = 0;
+    v = strtod(tok, &end);
+    if (*end || errno || !isfinite(v) || v < 0) {
+        snprintf(why, whycap, "item %d ('%s') is not a number >= 0", item, tok);
+        return -1;
+    }
+    if (item > 1 && v <= *prev) {
+        snprintf(why, whycap, "item %d (%s) is not larger than the one before (%.17g)", item, tok,
+                 *prev);
+        return -1;
+    }
+    *prev = v;
+    snprintf(buf, len, "%.17g", v);
+    return 0;
+}
+
 static int norm_epochs(const char *in, char *out, size_t cap, char *why, size_t whycap)
 {
-    size_t used = 0;
+    /* the schedule (optim/sgd.h) holds at most 32 decay epochs */
     double prev = 0;
-    int item = 0;
-    const char *p = in;
-    out[0] = '\0';
-    while (isspace((unsigned char)*p))
-        p++;
-    if (!*p)
-        return 0;
-    for (;;) {
-        if (++item > 32) {
-            snprintf(why, whycap, "more than 32 items");
-            return -1;
-        }
-        size_t n = strcspn(p, ",");
-        char tok[64], *end;
-        const char *a = p, *z = p + n;
-        while (a < z && isspace((unsigned char)*a))
-            a++;
-        while (z > a && isspace((unsigned char)z[-1]))
-            z--;
-        if (z == a || (size_t)(z - a) >= sizeof tok) {
-            snprintf(why, whycap, "item %d is %s", item, z == a ? "empty" : "not a number");
-            return -1;
-        }
-        memcpy(tok, a, (size_t)(z - a));
-        tok[z - a] = '\0';
-        errno = 0;
-        double v = strtod(tok, &end);
-        if (*end || errno || !isfinite(v) || v < 0) {
-            snprintf(why, whycap, "item %d ('%s') is not a number >= 0", item, tok);
-            return -1;
-        }
-        if (item > 1 && v <= prev) {
-            snprintf(why, whycap, "item %d (%s) is not larger than the one before (%.17g)", item,
-                     tok, prev);
-            return -1;
-        }
-        prev = v;
-        int w = snprintf(out + used, cap - used, "%s%.17g", item > 1 ? "," : "", v);
-        if (w < 0 || (size_t)w >= cap - used) {
-            snprintf(why, whycap, "the list is longer than %zu characters", cap - 1);
-            out[0] = '\0';
-            return -1;
-        }
-        used += (size_t)w;
-        if (!p[n])
-            return 0;
-        p += n + 1;
-    }
+    return list_norm(in, true, 32, epoch_norm, &prev, out, cap, why, whycap);
 }
 
 /* Parse and check value for key k and store it in cfg. On failure why says
