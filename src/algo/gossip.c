@@ -67,6 +67,31 @@ void gossip_sum_received(const dt_gossip *g, float *restrict acc)
     }
 }
 
+int64_t pushsum_share(dt_gossip *g, int rank, int64_t step, float *restrict x, size_t n,
+                      float *w)
+{
+    float *restrict msg = g->send;
+    gossip_peers(g, rank, step);
+    const float share = 1.0f / (float)(g->nout + 1);
+    for (size_t i = 0; i < n; i++)
+        x[i] = msg[i] = x[i] * share;
+    *w = msg[n] = *w * share;
+    return (int64_t)(g->nout * g->len * sizeof(float));
+}
+
+void pushsum_absorb(const float *restrict acc, float *restrict x, size_t n, float *w)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] += acc[i];
+    *w += acc[n];
+}
+
+void pushsum_debias(const float *restrict x, size_t n, float w, float *restrict z)
+{
+    for (size_t i = 0; i < n; i++)
+        z[i] = x[i] / w;
+}
+
 void gossip_free(dt_gossip *g)
 {
     topology_free(&g->topo);

@@ -42,4 +42,14 @@ void gossip_finish(dt_gossip *g, dt_transport *tp);
 void gossip_sum_received(const dt_gossip *g, float *acc);
 void gossip_free(dt_gossip *g);
 
+/* Push-sum pieces shared by sgp and osgp (REFERENCE.md §3); the message is
+ * x (n floats) followed by the weight w.
+ * Keep (x, w) / (k+1) and put the same share into g->send for the out-peers
+ * of gossip step `step`; returns the payload bytes the exchange will send. */
+int64_t pushsum_share(dt_gossip *g, int rank, int64_t step, float *x, size_t n, float *w);
+/* x += acc[0..n); w += acc[n] (acc from gossip_sum_received). */
+void pushsum_absorb(const float *acc, float *x, size_t n, float *w);
+/* z = x / w, the de-biased model. */
+void pushsum_debias(const float *x, size_t n, float w, float *z);
+
 #endif

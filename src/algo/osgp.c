@@ -89,38 +89,27 @@ static void osgp_step(dt_trainer *t)
     }
     double t0 = trainer_clock();
     if (s->pending[t->n + 1] != 0.0f) { /* absorb */
-        for (size_t i = 0; i < t->n; i++)
-            x[i] += s->pending[i];
-        s->w[0] += s->pending[t->n];
+        pushsum_absorb(s->pending, x, t->n, &s->w[0]);
         s->pending[t->n + 1] = 0.0f;
     }
     if (!s->in_flight) { /* keep a share, send a share */
-        float *msg = s->g.send;
-        gossip_peers(&s->g, t->rank, t->step);
-        const float share = 1.0f / (float)(s->g.nout + 1);
-        for (size_t i = 0; i < t->n; i++)
-            x[i] = msg[i] = x[i] * share;
-        s->w[0] = msg[t->n] = s->w[0] * share;
+        t->bytes_sent += pushsum_share(&s->g, t->rank, t->step, x, t->n, &s->w[0]);
         progress_post(s->thread, exchange_job, s);
         s->in_flight = 1;
         s->sent_step = t->step;
-        t->bytes_sent += (int64_t)(s->g.nout * s->g.len * sizeof(float));
     }
     t->t_comm += trainer_clock() - t0;
 
-    const float w = s->w[0];
-    for (size_t i = 0; i < t->n; i++)
-        s->z[i] = x[i] / w;
+    pushsum_debias(x, t->n, s->w[0], s->z);
     trainer_gradient(t, s->z);
     trainer_update(t, x);
-    t->weight = w;
+    t->weight = s->w[0];
 }
 
 static const float *osgp_model(dt_trainer *t)
 {
     osgp_state *s = t->algo_state;
-    for (size_t i = 0; i < t->n; i++)
-        s->z[i] = t->params[i] / s->w[0];
+    pushsum_debias(t->params, t->n, s->w[0], s->z);
     return s->z;
 }
 

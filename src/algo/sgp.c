@@ -44,37 +44,22 @@ static void sgp_setup(dt_trainer *t)
     t->algo_state = s;
 }
 
-static void debias(sgp_state *s, const float *x, size_t n)
-{
-    const float w = s->w[0];
-    for (size_t i = 0; i < n; i++)
-        s->z[i] = x[i] / w;
-}
-
 /* Steps 3 and 4: one push-sum exchange at gossip step `step`. */
 static void push_sum(dt_trainer *t, sgp_state *s, int64_t step)
 {
     double t0 = trainer_clock();
-    float *x = t->params, *msg = s->g.send;
-    gossip_peers(&s->g, t->rank, step);
-    const float share = 1.0f / (float)(s->g.nout + 1);
-    for (size_t i = 0; i < t->n; i++)
-        x[i] = msg[i] = x[i] * share;
-    s->w[0] = msg[t->n] = s->w[0] * share;
+    t->bytes_sent += pushsum_share(&s->g, t->rank, step, t->params, t->n, &s->w[0]);
     gossip_start(&s->g, t->tp);
     gossip_finish(&s->g, t->tp);
     gossip_sum_received(&s->g, s->acc);
-    for (size_t i = 0; i < t->n; i++)
-        x[i] += s->acc[i];
-    s->w[0] += s->acc[t->n];
-    t->bytes_sent += (int64_t)(s->g.nout * s->g.len * sizeof(float));
+    pushsum_absorb(s->acc, t->params, t->n, &s->w[0]);
     t->t_comm += trainer_clock() - t0;
 }
 
 static void sgp_step(dt_trainer *t)
 {
     sgp_state *s = t->algo_state;
-    debias(s, t->params, t->n);     /* z = x / w */
+    pushsum_debias(t->params, t->n, s->w[0], s->z); /* z = x / w */
     trainer_gradient(t, s->z);      /* g = grad F(z) */
     trainer_update(t, t->params);   /* x <- x - lr sgd(g) */
     push_sum(t, s, t->step);        /* (x, w) mixed with the step's peers */
@@ -84,7 +69,7 @@ static void sgp_step(dt_trainer *t)
 static const float *sgp_model(dt_trainer *t)
 {
     sgp_state *s = t->algo_state;
-    debias(s, t->params, t->n); /* also right after a restore */
+    pushsum_debias(t->params, t->n, s->w[0], s->z); /* also right after a restore */
     return s->z;
 }
 
