@@ -10,7 +10,9 @@
 #include "core/error.h"
 #include "io/deck.h"
 #include "models/models.h"
+#include "run/groups.h"
 #include "run/roles.h"
+#include "run/stop.h"
 #include "run/trainer.h"
 
 static void usage(FILE *f)
@@ -76,35 +78,62 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    dt_config cfg;
-    char *deck_text = NULL;
-    if (deck_load(MPI_COMM_WORLD, 0, argv[first], argc - first - 1, argv + first + 1, &cfg,
-                  &deck_text) != 0) {
+    dt_job job;
+    if (print_only) { /* the deck alone: no check against this job's size */
+        int rc = 0;
+        if (rank == 0) {
+            rc = deck_parse_job(argv[first], argc - first - 1, argv + first + 1, 0, &job);
+            if (rc == 0)
+                fputs(job.effective, stdout);
+            else
+                fprintf(stderr, "dtrain: %s\n", dt_err_msg());
+            if (rc == 0)
+                deck_job_free(&job);
+        }
+        MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Finalize());
+        return rc == 0 ? 0 : 1;
+    }
+    int rc = deck_load_job(MPI_COMM_WORLD, argv[first], argc - first - 1, argv + first + 1,
+                           &job);
+    if (rc == 0 && groups_check(&job) != 0) {
+        deck_job_free(&job);
+        rc = -1;
+    }
+    if (rc != 0) { /* every rank parsed the same bytes: the same verdict everywhere */
         if (rank == 0)
             fprintf(stderr, "dtrain: %s\n", dt_err_msg());
         MPI_CHECK(MPI_Finalize());
         return 1;
     }
-    if (print_only) {
-        if (rank == 0)
-            fputs(deck_text, stdout);
-        free(deck_text);
-        MPI_CHECK(MPI_Finalize());
-        return 0;
-    }
-
-    trainer_install_signals();
+    stop_install(MPI_COMM_WORLD);
     if (rank == 0) {
         printf("dtrain %s (git %s), %d rank(s), deck %s\n", build_version(), build_git_revision(),
                size, argv[first]);
         fflush(stdout);
     }
+    const dt_group *g = deck_job_group(&job, rank);
+    MPI_Comm group_comm = groups_split(&job, MPI_COMM_WORLD);
     dt_roles roles;
-    roles_build(&roles, MPI_COMM_WORLD, &cfg);
-    roles_print(&roles, MPI_COMM_WORLD, &cfg, stdout);
-    status = trainer_run(&cfg, deck_text, roles.role_comm);
+    roles_build(&roles, group_comm, &g->cfg);
+    roles_print(&roles, MPI_COMM_WORLD, &job, stdout);
+    dt_run_result res = {0};
+    int group_status = trainer_run(g, size, roles.role_comm, &res);
+    if (group_status == 1 && job.ngroups > 1) {
+        /* the other groups would train on for nothing: end the job now */
+        int grank;
+        MPI_CHECK(MPI_Comm_rank(group_comm, &grank));
+        if (grank == 0) {
+            fprintf(stderr, "dtrain: group '%s' (world ranks %d..%d) failed; aborting the job\n",
+                    g->name, g->first, g->first + g->ranks - 1);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    status = stop_finish(group_status);
+    groups_report(&job, MPI_COMM_WORLD, &res, group_status);
     roles_free(&roles);
-    free(deck_text);
+    MPI_CHECK(MPI_Comm_free(&group_comm));
+    deck_job_free(&job);
     MPI_CHECK(MPI_Finalize());
     return status;
 }

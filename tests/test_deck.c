@@ -686,6 +686,97 @@ static void test_load(void)
     free(missing);
 }
 
+/* Rank groups: precedence of the four sources, output directories, rank
+ * ranges, the job's effective deck reading back to the same groups, and a
+ * deck without groups as one group equal to deck_parse's configuration. */
+static void test_groups(void)
+{
+    const char *text =
+        "[run]\noutput_dir = /tmp/job\nseed = 7\n[model]\nname = mlp\n"
+        "[optim]\nlr = 0.1\nbatch_size = 8\nmomentum = 0.5\n"
+        "[group.a]\nranks = 3\nalgorithm.mode = allreduce\noptim.lr = 0.2\n"
+        "[group.b-2]\nranks = 1\noptim.momentum = 0.25\n";
+    const char *path = deck_write("groups.ini", text);
+    char *const ov[] = {"optim.lr=0.3", "optim.momentum=0.75", "group.b-2.optim.lr=0.4",
+                        "group.a.ranks=2"};
+    dt_job job;
+    int rc = deck_parse_job(path, 4, ov, 3, &job);
+    CHECK(rc == 0 && job.ngroups == 2, "two groups parse (%s)", rc ? dt_err_msg() : "ok");
+    if (rc != 0)
+        return;
+    const dt_config *a = &job.groups[0].cfg, *b = &job.groups[1].cfg;
+    CHECK(strcmp(job.groups[0].name, "a") == 0 && job.groups[0].first == 0 &&
+              job.groups[0].ranks == 2 && strcmp(job.groups[1].name, "b-2") == 0 &&
+              job.groups[1].first == 2 && job.groups[1].ranks == 1,
+          "groups take consecutive ranks in deck order; group.a.ranks=2 overrides the deck");
+    CHECK(a->optim.lr == 0.2 && b->optim.lr == 0.4,
+          "optim.lr: group section (0.2) beats the plain argument (0.3); group argument (0.4) "
+          "beats both");
+    CHECK(a->optim.momentum == 0.75 && b->optim.momentum == 0.25,
+          "optim.momentum: plain argument (0.75) where the group is silent; group section "
+          "(0.25) beats it");
+    CHECK(strcmp(a->algorithm.mode, "allreduce") == 0 && strcmp(b->algorithm.mode, "local") == 0 &&
+              a->run.seed == 7 && b->run.seed == 7,
+          "keys outside groups reach every group; a group's override stays in it");
+    CHECK(strcmp(a->run.output_dir, "/tmp/job/a") == 0 &&
+              strcmp(b->run.output_dir, "/tmp/job/b-2") == 0,
+          "each group writes to run.output_dir/NAME (%s, %s)", a->run.output_dir,
+          b->run.output_dir);
+    dt_config alone;
+    rc = deck_parse_string("g", job.groups[1].effective, 0, NULL, &alone, NULL);
+    CHECK(rc == 0 && memcmp(&alone, b, sizeof alone) == 0,
+          "a group's effective deck is a deck of its own giving the group's configuration");
+    const char *eff = deck_write("job-effective.ini", job.effective);
+    dt_job again;
+    rc = deck_parse_job(eff, 0, NULL, 3, &again);
+    int same = rc == 0 && again.ngroups == 2;
+    for (int i = 0; same && i < 2; i++)
+        same = memcmp(&again.groups[i].cfg, &job.groups[i].cfg, sizeof(dt_config)) == 0 &&
+               again.groups[i].ranks == job.groups[i].ranks &&
+               strcmp(again.groups[i].name, job.groups[i].name) == 0;
+    CHECK(same, "the job's effective deck reads back to the same groups (%s)",
+          rc ? dt_err_msg() : "ok");
+    if (rc == 0)
+        deck_job_free(&again);
+    deck_job_free(&job);
+
+    rc = deck_parse_job(path, 4, ov, 4, &job);
+    CHECK(rc == -1 && strstr(dt_err_msg(), "the groups take 3 rank(s)") &&
+              strstr(dt_err_msg(), "but the job has 4") &&
+              strstr(dt_err_msg(), "command-line argument 4 (group.a.ranks)") &&
+              strstr(dt_err_msg(), "groups.ini:15: group.b-2.ranks"),
+          "rank counts that do not add up name where each was given (%s)", dt_err_msg());
+    char *const dup[] = {"group.a.optim.lr=1", "group.a.optim.lr=2"};
+    rc = deck_parse_job(path, 2, dup, 4, &job);
+    CHECK(rc == -1 && strstr(dt_err_msg(), "command-line argument 2") &&
+              strstr(dt_err_msg(), "duplicate key (already given by command-line argument 1)"),
+          "a group key given twice on the command line (%s)", dt_err_msg());
+    const char *missing = deck_write("groups-missing.ini",
+                                     "[run]\noutput_dir = /tmp/job\n[optim]\nlr = 0.1\n"
+                                     "batch_size = 8\n[group.x]\nranks = 1\nmodel.name = mlp\n"
+                                     "[group.y]\nranks = 1\n");
+    rc = deck_parse_job(missing, 0, NULL, 2, &job);
+    CHECK(rc == -1 && strstr(dt_err_msg(), "missing required key 'model.name' for [group.y] "
+                                           "(line 9)"),
+          "a required key may come from a group, and its absence names the group (%s)",
+          dt_err_msg());
+
+    const char *plain = deck_write("nogroups.ini",
+                                   "[run]\noutput_dir = /tmp/one\n[model]\nname = mlp\n"
+                                   "[optim]\nlr = 0.1\nbatch_size = 8\n");
+    dt_config c;
+    char *e1 = NULL;
+    rc = deck_parse(plain, 0, NULL, &c, &e1);
+    int rc2 = deck_parse_job(plain, 0, NULL, 5, &job);
+    CHECK(rc == 0 && rc2 == 0 && job.ngroups == 1 && job.groups[0].name[0] == '\0' &&
+              job.groups[0].ranks == 5 && memcmp(&job.groups[0].cfg, &c, sizeof c) == 0 &&
+              strcmp(job.effective, e1) == 0,
+          "a deck without groups is one group of every rank, configured as deck_parse says");
+    free(e1);
+    if (rc2 == 0)
+        deck_job_free(&job);
+}
+
 int main(int argc, char **argv)
 {
     MPI_CHECK(MPI_Init(&argc, &argv));
@@ -705,6 +796,7 @@ int main(int argc, char **argv)
     test_print_keys();
     test_reference(argc > 1 ? argv[1] : NULL);
     test_load();
+    test_groups();
 
     for (int i = 0; i < nmade; i++) {
         unlink(made[i]);

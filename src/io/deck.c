@@ -76,6 +76,7 @@ typedef struct deck_key {
 /* for counts the rest of dtrain keeps in an int */
 #define IN_INT(a) .bounds = B_LO | B_HI, .lo = (a), .hi = INT_MAX
 
+static char *deck_slurp(const char *path, size_t *len);
 static int norm_widths(const char *in, char *out, size_t cap, char *why, size_t whycap);
 static int norm_epochs(const char *in, char *out, size_t cap, char *why, size_t whycap);
 
@@ -808,6 +809,19 @@ static void schema_defaults_fill(dt_config *cfg)
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                  */
 
+/* A [group.NAME] section as written: its ranks and the keys it overrides,
+ * from the deck and from group.NAME.section.key=value arguments. */
+typedef struct group_src {
+    char name[DT_GROUP_NAME_MAX];
+    int line;                 /* of its [group.NAME] header */
+    int64_t ranks;
+    int ranks_line, ranks_arg;
+    int set_line[sizeof keys / sizeof keys[0]];
+    int set_arg[sizeof keys / sizeof keys[0]];
+    char *deck_value[sizeof keys / sizeof keys[0]];
+    char *arg_value[sizeof keys / sizeof keys[0]];
+} group_src;
+
 typedef struct parse_ctx {
     const char *name; /* deck name for messages */
     const char *text; /* whole deck */
@@ -819,6 +833,8 @@ typedef struct parse_ctx {
     int set_line[sizeof keys / sizeof keys[0]]; /* 0: not set by the deck */
     int set_arg[sizeof keys / sizeof keys[0]];  /* 0: not set by an override */
     dt_config cfg;
+    int ngroups;
+    group_src *groups[DT_GROUPS_MAX];
 } parse_ctx;
 
 static void ctx_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -831,6 +847,134 @@ static void ctx_fail(parse_ctx *c, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
+}
+
+/* ---- rank groups ---------------------------------------------------------- */
+
+/* Keys every group shares: where the job writes and whether it continues. */
+static bool key_shared(int k)
+{
+    return strcmp(keys[k].section, "run") == 0 &&
+           (strcmp(keys[k].name, "output_dir") == 0 || strcmp(keys[k].name, "resume") == 0 ||
+            strcmp(keys[k].name, "overwrite") == 0);
+}
+
+static group_src *group_find(const parse_ctx *c, const char *name, size_t len)
+{
+    for (int i = 0; i < c->ngroups; i++)
+        if (strlen(c->groups[i]->name) == len && strncmp(c->groups[i]->name, name, len) == 0)
+            return c->groups[i];
+    return NULL;
+}
+
+/* A [group.NAME] header: names are directory names, so a safe alphabet. */
+static void group_begin(parse_ctx *c, const char *name, int line)
+{
+    size_t len = strlen(name);
+    bool ok = len > 0 && len < DT_GROUP_NAME_MAX && name[0] != '-';
+    for (size_t i = 0; i < len && ok; i++)
+        ok = isalnum((unsigned char)name[i]) || name[i] == '-' || name[i] == '_';
+    if (!ok) {
+        ctx_fail(c, line, "%s:%d: [group.%.60s]: a group name is 1 to %d letters, digits, '-' "
+                 "or '_' (not starting with '-'); it names the group's output directory",
+                 c->name, line, name, DT_GROUP_NAME_MAX - 1);
+        return;
+    }
+    group_src *g = group_find(c, name, len);
+    if (g) {
+        ctx_fail(c, line, "%s:%d: [group.%s]: the group already begins on line %d; give each "
+                 "group one section", c->name, line, name, g->line);
+        return;
+    }
+    if (c->ngroups == DT_GROUPS_MAX) {
+        ctx_fail(c, line, "%s:%d: [group.%s]: more than %d groups", c->name, line, name,
+                 DT_GROUPS_MAX);
+        return;
+    }
+    g = dt_calloc(1, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->line = line;
+    c->groups[c->ngroups++] = g;
+}
+
+/* One key of group g, from deck line `line` or command-line argument `arg`
+ * (the other is 0): validated now, applied when the group is built. On error
+ * writes "group.NAME.key = value: reason" to why and returns -1. */
+static int group_key_record(group_src *g, const char *key, const char *value, int line, int arg,
+                            char *why, size_t cap)
+{
+    char shown[256];
+    text_echo(shown, sizeof shown, value, 120);
+    if (strcmp(key, "ranks") == 0) {
+        int64_t v;
+        bool overflow = false;
+        int *seen = line ? &g->ranks_line : &g->ranks_arg;
+        if (*seen) {
+            snprintf(why, cap, "group.%s.ranks: duplicate key (already given by %s %d)", g->name,
+                     line ? "line" : "command-line argument", *seen);
+            return -1;
+        }
+        if (!int_parse(value, &v, &overflow) || v < 1 || v > INT_MAX) {
+            snprintf(why, cap, "group.%s.ranks = %s: expected an integer >= 1 (the number of "
+                     "ranks of the group)", g->name, shown);
+            return -1;
+        }
+        *seen = line ? line : arg;
+        g->ranks = v;
+        return 0;
+    }
+    char sec[64], what[1024];
+    const char *dot = strchr(key, '.');
+    if (!dot || dot == key || (size_t)(dot - key) >= sizeof sec || !dot[1]) {
+        snprintf(why, cap, "group.%s: '%.60s' is not a key; a group section holds 'ranks = N' "
+                 "and overrides written 'section.key = value' (e.g. optim.lr = 0.05)", g->name,
+                 key);
+        return -1;
+    }
+    snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
+    int k = key_find(sec, dot + 1);
+    if (k < 0) {
+        unknown_describe(sec, dot + 1, what, sizeof what);
+        snprintf(why, cap, "group.%s.%s", g->name, what);
+        return -1;
+    }
+    if (key_shared(k)) {
+        snprintf(why, cap, "group.%s.%s: cannot differ between groups (every group writes to "
+                 "run.output_dir/<group> and they stop and resume together); set it outside "
+                 "the [group.*] sections", g->name, key);
+        return -1;
+    }
+    int *seen = line ? &g->set_line[k] : &g->set_arg[k];
+    if (*seen) {
+        snprintf(why, cap, "group.%s.%s: duplicate key (already given by %s %d)", g->name, key,
+                 line ? "line" : "command-line argument", *seen);
+        return -1;
+    }
+    dt_config *scratch = dt_calloc(1, sizeof *scratch);
+    char reason[WHY_MAX];
+    int rc = value_set(&keys[k], value, scratch, reason, sizeof reason);
+    free(scratch);
+    if (rc < 0) {
+        snprintf(why, cap, "group.%s.%s = %s: %s", g->name, key, shown, reason);
+        return -1;
+    }
+    *seen = line ? line : arg;
+    char **slot = line ? &g->deck_value[k] : &g->arg_value[k];
+    *slot = dt_malloc(strlen(value) + 1);
+    strcpy(*slot, value);
+    return 0;
+}
+
+static void groups_free(parse_ctx *c)
+{
+    for (int i = 0; i < c->ngroups; i++) {
+        for (int k = 0; k < NKEYS; k++) {
+            free(c->groups[i]->deck_value[k]);
+            free(c->groups[i]->arg_value[k]);
+        }
+        free(c->groups[i]);
+    }
+    c->ngroups = 0;
 }
 
 /* inih's fgets-like reader: exactly one deck line per call. */
@@ -858,6 +1002,8 @@ static char *deck_reader(char *buf, int num, void *stream)
     if (*start == '[') {
         size_t e = strcspn(start + 1, "]\n");
         snprintf(c->section, sizeof c->section, "%.*s", (int)(e < n ? e : n - 1), start + 1);
+        if (strncmp(c->section, "group.", 6) == 0)
+            group_begin(c, c->section + 6, c->line);
     }
     if (n + 2 > (size_t)num) {
         /* name the key, as every other message does */
@@ -885,6 +1031,17 @@ static int deck_handler(void *user, const char *section, const char *name, const
     int line = c->line;
     if (c->err_line)
         return 1; /* only the first error is reported */
+    if (strncmp(section, "group.", 6) == 0) {
+        group_src *g = group_find(c, section + 6, strlen(section + 6));
+        char why[WHY_MAX + 1024];
+        if (!g) /* the reader registered every valid header */
+            DT_FATAL("%s:%d: [%s] was not registered", c->name, line, section);
+        if (group_key_record(g, name, value, line, 0, why, sizeof why) < 0) {
+            ctx_fail(c, line, "%s:%d: %s", c->name, line, why);
+            return 0;
+        }
+        return 1;
+    }
     int k = key_find(section, name);
     if (k < 0) {
         char what[1024];
@@ -956,6 +1113,30 @@ static int overrides_apply(parse_ctx *c, int noverrides, char *const *overrides)
         char *dot = strchr(key, '.');
         if (!dot || dot == key || !dot[1])
             return dt_err_set("%s: expected section.key=value, e.g. optim.lr=0.05", where);
+        if (strncmp(key, "group.", 6) == 0) {
+            const char *gname = key + 6, *gdot = strchr(gname, '.');
+            group_src *g = gdot ? group_find(c, gname, (size_t)(gdot - gname)) : NULL;
+            if (!g) {
+                strbuf b = {0};
+                sb_printf(&b, "%s: expected group.NAME.section.key=value or group.NAME.ranks=N "
+                          "with NAME a [group.NAME] of the deck", where);
+                for (int i = 0; i < c->ngroups; i++)
+                    sb_printf(&b, "%s%s", i ? ", " : "; its groups are ", c->groups[i]->name);
+                if (!c->ngroups)
+                    sb_printf(&b, "; the deck has no group sections");
+                dt_err_set("%s", b.s);
+                free(b.s);
+                return -1;
+            }
+            char *value = dt_malloc(strlen(eq + 1) + 1), why[WHY_MAX + 1024];
+            strcpy(value, eq + 1);
+            str_trim(value);
+            int rc = group_key_record(g, gdot + 1, value, 0, i + 1, why, sizeof why);
+            free(value);
+            if (rc < 0)
+                return dt_err_set("%s: %s", where, why);
+            continue;
+        }
         *dot = '\0';
         const char *section = key, *name = dot + 1;
         int k = key_find(section, name);
@@ -984,27 +1165,37 @@ static int overrides_apply(parse_ctx *c, int noverrides, char *const *overrides)
     return 0;
 }
 
-static char *effective_build(const dt_config *cfg)
+/* The effective deck of cfg. With `set` (per key: given by the deck or an
+ * argument), required keys that were not given are left out, so the text
+ * still reads back when a group supplies them. */
+static void effective_append(strbuf *b, const dt_config *cfg, const int *set)
 {
-    strbuf b = {0};
     char v[DT_PATH_MAX + 32];
-    sb_printf(&b, "; dtrain effective deck: every key with the value this run used.\n"
-                  "; Reading it back gives the same configuration.\n");
     for (int i = 0; i < NKEYS; i++) {
         const deck_key *k = &keys[i];
         if (i == 0 || strcmp(k->section, keys[i - 1].section) != 0)
-            sb_printf(&b, "\n[%s]\n", k->section);
+            sb_printf(b, "\n[%s]\n", k->section);
+        if (set && !k->def && !set[i])
+            continue;
         value_format(k, cfg, v, sizeof v);
-        sb_printf(&b, "; %s\n%s =%s%s\n", k->doc, k->name, *v ? " " : "", v);
+        sb_printf(b, "; %s\n%s =%s%s\n", k->doc, k->name, *v ? " " : "", v);
     }
+}
+
+static char *effective_build(const dt_config *cfg)
+{
+    strbuf b = {0};
+    sb_printf(&b, "; dtrain effective deck: every key with the value this run used.\n"
+                  "; Reading it back gives the same configuration.\n");
+    effective_append(&b, cfg, NULL);
     return b.s;
 }
 
-static int deck_parse_text(const char *name, const char *text, size_t len, int noverrides,
-                           char *const *overrides, dt_config *cfg, char **effective)
+/* Parse the deck text and apply the overrides: c->cfg is the configuration
+ * outside any group, c->groups what the group sections say. NULL on error. */
+static parse_ctx *ctx_parse(const char *name, const char *text, size_t len, int noverrides,
+                            char *const *overrides)
 {
-    if (effective)
-        *effective = NULL;
     parse_ctx *c = dt_calloc(1, sizeof *c);
     c->name = name ? name : "(deck)";
     c->text = text;
@@ -1030,31 +1221,180 @@ static int deck_parse_text(const char *name, const char *text, size_t len, int n
     }
     if (overrides_apply(c, noverrides > 0 ? noverrides : 0, overrides) < 0)
         goto fail;
+    return c;
+fail:
+    groups_free(c);
+    free(c);
+    return NULL;
+}
 
+/* -1 with the message if a required key is given neither outside the groups
+ * nor by group g (NULL: no group). */
+static int required_check(const parse_ctx *c, const group_src *g)
+{
     int missing = -1, nmissing = 0;
     for (int i = 0; i < NKEYS; i++)
-        if (!keys[i].def && !c->set_line[i] && !c->set_arg[i]) {
+        if (!keys[i].def && !c->set_line[i] && !c->set_arg[i] &&
+            !(g && (g->set_line[i] || g->set_arg[i]))) {
             if (missing < 0)
                 missing = i;
             nmissing++;
         }
-    if (missing >= 0) {
-        const deck_key *k = &keys[missing];
-        dt_err_set("%s: missing required key '%s.%s' (%s); add '%s = ...' under [%s] or pass "
-                   "%s.%s=...%s",
-                   c->name, k->section, k->name, k->doc, k->name, k->section, k->section, k->name,
-                   nmissing > 1 ? " (and other required keys are missing too)" : "");
-        goto fail;
-    }
+    if (missing < 0)
+        return 0;
+    const deck_key *k = &keys[missing];
+    char in[DT_GROUP_NAME_MAX + 64] = "";
+    if (g)
+        snprintf(in, sizeof in, " for [group.%s] (line %d)", g->name, g->line);
+    return dt_err_set("%s: missing required key '%s.%s'%s (%s); add '%s = ...' under [%s] or "
+                      "pass %s.%s=...%s", c->name, k->section, k->name, in, k->doc, k->name,
+                      k->section, k->section, k->name,
+                      nmissing > 1 ? " (and other required keys are missing too)" : "");
+}
 
+static int deck_parse_text(const char *name, const char *text, size_t len, int noverrides,
+                           char *const *overrides, dt_config *cfg, char **effective)
+{
     if (effective)
-        *effective = effective_build(&c->cfg);
-    *cfg = c->cfg;
+        *effective = NULL;
+    parse_ctx *c = ctx_parse(name, text, len, noverrides, overrides);
+    if (!c)
+        return -1;
+    int rc = required_check(c, NULL);
+    if (rc == 0) {
+        if (effective)
+            *effective = effective_build(&c->cfg);
+        *cfg = c->cfg;
+    }
+    groups_free(c);
     free(c);
+    return rc;
+}
+
+/* Group g's configuration: the base, its section, its arguments, and its
+ * own output directory. */
+static int group_build(const parse_ctx *c, const group_src *g, dt_group *out)
+{
+    char why[WHY_MAX];
+    if (!g->ranks_line && !g->ranks_arg)
+        return dt_err_set("%s:%d: [group.%s]: missing 'ranks = N' (how many ranks the group "
+                          "takes)", c->name, g->line, g->name);
+    if (required_check(c, g) < 0)
+        return -1;
+    out->cfg = c->cfg;
+    for (int k = 0; k < NKEYS; k++) {
+        const char *v = g->arg_value[k] ? g->arg_value[k] : g->deck_value[k];
+        if (v && value_set(&keys[k], v, &out->cfg, why, sizeof why) < 0)
+            DT_FATAL("group.%s.%s.%s = %s was validated but no longer applies: %s", g->name,
+                     keys[k].section, keys[k].name, v, why);
+    }
+    char dir[DT_PATH_MAX + DT_GROUP_NAME_MAX + 2];
+    snprintf(dir, sizeof dir, "%s/%s", c->cfg.run.output_dir, g->name);
+    int od = key_find("run", "output_dir");
+    if (value_set(&keys[od], dir, &out->cfg, why, sizeof why) < 0)
+        return dt_err_set("%s: run.output_dir = '%s' with the group directory '/%s' appended: "
+                          "%s", c->name, c->cfg.run.output_dir, g->name, why);
+    snprintf(out->name, sizeof out->name, "%s", g->name);
+    out->ranks = (int)g->ranks;
+    if (g->ranks_arg)
+        snprintf(out->where, sizeof out->where, "command-line argument %d (group.%s.ranks)",
+                 g->ranks_arg, g->name);
+    else
+        snprintf(out->where, sizeof out->where, "%s:%d: group.%s.ranks", c->name,
+                 g->ranks_line, g->name);
     return 0;
-fail:
+}
+
+/* The job's effective deck: the base, then each group section with the
+ * keys it sets, in canonical form. Reads back to the same job. */
+static char *job_effective(const parse_ctx *c, const dt_job *job)
+{
+    strbuf b = {0};
+    int set[sizeof keys / sizeof keys[0]];
+    for (int i = 0; i < NKEYS; i++)
+        set[i] = c->set_line[i] || c->set_arg[i];
+    sb_printf(&b, "; dtrain effective deck: every key with the value this run used.\n"
+                  "; Reading it back gives the same configuration.\n");
+    effective_append(&b, &c->cfg, c->ngroups ? set : NULL);
+    char v[DT_PATH_MAX + 32];
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        const group_src *g = c->groups[gi];
+        const dt_group *out = &job->groups[gi];
+        sb_printf(&b, "\n; world ranks %d..%d\n[group.%s]\nranks = %d\n", out->first,
+                  out->first + out->ranks - 1, g->name, out->ranks);
+        for (int k = 0; k < NKEYS; k++)
+            if (g->deck_value[k] || g->arg_value[k]) {
+                value_format(&keys[k], &out->cfg, v, sizeof v);
+                sb_printf(&b, "%s.%s =%s%s\n", keys[k].section, keys[k].name, *v ? " " : "",
+                          v);
+            }
+    }
+    return b.s;
+}
+
+static int job_parse_text(const char *name, const char *text, size_t len, int noverrides,
+                          char *const *overrides, int world_size, dt_job *job)
+{
+    memset(job, 0, sizeof *job);
+    parse_ctx *c = ctx_parse(name, text, len, noverrides, overrides);
+    if (!c)
+        return -1;
+    int rc = 0;
+    if (c->ngroups == 0) {
+        rc = required_check(c, NULL);
+        if (rc == 0) {
+            job->ngroups = 1;
+            job->groups = dt_calloc(1, sizeof *job->groups);
+            job->groups[0].cfg = c->cfg;
+            job->groups[0].ranks = world_size;
+            job->groups[0].effective = effective_build(&c->cfg);
+            snprintf(job->groups[0].where, sizeof job->groups[0].where, "the job");
+            job->effective = effective_build(&c->cfg);
+        }
+        goto out;
+    }
+    job->ngroups = c->ngroups;
+    job->groups = dt_calloc((size_t)c->ngroups, sizeof *job->groups);
+    int64_t total = 0;
+    for (int gi = 0; gi < c->ngroups && rc == 0; gi++) {
+        dt_group *g = &job->groups[gi];
+        rc = group_build(c, c->groups[gi], g);
+        if (rc == 0) {
+            g->first = (int)total;
+            total += g->ranks;
+        }
+    }
+    if (rc == 0 && world_size > 0 && total != world_size) {
+        strbuf b = {0};
+        sb_printf(&b, "%s: the groups take %lld rank(s) (", c->name, (long long)total);
+        for (int gi = 0; gi < c->ngroups; gi++)
+            sb_printf(&b, "%s%s: %d from %s", gi ? "; " : "", job->groups[gi].name,
+                      job->groups[gi].ranks, job->groups[gi].where);
+        sb_printf(&b, ") but the job has %d; group.*.ranks must add up to the number of ranks",
+                  world_size);
+        dt_err_set("%s", b.s);
+        free(b.s);
+        rc = -1;
+    }
+    if (rc == 0) {
+        for (int gi = 0; gi < c->ngroups; gi++) {
+            dt_group *g = &job->groups[gi];
+            strbuf b = {0};
+            sb_printf(&b, "; group %s of the job deck %s: world ranks %d..%d\n", g->name,
+                      c->name, g->first, g->first + g->ranks - 1);
+            char *eff = effective_build(&g->cfg);
+            sb_printf(&b, "%s", eff);
+            free(eff);
+            g->effective = b.s;
+        }
+        job->effective = job_effective(c, job);
+    }
+out:
+    groups_free(c);
     free(c);
-    return -1;
+    if (rc != 0)
+        deck_job_free(job);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1076,11 +1416,27 @@ int deck_parse(const char *path, int noverrides, char *const *overrides, dt_conf
 {
     if (effective)
         *effective = NULL;
-    if (!path || !*path)
-        return dt_err_set("deck: no deck file given");
+    size_t len = 0;
+    char *text = deck_slurp(path, &len);
+    if (!text)
+        return -1;
+    int rc = deck_parse_text(path, text, len, noverrides, overrides, cfg, effective);
+    free(text);
+    return rc;
+}
+
+/* The deck file's bytes, NUL-terminated; NULL with dt_err_set() on error. */
+static char *deck_slurp(const char *path, size_t *len)
+{
+    if (!path || !*path) {
+        dt_err_set("deck: no deck file given");
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return dt_err_set("%s: cannot open the deck: %s", path, strerror(errno));
+    if (!f) {
+        dt_err_set("%s: cannot open the deck: %s", path, strerror(errno));
+        return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *buf = dt_malloc(cap);
     while (!feof(f) && !ferror(f)) {
@@ -1088,8 +1444,9 @@ int deck_parse(const char *path, int noverrides, char *const *overrides, dt_conf
             if (cap >= DECK_BYTES_MAX) {
                 fclose(f);
                 free(buf);
-                return dt_err_set("%s: larger than %zu bytes; is this really a deck?", path,
-                                  DECK_BYTES_MAX);
+                dt_err_set("%s: larger than %zu bytes; is this really a deck?", path,
+                           DECK_BYTES_MAX);
+                return NULL;
             }
             cap *= 2;
             buf = dt_realloc(buf, cap);
@@ -1100,13 +1457,81 @@ int deck_parse(const char *path, int noverrides, char *const *overrides, dt_conf
         int e = errno;
         fclose(f);
         free(buf);
-        return dt_err_set("%s: cannot read the deck: %s", path, strerror(e));
+        dt_err_set("%s: cannot read the deck: %s", path, strerror(e));
+        return NULL;
     }
     fclose(f);
     buf[n] = '\0';
-    int rc = deck_parse_text(path, buf, n, noverrides, overrides, cfg, effective);
-    free(buf);
+    *len = n;
+    return buf;
+}
+
+int deck_parse_job(const char *path, int noverrides, char *const *overrides, int world_size,
+                   dt_job *job)
+{
+    memset(job, 0, sizeof *job);
+    size_t len = 0;
+    char *text = deck_slurp(path, &len);
+    if (!text)
+        return -1;
+    int rc = job_parse_text(path, text, len, noverrides, overrides, world_size, job);
+    free(text);
     return rc;
+}
+
+int deck_load_job(MPI_Comm world, const char *path, int noverrides, char *const *overrides,
+                  dt_job *job)
+{
+    int rank, size;
+    MPI_CHECK(MPI_Comm_rank(world, &rank));
+    MPI_CHECK(MPI_Comm_size(world, &size));
+    memset(job, 0, sizeof *job);
+    /* head[0]: 0, or -1 when rank 0 could not read the file; head[1]: bytes */
+    long long head[2] = {0, 0};
+    size_t len = 0;
+    char *text = NULL;
+    if (rank == 0) {
+        text = deck_slurp(path, &len);
+        if (!text) {
+            const char *msg = dt_err_msg();
+            len = strlen(msg);
+            text = dt_malloc(len + 1);
+            strcpy(text, msg);
+            head[0] = -1;
+        }
+        head[1] = (long long)len;
+    }
+    MPI_CHECK(MPI_Bcast(head, 2, MPI_LONG_LONG, 0, world));
+    len = (size_t)head[1];
+    if (rank != 0)
+        text = dt_malloc(len + 1);
+    MPI_CHECK(MPI_Bcast(text, (int)len + 1, MPI_CHAR, 0, world));
+    int rc;
+    if (head[0] != 0) {
+        dt_err_set("%s", text);
+        rc = -1;
+    } else {
+        rc = job_parse_text(path, text, len, noverrides, overrides, size, job);
+    }
+    free(text);
+    return rc;
+}
+
+const dt_group *deck_job_group(const dt_job *job, int rank)
+{
+    for (int i = 0; i < job->ngroups; i++)
+        if (rank >= job->groups[i].first && rank < job->groups[i].first + job->groups[i].ranks)
+            return &job->groups[i];
+    return NULL;
+}
+
+void deck_job_free(dt_job *job)
+{
+    for (int i = 0; i < job->ngroups && job->groups; i++)
+        free(job->groups[i].effective);
+    free(job->groups);
+    free(job->effective);
+    memset(job, 0, sizeof *job);
 }
 
 int deck_load(MPI_Comm comm, int root, const char *path, int noverrides,

@@ -29,6 +29,44 @@ int deck_parse_string(const char *name, const char *text, int noverrides,
 int deck_load(MPI_Comm comm, int root, const char *path, int noverrides,
               char *const *overrides, dt_config *cfg, char **effective);
 
+/* ---- rank groups ------------------------------------------------------------
+ * A deck may hold sections [group.NAME] with `ranks = N` and overrides written
+ * `section.key = value`; on the command line `group.NAME.section.key=value`
+ * and `group.NAME.ranks=N`. Groups take consecutive world ranks in the order
+ * their sections appear; each trains on its own in <run.output_dir>/<NAME>.
+ * Precedence, lowest first: the deck outside groups, plain command-line
+ * overrides, the group's section, the group's command-line overrides. */
+#define DT_GROUP_NAME_MAX 32
+#define DT_GROUPS_MAX 64
+
+typedef struct dt_group {
+    char name[DT_GROUP_NAME_MAX]; /* "": the implicit group of a deck without groups */
+    int first, ranks;             /* world ranks first .. first + ranks - 1 */
+    char where[DT_PATH_MAX + 32]; /* where its rank count was given, for messages */
+    dt_config cfg;                /* complete; run.output_dir is the group's own */
+    char *effective;              /* its effective deck: a deck of its own, no groups */
+} dt_group;
+
+typedef struct dt_job {
+    int ngroups;                  /* >= 1; 1 and name "" without [group.*] sections */
+    dt_group *groups;
+    char *effective;              /* the whole effective deck, group sections included */
+} dt_job;
+
+/* Parse a deck with its group sections for a job of world_size ranks: the
+ * group rank counts must add up to it (a deck without groups makes one group
+ * of world_size ranks). Serial; -1 with dt_err_set() on error. */
+int deck_parse_job(const char *path, int noverrides, char *const *overrides, int world_size,
+                   dt_job *job);
+/* Collective over world: rank 0 reads the file and broadcasts its bytes,
+ * every rank parses them, so every rank holds every group's configuration
+ * and a bad deck fails on every rank with the same message. */
+int deck_load_job(MPI_Comm world, const char *path, int noverrides, char *const *overrides,
+                  dt_job *job);
+/* The group holding world rank `rank`. */
+const dt_group *deck_job_group(const dt_job *job, int rank);
+void deck_job_free(dt_job *job);
+
 /* Print the reference of all keys (used by --help). */
 void deck_print_keys(FILE *f);
 

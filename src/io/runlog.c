@@ -134,19 +134,22 @@ static void attrs_write(dt_runlog *log, const dt_provenance *prov, const char *d
 {
     const char *names[] = {"deck",        "version",     "git_revision", "configure_flags",
                            "mpi_version", "hosts",       "start_time",   "mode",
-                           "model"};
+                           "model",       "group"};
     const char *values[] = {deck_text,          prov->version,    prov->git_revision,
                             prov->configure_flags, prov->mpi_version, prov->hosts,
-                            prov->start_time,   prov->mode,       prov->model};
+                            prov->start_time,   prov->mode,       prov->model,
+                            prov->group ? prov->group : ""};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char *v = bcast_string(log->comm, values[i]);
         h5attr_write_string(log->file, names[i], v);
         free(v);
     }
-    int64_t nparams = prov->nparams;
-    MPI_CHECK(MPI_Bcast(&nparams, 1, MPI_INT64_T, 0, log->comm));
+    int64_t v[3] = { prov->nparams, prov->group_first_rank, prov->world_ranks };
+    MPI_CHECK(MPI_Bcast(v, 3, MPI_INT64_T, 0, log->comm));
     h5attr_write_i64(log->file, "ranks", log->nranks);
-    h5attr_write_i64(log->file, "nparams", nparams);
+    h5attr_write_i64(log->file, "nparams", v[0]);
+    h5attr_write_i64(log->file, "group_first_rank", v[1]);
+    h5attr_write_i64(log->file, "world_ranks", v[2] > 0 ? v[2] : log->nranks);
 }
 
 /* Opens group/name and checks it is a (rows, nranks) or (rows) dataset.

@@ -30,6 +30,9 @@ typedef struct dt_provenance {
     const char *mode;
     const char *model;
     int64_t nparams;
+    const char *group;        /* rank group name; "" when the job has no groups */
+    int64_t group_first_rank; /* world rank of the group's rank 0 */
+    int64_t world_ranks;      /* ranks of the whole job */
 } dt_provenance;
 
 /* wall: seconds since the start of the run (continued across restarts);

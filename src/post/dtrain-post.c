@@ -637,6 +637,66 @@ out:
 
 /* ---- main ------------------------------------------------------------------ */
 
+/* Run records named by the arguments: a RUN.h5 as it is, a run directory
+ * as its run.h5, and a job directory with rank groups (groups.csv) as the
+ * run.h5 of each group, in the order of groups.csv. The result is
+ * malloc'd strings; NULL with dt_err_set() on error. */
+static char **runs_expand(char **args, int nargs, int *nruns)
+{
+    int cap = nargs + 8, n = 0;
+    char **runs = dt_calloc((size_t)cap, sizeof *runs);
+    char p[PATH_MAX];
+    for (int i = 0; i < nargs; i++) {
+        struct stat st;
+        const char *a = args[i];
+        if (stat(a, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            if (n == cap)
+                runs = dt_realloc(runs, (size_t)(cap *= 2) * sizeof *runs);
+            runs[n] = dt_malloc(strlen(a) + 1);
+            strcpy(runs[n++], a);
+            continue;
+        }
+        if (path_fmt(p, sizeof p, "%s/run.h5", a) == 0 && access(p, F_OK) == 0) {
+            if (n == cap)
+                runs = dt_realloc(runs, (size_t)(cap *= 2) * sizeof *runs);
+            runs[n] = dt_malloc(strlen(p) + 1);
+            strcpy(runs[n++], p);
+            continue;
+        }
+        FILE *f = path_fmt(p, sizeof p, "%s/groups.csv", a) == 0 ? fopen(p, "r") : NULL;
+        if (!f) {
+            dt_err_set("%s: a directory without run.h5 or groups.csv; expected a run record, "
+                       "a run directory or a job directory with rank groups", a);
+            goto fail;
+        }
+        char line[1024];
+        int row = 0;
+        while (fgets(line, sizeof line, f)) {
+            if (row++ == 0)
+                continue; /* header */
+            line[strcspn(line, ",\r\n")] = '\0';
+            if (!*line || path_fmt(p, sizeof p, "%s/%s/run.h5", a, line) != 0)
+                continue;
+            if (n == cap)
+                runs = dt_realloc(runs, (size_t)(cap *= 2) * sizeof *runs);
+            runs[n] = dt_malloc(strlen(p) + 1);
+            strcpy(runs[n++], p);
+        }
+        fclose(f);
+        if (row < 2) {
+            dt_err_set("%s/groups.csv: no group rows", a);
+            goto fail;
+        }
+    }
+    *nruns = n;
+    return runs;
+fail:
+    for (int i = 0; i < n; i++)
+        free(runs[i]);
+    free(runs);
+    return NULL;
+}
+
 static void usage(FILE *f)
 {
     fputs("usage: dtrain-post csv RUN.h5 [-o DIR]\n"
@@ -649,7 +709,9 @@ static void usage(FILE *f)
           "         DTRAIN_GNUPLOT (gnuplot to run), DTRAIN_PLOT_GP (script body to use)\n"
           "       dtrain-post summary RUN.h5 [RUN2.h5 ...]\n"
           "         one line per run: final test accuracy (mean over ranks, averaged model),\n"
-          "         wall time, images/s (all ranks), communication share of logged time\n",
+          "         wall time, images/s (all ranks), communication share of logged time\n"
+          "A RUN.h5 may also be given as its run directory, or as a job directory with\n"
+          "rank groups (holding groups.csv), which stands for every group's run.h5.\n",
           f);
 }
 
@@ -686,7 +748,15 @@ int main(int argc, char **argv)
 
     /* HDF5's own error stack would bury our one-line message. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int rc;
+    int rc, nruns = 0;
+    char **runs = runs_expand(paths, npaths, &nruns);
+    free(paths);
+    if (!runs) {
+        fprintf(stderr, "dtrain-post: %s\n", dt_err_msg());
+        return 1;
+    }
+    paths = runs;
+    npaths = nruns;
     if (!strcmp(cmd, "csv")) {
         if (npaths != 1 || data_dir) {
             fprintf(stderr, "dtrain-post: csv takes exactly one RUN.h5 and optionally -o DIR\n");
@@ -714,6 +784,8 @@ int main(int argc, char **argv)
         free(paths);
         return 1;
     }
+    for (int i = 0; i < npaths; i++)
+        free(paths[i]);
     free(paths);
     if (rc != 0) {
         fprintf(stderr, "dtrain-post: %s\n", dt_err_msg());

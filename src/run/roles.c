@@ -13,34 +13,43 @@ const char *role_name(dt_role role)
     return "?";
 }
 
-void roles_build(dt_roles *r, MPI_Comm world, const dt_config *cfg)
+void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg)
 {
     (void)cfg;
     int rank;
-    MPI_CHECK(MPI_Comm_rank(world, &rank));
-    MPI_CHECK(MPI_Comm_size(world, &r->nranks));
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &r->nranks));
     r->role = dt_calloc((size_t)r->nranks, sizeof *r->role);
     for (int i = 0; i < r->nranks; i++)
         r->role[i] = ROLE_WORKER;
     r->mine = r->role[rank];
-    MPI_CHECK(MPI_Comm_split(world, (int)r->mine, rank, &r->role_comm));
+    MPI_CHECK(MPI_Comm_split(comm, (int)r->mine, rank, &r->role_comm));
 }
 
-void roles_print(const dt_roles *r, MPI_Comm world, const dt_config *cfg, FILE *f)
+void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, FILE *f)
 {
-    int rank;
-    char host[MPI_MAX_PROCESSOR_NAME] = "";
-    int len = 0;
+    int rank, size, len = 0;
     MPI_CHECK(MPI_Comm_rank(world, &rank));
-    MPI_CHECK(MPI_Get_processor_name(host, &len));
-    char *all = rank == 0 ? dt_calloc((size_t)r->nranks, MPI_MAX_PROCESSOR_NAME) : NULL;
-    MPI_CHECK(MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME,
-                         MPI_CHAR, 0, world));
+    MPI_CHECK(MPI_Comm_size(world, &size));
+    /* (host, role) of every rank */
+    struct { char host[MPI_MAX_PROCESSOR_NAME]; int role; } mine, *all = NULL;
+    memset(&mine, 0, sizeof mine);
+    MPI_CHECK(MPI_Get_processor_name(mine.host, &len));
+    mine.role = (int)r->mine;
+    if (rank == 0)
+        all = dt_calloc((size_t)size, sizeof *all);
+    MPI_CHECK(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0,
+                         world));
     if (rank == 0) {
-        fprintf(f, "%6s  %-24s  %-10s  %s\n", "rank", "host", "role", "device");
-        for (int i = 0; i < r->nranks; i++)
-            fprintf(f, "%6d  %-24s  %-10s  %s\n", i, all + (size_t)i * MPI_MAX_PROCESSOR_NAME,
-                    role_name(r->role[i]), cfg->compute.device);
+        int grouped = job->ngroups > 1 || job->groups[0].name[0];
+        fprintf(f, "%6s  %-24s  %-*s%-10s  %s\n", "rank", "host", grouped ? 18 : 0,
+                grouped ? "group" : "", "role", "device");
+        for (int i = 0; i < size; i++) {
+            const dt_group *g = deck_job_group(job, i);
+            fprintf(f, "%6d  %-24s  %-*s%-10s  %s\n", i, all[i].host, grouped ? 18 : 0,
+                    grouped ? g->name : "", role_name((dt_role)all[i].role),
+                    g->cfg.compute.device);
+        }
         fflush(f);
     }
     free(all);

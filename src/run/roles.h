@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "io/config.h"
+#include "io/deck.h"
 
 typedef enum dt_role { ROLE_WORKER = 0 } dt_role;
 
@@ -18,10 +19,11 @@ typedef struct dt_roles {
     MPI_Comm role_comm;     /* the ranks sharing this rank's role */
 } dt_roles;
 
-/* Collective over world. */
-void roles_build(dt_roles *r, MPI_Comm world, const dt_config *cfg);
-/* Rank 0 prints: rank, host, role, device. Collective. */
-void roles_print(const dt_roles *r, MPI_Comm world, const dt_config *cfg, FILE *f);
+/* Collective over comm, the ranks of one group. */
+void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg);
+/* World rank 0 prints one line per rank of the job: world rank, host,
+ * group, role, device. Collective over world. */
+void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, FILE *f);
 const char *role_name(dt_role role);
 void roles_free(dt_roles *r);
 

@@ -3,7 +3,6 @@
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,26 +16,12 @@
 #include "io/checkpoint.h"
 #include "io/runlog.h"
 #include "models/models.h"
+#include "run/stop.h"
 
-/* ---- signals: a flag, acted on at the next step boundary ---------------- */
-
-static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
-void trainer_install_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
-}
+/* "[NAME] " in front of everything a rank group prints; "" without groups. */
+static char group_tag[DT_GROUP_NAME_MAX + 4] = "";
+#define say(...) say_(__VA_ARGS__, "")
+#define say_(fmt, ...) printf("%s" fmt "%s", group_tag, __VA_ARGS__)
 
 /* ---- helpers used by the algorithms -------------------------------------- */
 
@@ -89,8 +74,8 @@ static int agree(MPI_Comm comm, int rank, int status, const char *what)
     if (first == 1 << 30)
         return 0;
     if (first == rank)
-        fprintf(stderr, "dtrain: error on rank %d: %s%s%s\n", rank, what, *what ? ": " : "",
-                dt_err_msg());
+        fprintf(stderr, "dtrain: %serror on rank %d: %s%s%s\n", group_tag, rank, what,
+                *what ? ": " : "", dt_err_msg());
     return -1;
 }
 
@@ -223,11 +208,12 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
         MPI_CHECK(MPI_Bcast(&avg_loss, 1, MPI_DOUBLE, 0, t->comm));
     }
     runlog_append_eval(log, &row, avg_loss, avg_acc, dist);
+    t->avg_model_acc = avg_acc;
     double sum = row.accuracy;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, t->comm));
     *mean_acc = sum / t->nranks;
     if (t->rank == 0) {
-        printf("eval  step %lld  epoch %.2f  test accuracy %.2f%% (mean over ranks)  "
+        say("eval  step %lld  epoch %.2f  test accuracy %.2f%% (mean over ranks)  "
                "averaged model %.2f%%  test loss %.4f  consensus %.3g\n",
                (long long)t->step, row.epoch, 100 * *mean_acc, 100 * avg_acc,
                row.loss, dist);
@@ -259,6 +245,8 @@ static dt_train_row take_row(dt_trainer *t)
         .compute_time = t->t_compute, .comm_time = t->t_comm, .wait_time = t->t_wait,
         .images = t->images, .weight = t->weight, .bytes_sent = t->bytes_sent,
     };
+    t->run_compute += t->t_compute;
+    t->run_comm += t->t_comm + t->t_wait;
     t->loss_sum = t->t_compute = t->t_comm = t->t_wait = 0;
     t->correct = t->seen = t->batches = 0;
     return row;
@@ -279,7 +267,7 @@ static void log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
         char eta[32];
         fmt_eta(eta, sizeof eta, (double)(t->total_steps - t->step) * dt /
                                      (double)(t->cfg->run.log_every));
-        printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.2f%%  %.0f img/s  comm %.0f%%  ETA %s\n",
+        say("step %lld/%lld  epoch %.2f  loss %.4f  acc %.2f%%  %.0f img/s  comm %.0f%%  ETA %s\n",
                (long long)t->step, (long long)t->total_steps, row.epoch,
                v[0] / t->nranks, 100 * v[1] / t->nranks, rate,
                v[4] > 0 ? 100 * v[3] / v[4] : 0.0, eta);
@@ -336,7 +324,7 @@ static void save_checkpoint(dt_trainer *t)
     dt_ckpt_meta m = ckpt_meta(t);
     checkpoint_write(t->comm, dir, &m, a, na, &b, sizeof b, (int)t->cfg->run.checkpoint_keep);
     if (t->rank == 0) {
-        printf("checkpoint step %lld written to %s\n", (long long)t->step, dir);
+        say("checkpoint step %lld written to %s\n", (long long)t->step, dir);
         fflush(stdout);
     }
 }
@@ -362,7 +350,7 @@ static int restore_checkpoint(dt_trainer *t)
     t->wall_start = trainer_clock() - b.wall;
     loader_set_state(&t->loader, &b.loader);
     if (t->rank == 0) {
-        printf("resumed from %s at step %lld\n", path, (long long)t->step);
+        say("resumed from %s at step %lld\n", path, (long long)t->step);
         fflush(stdout);
     }
     return 1;
@@ -442,7 +430,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
         t->algo->step(t);
         t->step++;
         test_delay(t);
-        end = t->algo->progress(t, stop_requested, &global);
+        end = t->algo->progress(t, stop_poll(), &global);
         if (t->step % c->run.log_every == 0 || (end && t->batches)) {
             if (nrows == cap) {
                 cap = cap ? 2 * cap : 64;
@@ -451,7 +439,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
             rows[nrows++] = take_row(t);
             if (t->rank == 0 && trainer_clock() - last_print > 2.0) {
                 const dt_train_row *r = &rows[nrows - 1];
-                printf("step %lld (rank 0)  global %.0f/%lld  loss %.4f  acc %.2f%%  "
+                say("step %lld (rank 0)  global %.0f/%lld  loss %.4f  acc %.2f%%  "
                        "exchange wait %.0f%%\n", (long long)t->step, global,
                        (long long)t->total_steps, r->loss, 100 * r->accuracy,
                        100 * r->wait_time / (r->compute_time + r->comm_time + r->wait_time));
@@ -462,7 +450,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     }
     t->algo->finish(t);
     if (end == 2 && t->rank == 0)
-        printf("signal received: checkpointing and exiting with status %d for requeue\n",
+        say("signal received: checkpointing and exiting with status %d for requeue\n",
                DT_EXIT_REQUEUE);
     /* one collective append per row; ranks with fewer rows pad with step -1 */
     int64_t most = nrows;
@@ -478,7 +466,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     int64_t steps[2] = { t->step, -t->step };
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, steps, 2, MPI_INT64_T, MPI_MAX, t->comm));
     if (t->rank == 0)
-        printf("asynchronous run ended: local steps per rank from %lld to %lld\n",
+        say("asynchronous run ended: local steps per rank from %lld to %lld\n",
                (long long)-steps[1], (long long)steps[0]);
     return end == 2 ? DT_EXIT_REQUEUE : 0;
 }
@@ -493,21 +481,22 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
     double last_wall = trainer_clock() - t->wall_start;
     int64_t last_images = t->images;
     int status = 0;
-    /* Signal agreement without a blocking collective per step: the flags are
-     * combined by an MPI_Iallreduce started at one step boundary and
+    /* The group agrees on the step to stop at: the flags of stop_poll (this
+     * rank's signal, or a signal anywhere in the job) are combined by an
+     * MPI_Iallreduce over the group started at one step boundary and
      * completed at the next (it has had a whole step to finish), so every
-     * rank decides at the same step. */
+     * rank of the group decides at the same step. */
     int stop_local = 0, stop_any = 0;
     MPI_Request stop_req = MPI_REQUEST_NULL;
     while (t->step < t->total_steps) {
         if (stop_req != MPI_REQUEST_NULL)
             MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
         int any = stop_any;
-        stop_local = stop_requested;
+        stop_local = stop_poll();
         MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_MAX, t->comm, &stop_req));
         if (any) {
             if (t->rank == 0)
-                printf("signal received: checkpointing at step %lld and exiting with status %d "
+                say("signal received: checkpointing at step %lld and exiting with status %d "
                        "for requeue\n", (long long)t->step, DT_EXIT_REQUEUE);
             status = DT_EXIT_REQUEUE;
             break;
@@ -517,8 +506,8 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
         t->step++;
         if (cfg->run.check_replicas && !replicas_identical(t)) {
             if (t->rank == 0)
-                fprintf(stderr, "dtrain: error: run.check_replicas: the replicas differ after "
-                                "step %lld\n", (long long)t->step);
+                fprintf(stderr, "dtrain: %serror: run.check_replicas: the replicas differ after "
+                                "step %lld\n", group_tag, (long long)t->step);
             status = 1;
             break;
         }
@@ -558,8 +547,28 @@ static void trainer_free(dt_trainer *t)
     transport_free(t->tp);
 }
 
-int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
+/* The figures of dt_run_result, agreed over the group. */
+static void result_fill(dt_trainer *t, double mean_acc, dt_run_result *res)
 {
+    double v[4] = { (double)t->images, t->run_compute, t->run_comm, t->avg_model_acc };
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, t->comm));
+    double r[3] = { (double)t->step, trainer_clock() - t->wall_start, v[3] };
+    MPI_CHECK(MPI_Bcast(r, 3, MPI_DOUBLE, 0, t->comm));
+    res->steps = (int64_t)r[0];
+    res->wall = r[1];
+    res->avg_model_acc = r[2];
+    res->mean_acc = mean_acc;
+    res->images_per_s = r[1] > 0 ? v[0] / r[1] : 0;
+    res->comm_share = v[1] + v[2] > 0 ? v[2] / (v[1] + v[2]) : 0;
+}
+
+int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result *res)
+{
+    const dt_config *cfg = &g->cfg;
+    const char *deck_text = g->effective;
+    group_tag[0] = '\0';
+    if (g->name[0])
+        snprintf(group_tag, sizeof group_tag, "[%s] ", g->name);
     dt_trainer tr, *t = &tr;
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
@@ -616,9 +625,9 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     MPI_CHECK(MPI_Allreduce(&spe, &t->steps_per_epoch, 1, MPI_INT64_T, MPI_MIN, comm));
     if (t->steps_per_epoch < 1) {
         if (t->rank == 0)
-            fprintf(stderr, "dtrain: error: data.samples_per_epoch = %lld is smaller than "
+            fprintf(stderr, "dtrain: %serror: data.samples_per_epoch = %lld is smaller than "
                             "optim.batch_size = %d: an epoch would have no step\n",
-                    (long long)cfg->data.samples_per_epoch, t->B);
+                    group_tag, (long long)cfg->data.samples_per_epoch, t->B);
         trainer_free(t);
         return 1;
     }
@@ -634,12 +643,12 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
         resumed = restore_checkpoint(t);
         if (resumed < 0) {
             if (t->rank == 0)
-                fprintf(stderr, "dtrain: error: %s\n", dt_err_msg());
+                fprintf(stderr, "dtrain: %serror: %s\n", group_tag, dt_err_msg());
             trainer_free(t);
             return 1;
         }
         if (!resumed && t->rank == 0)
-            printf("run.resume = true but %s/checkpoints holds no checkpoint: starting fresh\n",
+            say("run.resume = true but %s/checkpoints holds no checkpoint: starting fresh\n",
                    cfg->run.output_dir);
     }
 
@@ -654,7 +663,9 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
                            .configure_flags = build_configure_args(),
                            .mpi_version = build_mpi_runtime(), .hosts = hosts ? hosts : "",
                            .start_time = start, .mode = cfg->algorithm.mode,
-                           .model = cfg->model.name, .nparams = (int64_t)t->n };
+                           .model = cfg->model.name, .nparams = (int64_t)t->n,
+                           .group = g->name, .group_first_rank = g->first,
+                           .world_ranks = world_ranks };
     char rec[DT_PATH_MAX + 16];
     snprintf(rec, sizeof rec, "%s/run.h5", cfg->run.output_dir);
     dt_runlog *log = runlog_open(comm, rec, &prov, deck_text, resumed, t->step);
@@ -665,7 +676,7 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     }
 
     if (t->rank == 0) {
-        printf("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
+        say("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
                "%lld steps (%lld per epoch), output %s\n",
                cfg->algorithm.mode, cfg->model.name, t->n, t->nranks, t->B,
                (long long)t->total_steps, (long long)t->steps_per_epoch, cfg->run.output_dir);
@@ -673,15 +684,19 @@ int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm)
     }
 
     double mean_acc = 0;
-    int64_t last_eval = -1;
+    /* resumed from the final checkpoint (another group was signalled after
+     * this one finished): the final evaluation is already in the record */
+    int64_t last_eval = resumed && t->step >= t->total_steps ? t->step : -1;
     int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, &mean_acc, &last_eval);
     if (status == 0 && last_eval != t->step)
         run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
     if (status != 1)
         save_checkpoint(t);
     runlog_close(log);
+    if (res)
+        result_fill(t, mean_acc, res);
     if (t->rank == 0 && status == 0) {
-        printf("done: %lld steps in %.1f s, final test accuracy %.2f%% (mean over ranks); "
+        say("done: %lld steps in %.1f s, final test accuracy %.2f%% (mean over ranks); "
                "record %s\n", (long long)t->step, trainer_clock() - t->wall_start,
                100 * mean_acc, rec);
         fflush(stdout);

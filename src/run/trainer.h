@@ -11,6 +11,7 @@
 #include "comm/transport.h"
 #include "data/data.h"
 #include "io/config.h"
+#include "io/deck.h"
 #include "nn/net.h"
 #include "optim/sgd.h"
 
@@ -49,6 +50,8 @@ typedef struct dt_trainer {
     int64_t bytes_sent;     /* payload bytes sent, since the start (algorithms add) */
     float weight;           /* push-sum weight to log (algorithms set; 1 by default) */
     double wall_start;      /* clock at start, minus the wall time of earlier runs */
+    double run_compute, run_comm; /* seconds in this process's run (comm includes wait) */
+    double avg_model_acc;   /* test accuracy of the averaged model, last evaluation */
 
     void *algo_state;       /* owned by the algorithm */
 
@@ -66,12 +69,21 @@ void trainer_gradient(dt_trainer *t, const float *x);
 /* x <- x - lr * sgd_direction(t->grads) with the current learning rate. */
 void trainer_update(dt_trainer *t, float *x);
 
-/* Run the whole training described by cfg on comm. Returns the process exit
- * status: 0, 1 (error, already reported), or DT_EXIT_REQUEUE after a
- * signal-triggered checkpoint. Collective over comm. */
-int trainer_run(const dt_config *cfg, const char *deck_text, MPI_Comm comm);
+/* What a finished (or stopped) run reports; the same on every rank. */
+typedef struct dt_run_result {
+    int64_t steps;          /* steps of the group's rank 0 */
+    double wall;            /* seconds since the run began, across restarts */
+    double avg_model_acc;   /* test accuracy of the averaged model, last evaluation */
+    double mean_acc;        /* test accuracy, mean over ranks, last evaluation */
+    double images_per_s;    /* training samples per second, all ranks together */
+    double comm_share;      /* (communication + wait) / step time, over ranks, this run */
+} dt_run_result;
 
-/* Install the SIGTERM/SIGUSR1 handlers that request a checkpoint-and-exit. */
-void trainer_install_signals(void);
+/* Run the training of group g (its configuration and effective deck) on
+ * comm, the group's ranks; world_ranks is the size of the job, for the
+ * record. Returns the exit status: 0, 1 (error, already reported), or
+ * DT_EXIT_REQUEUE after a signal-triggered checkpoint; res (may be NULL)
+ * gets the figures. Collective over comm. */
+int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result *res);
 
 #endif
