@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     roles_build(&roles, group_comm, &g->cfg);
     roles_print(&roles, MPI_COMM_WORLD, &job, stdout);
     dt_run_result res = {0};
-    int group_status = trainer_run(g, size, roles.role_comm, &res);
+    int group_status = trainer_run(g, &roles, size, group_comm, &res);
     if (group_status == 1 && job.ngroups > 1) {
         /* the other groups would train on for nothing: end the job now */
         int grank;

@@ -10,6 +10,7 @@
 #include "io/config.h"
 
 struct dt_trainer;
+struct dt_runlog;
 
 typedef struct dt_algo {
     const char *name;
@@ -34,6 +35,9 @@ typedef struct dt_algo {
     int (*progress)(struct dt_trainer *t, int stop_local, double *global_steps);
     /* async only: complete every exchange before the collective end. */
     void (*finish)(struct dt_trainer *t);
+    /* Collective, before the run record is closed: write the algorithm's own
+     * series (NULL: none). */
+    void (*record)(struct dt_trainer *t, struct dt_runlog *log);
     /* Collective, after a checkpoint was restored (NULL: nothing to do). */
     void (*resumed)(struct dt_trainer *t);
     void (*teardown)(struct dt_trainer *t);

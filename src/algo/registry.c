@@ -3,10 +3,12 @@
 #include "algo/algo.h"
 #include "core/error.h"
 
-extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp, algo_adpsgd;
+extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp, algo_adpsgd,
+    algo_ps_async, algo_ps_sync;
 
 const dt_algo *const algo_table[] = { &algo_local, &algo_allreduce, &algo_dpsgd, &algo_sgp,
-                                      &algo_osgp, &algo_adpsgd, NULL };
+                                      &algo_osgp, &algo_adpsgd, &algo_ps_async, &algo_ps_sync,
+                                      NULL };
 
 const dt_algo *algo_find(const char *name)
 {

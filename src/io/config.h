@@ -63,6 +63,17 @@ typedef struct dt_config {
         char decay_epochs[256];   /* comma-separated epochs, e.g. "30,60,80" */
         double decay_factor;
     } optim;
+    struct {                      /* parameter-server modes (algo/ps.c) */
+        int64_t servers;          /* ranks 0..servers-1 hold the model, sharded */
+        bool supervisor;          /* the next rank evaluates every eval_seconds */
+        int64_t fetch_every;      /* worker: steps between fetches of the model */
+        int64_t push_every;       /* worker: steps whose gradients one push sums */
+        char staleness[16];       /* none | adacomp */
+        char compress[16];        /* none | topk */
+        double ratio;             /* topk: fraction of each tensor sent */
+        int64_t replicas;         /* ps-sync: gradients per global step; 0: all workers */
+        double eval_seconds;      /* supervisor: seconds between evaluations */
+    } ps;
     struct {
         char device[16];          /* cpu (cuda: a later backend) */
         int64_t threads;          /* BLAS threads per rank */

@@ -112,10 +112,11 @@ static const deck_key keys[] = {
     {"run", "test_delay_ms", KT_INT, "0", GE(0), AT(run.test_delay_ms, int64_t),
      .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
 
-    {"algorithm", "mode", KT_ENUM, "local", .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd",
+    {"algorithm", "mode", KT_ENUM, "local",
+     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync",
      AT(algorithm.mode, char *),
      .doc = "local: single-rank reference; allreduce: gradients averaged every step; "
-            "dpsgd, sgp, osgp, adpsgd: gossip (see --help)"},
+            "dpsgd, sgp, osgp, adpsgd: gossip; ps-async, ps-sync: parameter server (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
      .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
      AT(algorithm.topology, char *),
@@ -196,6 +197,28 @@ static const deck_key keys[] = {
      .doc = "epochs at which the learning rate is multiplied by optim.decay_factor"},
     {"optim", "decay_factor", KT_DOUBLE, "0.1", IN_OPEN_CLOSED(0, 1), AT(optim.decay_factor, double),
      .doc = "learning-rate multiplier applied at each of optim.decay_epochs"},
+
+    {"ps", "servers", KT_INT, "1", IN_INT(1), AT(ps.servers, int64_t),
+     .doc = "ps-*: server ranks (0 .. servers-1), each holding a contiguous range of the model"},
+    {"ps", "supervisor", KT_BOOL, "false", AT(ps.supervisor, bool),
+     .doc = "ps-*: the rank after the servers evaluates the model every ps.eval_seconds"},
+    {"ps", "fetch_every", KT_INT, "1", IN_INT(1), AT(ps.fetch_every, int64_t),
+     .doc = "ps-async: steps between a worker's fetches of the model (Downpour n_fetch)"},
+    {"ps", "push_every", KT_INT, "1", IN_INT(1), AT(ps.push_every, int64_t),
+     .doc = "ps-async: steps whose gradients a worker sums into one push (Downpour n_push)"},
+    {"ps", "staleness", KT_ENUM, "none", .choices = "none|adacomp", AT(ps.staleness, char *),
+     .doc = "ps-async: none, or adacomp: each coordinate's step divided by the number of the "
+            "last d updates that touched it (d: the push's delay)"},
+    {"ps", "compress", KT_ENUM, "none", .choices = "none|topk", AT(ps.compress, char *),
+     .doc = "pushes: none (dense), or topk: the ps.ratio largest entries of each tensor, "
+            "the rest kept as the worker's residual (error feedback)"},
+    {"ps", "ratio", KT_DOUBLE, "0.01", IN_OPEN_CLOSED(0, 1), AT(ps.ratio, double),
+     .doc = "topk: fraction of each tensor's entries sent per push (at least one)"},
+    {"ps", "replicas", KT_INT, "0", IN_INT(0), AT(ps.replicas, int64_t),
+     .doc = "ps-sync: gradients aggregated per global step; 0: all workers; fewer than the "
+            "workers leaves backup workers"},
+    {"ps", "eval_seconds", KT_DOUBLE, "60", GT(0), AT(ps.eval_seconds, double),
+     .doc = "supervisor: seconds between evaluations of the whole test set"},
 
     {"compute", "device", KT_ENUM, "cpu", .choices = "cpu", AT(compute.device, char *),
      .hint = "cuda is not built in this release", .doc = "where the model runs"},

@@ -402,6 +402,43 @@ void runlog_append_train(dt_runlog *log, const dt_train_row *mine)
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
 }
 
+void runlog_append_train_rows(dt_runlog *log, const dt_train_row *mine, int64_t nrows)
+{
+    check_open(log, "runlog_append_train_rows");
+    if (nrows <= 0)
+        return;
+    cell *col = dt_malloc((size_t)nrows * sizeof *col);
+    hsize_t dims[2] = {log->train_rows + (hsize_t)nrows, (hsize_t)log->nranks};
+    hsize_t start[2] = {log->train_rows, (hsize_t)log->rank}, count[2] = {(hsize_t)nrows, 1};
+    hsize_t mdim = (hsize_t)nrows;
+    for (int f = 0; f < TRAIN_NFIELDS; f++) {
+        for (int64_t r = 0; r < nrows; r++) {
+            const dt_train_row *m = &mine[r];
+            const cell v[TRAIN_NFIELDS] = {
+                {.i = m->step},         {.d = m->epoch},        {.d = m->wall},
+                {.d = m->loss},         {.d = m->accuracy},     {.d = m->lr},
+                {.d = m->compute_time}, {.d = m->comm_time},    {.d = m->wait_time},
+                {.i = m->images},       {.d = m->weight},       {.i = m->bytes_sent},
+            };
+            col[r] = v[f];
+        }
+        hid_t ds = log->train[f];
+        H5_CHECK(H5Dset_extent(ds, dims));
+        hid_t fspace = H5Dget_space(ds);
+        H5_CHECK(fspace);
+        H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
+        hid_t mspace = H5Screate_simple(1, &mdim, NULL);
+        H5_CHECK(mspace);
+        H5_CHECK(H5Dwrite(ds, train_fields[f].is_int ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE,
+                          mspace, fspace, log->dxpl, col));
+        H5_CHECK(H5Sclose(mspace));
+        H5_CHECK(H5Sclose(fspace));
+    }
+    free(col);
+    log->train_rows += (hsize_t)nrows;
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+}
+
 /* Population mean and standard deviation over ranks (the spread of the
  * replicas, not an estimate of a larger population). Summed in rank order
  * from an allgather so every rank gets bit-identical values. */
@@ -444,6 +481,39 @@ void runlog_append_eval(dt_runlog *log, const dt_eval_row *mine, double avg_mode
     for (int f = 0; f < EVAL_NSCALARS; f++)
         append_cell(log, log->scalars[f], 0, log->eval_rows, 0, &s[f]);
     log->eval_rows++;
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+}
+
+void runlog_write_series(dt_runlog *log, const char *group, int root, int64_t rows,
+                         int ncols, const char *const *names, const double *const *cols)
+{
+    check_open(log, group);
+    long long nrows = rows;
+    MPI_CHECK(MPI_Bcast(&nrows, 1, MPI_LONG_LONG, root, log->comm));
+    /* a resumed run rewrites the series as a whole */
+    htri_t exists = H5Lexists(log->file, group, H5P_DEFAULT);
+    H5_CHECK(exists);
+    if (exists > 0)
+        H5_CHECK(H5Ldelete(log->file, group, H5P_DEFAULT));
+    hid_t g = H5Gcreate2(log->file, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5_CHECK(g);
+    hsize_t dims[1] = {(hsize_t)nrows};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    H5_CHECK(space);
+    hid_t xfer = H5Pcreate(H5P_DATASET_XFER);
+    H5_CHECK(xfer);
+    H5_CHECK(H5Pset_dxpl_mpio(xfer, H5FD_MPIO_INDEPENDENT));
+    for (int c = 0; c < ncols; c++) {
+        hid_t ds = H5Dcreate2(g, names[c], H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT);
+        H5_CHECK(ds);
+        if (log->rank == root && nrows > 0)
+            H5_CHECK(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, xfer, cols[c]));
+        H5_CHECK(H5Dclose(ds));
+    }
+    H5_CHECK(H5Pclose(xfer));
+    H5_CHECK(H5Sclose(space));
+    H5_CHECK(H5Gclose(g));
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
 }
 

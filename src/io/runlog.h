@@ -64,10 +64,18 @@ dt_runlog *runlog_open(MPI_Comm comm, const char *path, const dt_provenance *pro
                        const char *deck_text, int resume, int64_t resume_step);
 /* Collective: each rank passes its own row (one column per rank). */
 void runlog_append_train(dt_runlog *log, const dt_train_row *mine);
+/* Collective: nrows rows at once (the same nrows on every rank), each rank
+ * its own column: one write per field instead of one per row and field. */
+void runlog_append_train_rows(dt_runlog *log, const dt_train_row *mine, int64_t nrows);
 /* Collective: each rank passes its own row; the global scalars come from the
  * caller (same value on every rank). Mean and spread are computed here. */
 void runlog_append_eval(dt_runlog *log, const dt_eval_row *mine, double avg_model_loss,
                         double avg_model_accuracy, double consensus_distance);
+/* Collective: the series of one rank (root), e.g. the parameter server's
+ * supervisor curve, as group/<names[c]> (rows) float64 datasets; replaces an
+ * earlier series of that name. Only root's rows and cols are read. */
+void runlog_write_series(dt_runlog *log, const char *group, int root, int64_t rows,
+                         int ncols, const char *const *names, const double *const *cols);
 void runlog_close(dt_runlog *log);
 
 #endif

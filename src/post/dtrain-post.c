@@ -232,6 +232,57 @@ static int write_checked(FILE *f, const char *path)
     return 0;
 }
 
+/* The parameter-server supervisor's curve, when the record has one:
+ * supervisor.csv with wall,clock,loss,accuracy. */
+static int supervisor_csv(const char *path, const char *outdir)
+{
+    static const char *const cols[4] = { "wall", "clock", "loss", "accuracy" };
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0)
+        return dt_err_set("%s: cannot reopen", path);
+    if (H5Lexists(file, "/supervisor", H5P_DEFAULT) <= 0) {
+        H5Fclose(file);
+        return 0;
+    }
+    double *v[4] = {0};
+    size_t rows = 0, r = 0;
+    int rc = -1;
+    for (int c = 0; c < 4; c++) {
+        if (!(v[c] = table_read(file, path, "supervisor", cols[c], 0, 1, &r)) ||
+            (c > 0 && r != rows))
+            goto out;
+        rows = r;
+    }
+    char spath[PATH_MAX];
+    if (path_fmt(spath, sizeof spath, "%s/supervisor.csv", outdir) != 0)
+        goto out;
+    FILE *f = fopen(spath, "w");
+    if (!f) {
+        dt_err_set("%s: cannot create: %s", spath, strerror(errno));
+        goto out;
+    }
+    fputs("wall,clock,loss,accuracy\n", f);
+    for (size_t i = 0; i < rows; i++) {
+        fmt_g(f, v[0][i]);
+        fputc(',', f);
+        fmt_value(f, v[1][i], 1);
+        for (int c = 2; c < 4; c++) {
+            fputc(',', f);
+            fmt_g(f, v[c][i]);
+        }
+        fputc('\n', f);
+    }
+    if (write_checked(f, spath) != 0)
+        goto out;
+    printf("%s\n", spath);
+    rc = 0;
+out:
+    for (int c = 0; c < 4; c++)
+        free(v[c]);
+    H5Fclose(file);
+    return rc;
+}
+
 static int cmd_csv(const char *path, const char *outdir)
 {
     post_run run;
@@ -309,7 +360,7 @@ static int cmd_csv(const char *path, const char *outdir)
     if (write_checked(f, epath) != 0)
         return -1;
     printf("%s\n%s\n", tpath, epath);
-    return 0;
+    return supervisor_csv(path, outdir);
 }
 
 /* ---- summary --------------------------------------------------------------- */

@@ -9,20 +9,33 @@ const char *role_name(dt_role role)
 {
     switch (role) {
     case ROLE_WORKER: return "worker";
+    case ROLE_SERVER: return "server";
+    case ROLE_SUPERVISOR: return "supervisor";
     }
     return "?";
 }
 
 void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg)
 {
-    (void)cfg;
     int rank;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
     MPI_CHECK(MPI_Comm_size(comm, &r->nranks));
     r->role = dt_calloc((size_t)r->nranks, sizeof *r->role);
+    int servers = 0, supervisor = 0;
+    if (strncmp(cfg->algorithm.mode, "ps-", 3) == 0) {
+        servers = (int)cfg->ps.servers;
+        supervisor = cfg->ps.supervisor;
+    }
     for (int i = 0; i < r->nranks; i++)
-        r->role[i] = ROLE_WORKER;
+        r->role[i] = i < servers ? ROLE_SERVER
+                     : i < servers + supervisor ? ROLE_SUPERVISOR : ROLE_WORKER;
     r->mine = r->role[rank];
+    r->index = r->count = 0;
+    for (int i = 0; i < r->nranks; i++)
+        if (r->role[i] == r->mine) {
+            r->index += i < rank;
+            r->count++;
+        }
     MPI_CHECK(MPI_Comm_split(comm, (int)r->mine, rank, &r->role_comm));
 }
 

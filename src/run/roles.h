@@ -1,6 +1,7 @@
-/* Rank roles, computed once at start-up from the deck and the rank count.
- * Today every rank is a worker; parameter servers, a supervisor and leaders
- * come with their modes. Each role gets its own sub-communicator. */
+/* Rank roles, computed once at start-up from the deck and the group's rank
+ * count: workers train; in the parameter-server modes ranks 0..S-1 are
+ * servers (ps.servers) and the next rank a supervisor (ps.supervisor).
+ * Each role gets its own sub-communicator. */
 #ifndef DT_RUN_ROLES_H
 #define DT_RUN_ROLES_H
 
@@ -10,12 +11,14 @@
 #include "io/config.h"
 #include "io/deck.h"
 
-typedef enum dt_role { ROLE_WORKER = 0 } dt_role;
+typedef enum dt_role { ROLE_WORKER = 0, ROLE_SERVER = 1, ROLE_SUPERVISOR = 2 } dt_role;
 
 typedef struct dt_roles {
     int nranks;
     dt_role *role;          /* (nranks) role of every rank */
     dt_role mine;
+    int index, count;       /* this rank's position among the ranks of its role, and
+                             * how many share it (workers: the data shard) */
     MPI_Comm role_comm;     /* the ranks sharing this rank's role */
 } dt_roles;
 

@@ -16,6 +16,7 @@
 #include "io/checkpoint.h"
 #include "io/runlog.h"
 #include "models/models.h"
+#include "run/roles.h"
 #include "run/stop.h"
 
 /* "[NAME] " in front of everything a rank group prints; "" without groups. */
@@ -43,7 +44,7 @@ void trainer_gradient(dt_trainer *t, const float *x)
     loader_next(&t->loader, t->x, t->y);
     /* dropout masks depend on (seed, rank, step) only: a resumed run draws
      * the same masks as the uninterrupted one */
-    uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->rank, (uint64_t)t->step, 0xD0);
+    uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->worker, (uint64_t)t->step, 0xD0);
     int correct = 0;
     double loss = net_forward(t->net, x, t->x, t->y, t->B, 1, key, &correct);
     net_backward(t->net, x, t->grads);
@@ -142,13 +143,13 @@ static int load_data(dt_trainer *t)
 
     int rc;
     if (strcmp(c->data.partition, "class-skew") == 0)
-        rc = partition_class_skew(&t->train, t->rank, t->nranks, c->run.seed,
+        rc = partition_class_skew(&t->train, t->worker, t->nworkers, c->run.seed,
                                   (int)c->data.skew_classes, (int)c->data.skew_shift, &t->shard);
     else if (strcmp(c->data.partition, "blocks") == 0)
-        rc = partition_blocks(&t->train, t->rank, t->nranks, c->data.block_count,
+        rc = partition_blocks(&t->train, t->worker, t->nworkers, c->data.block_count,
                               c->data.block_size, &t->shard);
     else
-        rc = partition_iid(&t->train, t->rank, t->nranks, c->run.seed, &t->shard);
+        rc = partition_iid(&t->train, t->worker, t->nworkers, c->run.seed, &t->shard);
     if (rc != 0)
         return dt_err_prefix("data.partition = '%s'", c->data.partition);
     if (t->shard.n < t->B)
@@ -159,7 +160,7 @@ static int load_data(dt_trainer *t)
 
 /* ---- evaluation ---------------------------------------------------------- */
 
-static void evaluate(dt_trainer *t, const float *params, double *loss, double *acc)
+void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc)
 {
     double lsum = 0;
     int64_t hits = 0, seen = 0;
@@ -186,7 +187,7 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
     const float *z = t->algo->model(t);
     dt_eval_row row = { .step = t->step, .epoch = (double)t->step / (double)t->steps_per_epoch,
                         .wall = wall };
-    evaluate(t, z, &row.loss, &row.accuracy);
+    trainer_evaluate(t, z, &row.loss, &row.accuracy);
 
     /* the gradient buffer is free between steps: it holds the average */
     float *avg = t->grads;
@@ -202,7 +203,7 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
     dist /= t->nranks;
     double avg_loss = row.loss, avg_acc = row.accuracy;
     if (t->algo->decentralized)
-        evaluate(t, avg, &avg_loss, &avg_acc);
+        trainer_evaluate(t, avg, &avg_loss, &avg_acc);
     else { /* replicas are identical: the average is every rank's model */
         MPI_CHECK(MPI_Bcast(&avg_acc, 1, MPI_DOUBLE, 0, t->comm));
         MPI_CHECK(MPI_Bcast(&avg_loss, 1, MPI_DOUBLE, 0, t->comm));
@@ -449,19 +450,22 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
         }
     }
     t->algo->finish(t);
+    /* roles may end differently (a parameter server ends when its workers
+     * do): the group ends as one */
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &end, 1, MPI_INT, MPI_MAX, t->comm));
     if (end == 2 && t->rank == 0)
         say("signal received: checkpointing and exiting with status %d for requeue\n",
                DT_EXIT_REQUEUE);
-    /* one collective append per row; ranks with fewer rows pad with step -1 */
+    /* one collective append of every row; ranks with fewer rows pad with step -1 */
     int64_t most = nrows;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
-    for (int64_t i = 0; i < most; i++) {
-        dt_train_row pad = { .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
-                             .accuracy = NAN, .lr = NAN, .compute_time = 0, .comm_time = 0,
-                             .wait_time = 0, .images = t->images, .weight = NAN,
-                             .bytes_sent = t->bytes_sent };
-        runlog_append_train(log, i < nrows ? &rows[i] : &pad);
-    }
+    rows = dt_realloc(rows, (size_t)(most ? most : 1) * sizeof *rows);
+    for (int64_t i = nrows; i < most; i++)
+        rows[i] = (dt_train_row){ .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
+                                  .accuracy = NAN, .lr = NAN, .compute_time = 0,
+                                  .comm_time = 0, .wait_time = 0, .images = t->images,
+                                  .weight = NAN, .bytes_sent = t->bytes_sent };
+    runlog_append_train_rows(log, rows, most);
     free(rows);
     int64_t steps[2] = { t->step, -t->step };
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, steps, 2, MPI_INT64_T, MPI_MAX, t->comm));
@@ -562,7 +566,8 @@ static void result_fill(dt_trainer *t, double mean_acc, dt_run_result *res)
     res->comm_share = v[1] + v[2] > 0 ? v[2] / (v[1] + v[2]) : 0;
 }
 
-int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result *res)
+int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Comm comm,
+                dt_run_result *res)
 {
     const dt_config *cfg = &g->cfg;
     const char *deck_text = g->effective;
@@ -575,6 +580,12 @@ int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result
     t->comm = comm;
     MPI_CHECK(MPI_Comm_rank(comm, &t->rank));
     MPI_CHECK(MPI_Comm_size(comm, &t->nranks));
+    t->roles = roles;
+    /* servers and the supervisor train nothing: they carry worker 0's shard */
+    t->worker = roles->mine == ROLE_WORKER ? roles->index : 0;
+    t->nworkers = 0;
+    for (int i = 0; i < roles->nranks; i++)
+        t->nworkers += roles->role[i] == ROLE_WORKER;
     t->B = (int)cfg->optim.batch_size;
     t->weight = 1.0f;
     openblas_set_num_threads((int)cfg->compute.threads);
@@ -612,13 +623,13 @@ int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result
     t->tp->bcast(t->tp, t->params, t->n, 0);
     sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay, cfg->optim.nesterov);
     if (agree(comm, t->rank,
-              schedule_init(&t->sched, cfg->optim.lr, cfg->optim.lr_scaling, t->B, t->nranks,
+              schedule_init(&t->sched, cfg->optim.lr, cfg->optim.lr_scaling, t->B, t->nworkers,
                             cfg->optim.warmup_epochs, cfg->optim.decay_epochs,
                             cfg->optim.decay_factor), "") != 0) {
         trainer_free(t);
         return 1;
     }
-    loader_init(&t->loader, &t->train, &t->shard, t->B, cfg->run.seed, t->rank,
+    loader_init(&t->loader, &t->train, &t->shard, t->B, cfg->run.seed, t->worker,
                 cfg->data.samples_per_epoch > 0 ? cfg->data.samples_per_epoch : t->shard.n);
     /* synchronous modes step together: every rank uses the smallest epoch */
     int64_t spe = loader_steps_per_epoch(&t->loader);
@@ -686,12 +697,16 @@ int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result
     double mean_acc = 0;
     /* resumed from the final checkpoint (another group was signalled after
      * this one finished): the final evaluation is already in the record */
-    int64_t last_eval = resumed && t->step >= t->total_steps ? t->step : -1;
+    int at_end = resumed && t->step >= t->total_steps;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &at_end, 1, MPI_INT, MPI_MIN, comm));
+    int64_t last_eval = at_end ? t->step : -1;
     int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, &mean_acc, &last_eval);
     if (status == 0 && last_eval != t->step)
         run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
     if (status != 1)
         save_checkpoint(t);
+    if (status != 1 && t->algo->record)
+        t->algo->record(t, log);
     runlog_close(log);
     if (res)
         result_fill(t, mean_acc, res);

@@ -21,8 +21,10 @@
 typedef struct dt_trainer {
     const dt_config *cfg;
     const dt_algo *algo;
-    MPI_Comm comm;          /* the ranks that train together */
+    MPI_Comm comm;          /* the ranks that train together (every role) */
     int rank, nranks;
+    const struct dt_roles *roles; /* every rank's role (run/roles.h) */
+    int worker, nworkers;   /* this rank's data shard among the workers' */
     dt_transport *tp;
 
     dt_net *net;
@@ -66,6 +68,8 @@ double trainer_clock(void);
 /* Draw the next minibatch and compute the gradient of its loss at x into
  * t->grads (timed as compute). */
 void trainer_gradient(dt_trainer *t, const float *x);
+/* Loss and accuracy of params on the test set (data.test_limit samples). */
+void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc);
 /* x <- x - lr * sgd_direction(t->grads) with the current learning rate. */
 void trainer_update(dt_trainer *t, float *x);
 
@@ -80,10 +84,11 @@ typedef struct dt_run_result {
 } dt_run_result;
 
 /* Run the training of group g (its configuration and effective deck) on
- * comm, the group's ranks; world_ranks is the size of the job, for the
+ * comm, the group's ranks, with their roles; world_ranks is the size of the job, for the
  * record. Returns the exit status: 0, 1 (error, already reported), or
  * DT_EXIT_REQUEUE after a signal-triggered checkpoint; res (may be NULL)
  * gets the figures. Collective over comm. */
-int trainer_run(const dt_group *g, int world_ranks, MPI_Comm comm, dt_run_result *res);
+int trainer_run(const dt_group *g, const struct dt_roles *roles, int world_ranks, MPI_Comm comm,
+                dt_run_result *res);
 
 #endif

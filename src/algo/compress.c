@@ -1,0 +1,193 @@
+#include "algo/compress.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* |v| as an unsigned integer: for non-negative IEEE floats the bit patterns
+ * order like the values, so selection needs no float comparisons and ties
+ * are exact (-0 and +0 share the key 0). */
+static inline uint32_t abs_key(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u & 0x7fffffffu;
+}
+
+size_t topk_count(size_t size, double ratio)
+{
+    if (size == 0)
+        return 0;
+    double r = ratio * (double)size * (1.0 + 4.0 * DBL_EPSILON);
+    if (!(r >= 1.0)) /* also a NaN or negative ratio */
+        return 1;
+    if (r >= (double)size)
+        return size;
+    return (size_t)floor(r);
+}
+
+size_t topk_capacity(const dt_segment *seg, int nseg, double ratio)
+{
+    size_t cap = 0;
+    for (int s = 0; s < nseg; s++)
+        cap += topk_count(seg[s].size, ratio);
+    return cap;
+}
+
+/* Radix select over the 32-bit keys, most significant byte first: each pass
+ * histograms the keys that share the prefix chosen so far and picks the byte
+ * value where the k-th largest key lies. What remains is a threshold
+ * (prefix, mask) and how many keys equal to it are still to be taken; those
+ * go to the lowest indices, which one ascending scan gives for free. Indices
+ * are written as base + i. */
+static size_t select_into(const float *v, size_t n, size_t k, uint32_t *idx, uint32_t base)
+{
+    if (k == 0 || n == 0)
+        return 0;
+    if (k >= n) {
+        for (size_t i = 0; i < n; i++)
+            idx[i] = base + (uint32_t)i;
+        return n;
+    }
+    uint32_t prefix = 0, mask = 0;
+    size_t need = k; /* still to take among keys matching prefix under mask */
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        size_t hist[256] = { 0 };
+        for (size_t i = 0; i < n; i++) {
+            uint32_t a = abs_key(v[i]);
+            if ((a & mask) == prefix)
+                hist[(a >> shift) & 0xffu]++;
+        }
+        /* the bucket holds >= need keys, so this stops at some b >= 0 */
+        size_t above = 0;
+        int b = 255;
+        while (above + hist[b] < need)
+            above += hist[b--];
+        need -= above;
+        prefix |= (uint32_t)b << shift;
+        mask |= 0xffu << shift;
+        if (hist[b] == need) /* the whole bucket is taken: lower bytes do not matter */
+            break;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = abs_key(v[i]) & mask;
+        if (a > prefix) {
+            idx[m++] = base + (uint32_t)i;
+        } else if (a == prefix && need > 0) {
+            idx[m++] = base + (uint32_t)i;
+            need--;
+        }
+    }
+    return m;
+}
+
+static void check_index_range(size_t n)
+{
+    if (n > (size_t)UINT32_MAX + 1)
+        DT_FATAL("top-k: %zu coordinates do not fit 32-bit indices", n);
+}
+
+size_t topk_select(const float *v, size_t n, size_t k, uint32_t *idx)
+{
+    check_index_range(n);
+    return select_into(v, n, k, idx, 0);
+}
+
+size_t topk_compress(const float *g, float *residual, size_t n, const dt_segment *seg, int nseg,
+                     double ratio, uint32_t *idx, float *val)
+{
+    check_index_range(n);
+    size_t end = 0;
+    for (int s = 0; s < nseg; s++) {
+        if (seg[s].offset < end || seg[s].size > n || seg[s].offset > n - seg[s].size)
+            DT_FATAL("top-k: segment %d [%zu, +%zu) is out of order, overlaps or leaves [0, %zu)",
+                     s, seg[s].offset, seg[s].size, n);
+        end = seg[s].offset + seg[s].size;
+    }
+    const float *acc = g;
+    if (residual) { /* the residual becomes acc in place; the sent entries are cleared below */
+        for (size_t i = 0; i < n; i++)
+            residual[i] += g[i];
+        acc = residual;
+    }
+    size_t m = 0;
+    for (int s = 0; s < nseg; s++) {
+        size_t off = seg[s].offset;
+        size_t k = topk_count(seg[s].size, ratio);
+        size_t got = select_into(acc + off, seg[s].size, k, idx + m, (uint32_t)off);
+        for (size_t j = m; j < m + got; j++)
+            val[j] = acc[idx[j]];
+        if (residual)
+            for (size_t j = m; j < m + got; j++)
+                residual[idx[j]] = 0.0f;
+        m += got;
+    }
+    return m;
+}
+
+void sparse_add(float *x, const uint32_t *idx, const float *val, size_t k, float scale)
+{
+    for (size_t j = 0; j < k; j++)
+        x[idx[j]] += scale * val[j];
+}
+
+size_t sparse_bytes(size_t k) { return sizeof(uint32_t) + k * (sizeof(uint32_t) + sizeof(float)); }
+
+size_t sparse_encode(void *buf, const uint32_t *idx, const float *val, size_t k, uint32_t base)
+{
+    if (k > UINT32_MAX)
+        DT_FATAL("sparse update: %zu pairs do not fit a 32-bit count", k);
+    /* memcpy, not casts: the body may start at any offset of a byte buffer */
+    unsigned char *p = buf;
+    uint32_t count = (uint32_t)k;
+    memcpy(p, &count, sizeof count);
+    p += sizeof count;
+    for (size_t j = 0; j < k; j++) {
+        if (idx[j] < base)
+            DT_FATAL("sparse update: index %u below the range start %u", idx[j], base);
+        uint32_t rel = idx[j] - base;
+        memcpy(p + j * sizeof rel, &rel, sizeof rel);
+    }
+    if (k)
+        memcpy(p + k * sizeof(uint32_t), val, k * sizeof(float));
+    return sparse_bytes(k);
+}
+
+int sparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t *idx, float *val,
+                  size_t *k)
+{
+    const unsigned char *p = buf;
+    uint32_t count;
+    if (bytes < sizeof count)
+        return dt_err_set("sparse update: %zu bytes, shorter than its 4-byte count", bytes);
+    memcpy(&count, p, sizeof count);
+    if (count > n || count > cap)
+        return dt_err_set("sparse update: count %u at byte offset 0 exceeds the range of %zu "
+                          "coordinates or the %zu pairs the receiver holds", count, n, cap);
+    if (bytes != sparse_bytes(count))
+        return dt_err_set("sparse update: %zu bytes for count %u, expected 4 + 8 * %u = %zu",
+                          bytes, count, count, sparse_bytes(count));
+    const unsigned char *ib = p + sizeof count;
+    uint32_t prev = 0;
+    for (uint32_t j = 0; j < count; j++) {
+        uint32_t i;
+        memcpy(&i, ib + (size_t)j * sizeof i, sizeof i);
+        size_t at = sizeof count + (size_t)j * sizeof i;
+        if (i >= n)
+            return dt_err_set("sparse update: index %u at byte offset %zu (pair %u) is outside "
+                              "the range [0, %zu)", i, at, j, n);
+        if (j > 0 && i <= prev)
+            return dt_err_set("sparse update: index %u at byte offset %zu (pair %u) does not "
+                              "increase (previous %u)", i, at, j, prev);
+        prev = i;
+    }
+    if (count) {
+        memcpy(idx, ib, (size_t)count * sizeof(uint32_t));
+        memcpy(val, ib + (size_t)count * sizeof(uint32_t), (size_t)count * sizeof(float));
+    }
+    *k = count;
+    return 0;
+}

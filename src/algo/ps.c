@@ -1,0 +1,690 @@
+/* Parameter server (REFERENCE.md §8): ps-async (Downpour-style ASGD, with
+ * optional staleness scaling and top-k compression with error feedback) and
+ * ps-sync (TensorFlow's SyncReplicas: R gradients per global step, stale ones
+ * dropped, backup workers).
+ *
+ * Roles (run/roles.c): ranks 0..S-1 are servers, each holding a balanced
+ * contiguous range of the flat vector with its momentum; then an optional
+ * supervisor; the rest are workers. A worker loops
+ *     fetch (w, clock) from every server -> g = grad F(w) -> push (g, clock)
+ * and each server applies the optimizer to its range as pushes arrive:
+ *     async:  w <- w - lr(clock) * sgd(g / staleness), clock += 1
+ *     sync:   when R pushes computed on the current clock have arrived,
+ *             w <- w - lr(clock) * sgd(mean of them in worker order), clock += 1;
+ *             pushes computed on an older clock are dropped (counted).
+ * Servers answer requests as they arrive (MPI_Waitsome over one posted
+ * receive per client), so a slow worker never holds the others up in ps-async. Workers stop when a
+ * fetch shows the server clock at the step budget, or that a stop (signal)
+ * was requested; the stop request rides on pushes, so every server decides
+ * it at the same clock. At the end the servers' ranges are gathered on every
+ * rank: the evaluated and checkpointed model is the servers' model.
+ *
+ * Wire format, one MPI_BYTE message per (worker, server) and direction:
+ *   to a server:  ps_msg header (tag REQ); a push's body follows (tag DATA):
+ *                 for PUSH_DENSE count floats (the range),
+ *                 for PUSH_SPARSE the pairs in algo/compress.h's format
+ *                 (indices relative to the server's range);
+ *   to a worker:  ps_msg header (kind REPLY, flags), then count floats. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "algo/algo.h"
+#include "algo/compress.h"
+#include "algo/staleness.h"
+#include "core/error.h"
+#include "io/runlog.h"
+#include "run/roles.h"
+#include "run/stop.h"
+#include "run/trainer.h"
+
+enum { TAG_REQ = 41, TAG_REP = 42, TAG_FIN = 43, TAG_DATA = 44 };
+enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY };
+enum { F_STOP = 1, F_END = 2 };    /* flags: stop requested; the run is over */
+
+typedef struct ps_msg {
+    int32_t kind, flags;
+    int64_t clock;                 /* FETCH: the clock wanted (sync); PUSH: the model's clock */
+    int64_t count;                 /* entries that follow */
+} ps_msg;
+
+typedef struct ps_state {
+    int sync, S, sup, W, R;        /* sup: the supervisor's rank, -1 none */
+    size_t *lo;                    /* (S + 1) range bounds: server s holds [lo[s], lo[s+1]) */
+    int64_t budget;                /* server clock at which the run ends */
+    MPI_Comm comm;
+    int role;
+    float ckpt[6];                 /* clock, dropped, stop-at as (hi, lo) floats */
+
+    /* server */
+    int64_t clock, dropped, stop_at;
+    size_t m;                      /* range length */
+    char *inbox;                   /* one request */
+    size_t inbox_bytes;
+    float *g;                      /* (m) the update being applied */
+    float *slots;                  /* sync: (W, m) this clock's gradients */
+    char *have;                    /* sync: (W) */
+    int nhave;
+    int64_t *want;                 /* sync: (W) clock a waiting fetch wants; -1 none */
+    float *scale;                  /* adacomp: (m) */
+    uint32_t *touched;             /* a sparse push: its indices (m) */
+    float *tval;                   /* and values (m) */
+    size_t ntouched;
+    dt_staleness *stale;
+    dt_sgd opt;                    /* a view of the trainer's momentum on the range */
+
+    /* worker */
+    int fetched, stop_sent, ended;
+    int64_t seen_clock;            /* clock of the model in params */
+    float *acc;                    /* (n) gradients summed since the last push */
+    float *residual;               /* (n) topk: what was not sent yet */
+    dt_segment *seg;
+    int nseg;
+    uint32_t *idx;
+    float *val;
+    char **out;                    /* (S) push buffers */
+    char **rep;                    /* (S) reply buffers */
+    MPI_Request *reqs;             /* (2 S) */
+    MPI_Status *sts;               /* (2 S) */
+
+    /* supervisor */
+    double *curve[4];              /* wall, clock, loss, accuracy */
+    int64_t npoints, cap;
+} ps_state;
+
+static const char *const curve_names[4] = { "wall", "clock", "loss", "accuracy" };
+
+static int ps_check(const dt_config *cfg, int nranks, int sync)
+{
+    int S = (int)cfg->ps.servers, sup = cfg->ps.supervisor;
+    int W = nranks - S - sup;
+    if (W < 1)
+        return dt_err_set("algorithm.mode = %s needs ps.servers (%d) + %d supervisor + at least "
+                          "one worker, but has %d rank(s)", cfg->algorithm.mode, S, sup, nranks);
+    if (sync && cfg->ps.replicas > W)
+        return dt_err_set("ps.replicas = %lld: more than the %d worker(s)",
+                          (long long)cfg->ps.replicas, W);
+    if (sync && (cfg->ps.fetch_every != 1 || cfg->ps.push_every != 1))
+        return dt_err_set("algorithm.mode = ps-sync fetches and pushes every step: "
+                          "ps.fetch_every and ps.push_every must be 1");
+    if (sync && strcmp(cfg->ps.staleness, "none") != 0)
+        return dt_err_set("ps.staleness = %s: ps-sync drops stale gradients instead",
+                          cfg->ps.staleness);
+    if (cfg->ps.fetch_every % cfg->ps.push_every != 0 && cfg->ps.push_every % cfg->ps.fetch_every)
+        return dt_err_set("ps.fetch_every = %lld and ps.push_every = %lld: one must divide the "
+                          "other", (long long)cfg->ps.fetch_every, (long long)cfg->ps.push_every);
+    return 0;
+}
+
+static int ps_async_check(const dt_config *cfg, int nranks) { return ps_check(cfg, nranks, 0); }
+static int ps_sync_check(const dt_config *cfg, int nranks) { return ps_check(cfg, nranks, 1); }
+
+static void split_float(int64_t v, float *out)
+{
+    out[0] = (float)(v >> 20);
+    out[1] = (float)(v & ((1 << 20) - 1));
+}
+
+static int64_t join_float(const float *in)
+{
+    return ((int64_t)in[0] << 20) + (int64_t)in[1];
+}
+
+/* The learning rate at server clock c: a clock tick is one push (async) or
+ * one global step (sync); an epoch is every worker's shard once. */
+static float lr_at(dt_trainer *t, const ps_state *s, int64_t c)
+{
+    double epoch = s->sync ? (double)c / (double)t->steps_per_epoch
+                           : (double)c * (double)t->cfg->ps.push_every /
+                                 ((double)t->steps_per_epoch * s->W);
+    return (float)schedule_lr(&t->sched, epoch);
+}
+
+static void ps_setup(dt_trainer *t)
+{
+    ps_state *s = dt_calloc(1, sizeof *s);
+    t->algo_state = s;
+    const dt_config *c = t->cfg;
+    s->sync = strcmp(c->algorithm.mode, "ps-sync") == 0;
+    s->S = (int)c->ps.servers;
+    s->sup = c->ps.supervisor ? s->S : -1;
+    s->W = t->nworkers;
+    s->R = s->sync && c->ps.replicas > 0 ? (int)c->ps.replicas : s->W;
+    s->role = t->roles->mine;
+    s->budget = s->sync ? t->total_steps
+                        : (t->total_steps * s->W + c->ps.push_every - 1) / c->ps.push_every;
+    s->lo = dt_calloc((size_t)s->S + 1, sizeof *s->lo);
+    for (int i = 0; i <= s->S; i++)
+        s->lo[i] = t->n * (size_t)i / (size_t)s->S;
+    MPI_CHECK(MPI_Comm_dup(t->comm, &s->comm));
+    int topk = strcmp(c->ps.compress, "topk") == 0;
+    size_t maxm = 0;
+    for (int i = 0; i < s->S; i++)
+        maxm = s->lo[i + 1] - s->lo[i] > maxm ? s->lo[i + 1] - s->lo[i] : maxm;
+
+    if (s->role == ROLE_SERVER) {
+        int me = t->rank;
+        s->m = s->lo[me + 1] - s->lo[me];
+        s->inbox_bytes = sizeof(ps_msg) + sparse_bytes(s->m);
+        s->inbox = dt_malloc(s->inbox_bytes);
+        s->g = dt_falloc(s->m ? s->m : 1);
+        s->opt = t->opt;
+        s->opt.n = s->m;
+        s->opt.v = t->opt.v + s->lo[me];
+        s->stop_at = -1;
+        s->touched = dt_malloc((s->m ? s->m : 1) * sizeof *s->touched);
+        s->tval = dt_falloc(s->m ? s->m : 1);
+        if (s->sync) {
+            s->slots = dt_falloc((size_t)s->W * (s->m ? s->m : 1));
+            s->have = dt_calloc((size_t)s->W, 1);
+            s->want = dt_malloc((size_t)s->W * sizeof *s->want);
+            for (int w = 0; w < s->W; w++)
+                s->want[w] = -1;
+        }
+        if (strcmp(c->ps.staleness, "adacomp") == 0) {
+            s->stale = staleness_create(s->m, 64);
+            s->scale = dt_falloc(s->m ? s->m : 1);
+        }
+    } else { /* workers and the supervisor fetch */
+        s->rep = dt_calloc((size_t)s->S, sizeof *s->rep);
+        s->reqs = dt_malloc(2 * (size_t)s->S * sizeof *s->reqs);
+        s->sts = dt_malloc(2 * (size_t)s->S * sizeof *s->sts);
+        for (int i = 0; i < s->S; i++)
+            s->rep[i] = dt_malloc(sizeof(ps_msg) + maxm * sizeof(float));
+    }
+    if (s->role == ROLE_WORKER) {
+        s->acc = dt_falloc(t->n);
+        s->out = dt_calloc((size_t)s->S, sizeof *s->out);
+        for (int i = 0; i < s->S; i++)
+            s->out[i] = dt_malloc(sizeof(ps_msg) + sparse_bytes(maxm));
+        if (topk) { /* top-k per tensor: weights and biases separately */
+            s->residual = dt_falloc(t->n);
+            s->nseg = t->net->ntensors;
+            s->seg = dt_calloc((size_t)s->nseg, sizeof *s->seg);
+            for (int i = 0; i < s->nseg; i++)
+                s->seg[i] = (dt_segment){ t->net->tensors[i].offset, t->net->tensors[i].count };
+            size_t cap = topk_capacity(s->seg, s->nseg, c->ps.ratio);
+            s->idx = dt_malloc(cap * sizeof *s->idx);
+            s->val = dt_falloc(cap);
+        }
+    }
+}
+
+/* ---- server ------------------------------------------------------------------ */
+
+static void server_reply(ps_state *s, dt_trainer *t, int to)
+{
+    ps_msg *h = (ps_msg *)s->inbox; /* the inbox is free again: the request was read */
+    int me = t->rank;
+    h->kind = K_REPLY;
+    h->flags = (s->clock >= s->budget ? F_END : 0) |
+               (s->stop_at >= 0 && s->clock >= s->stop_at ? F_STOP : 0);
+    h->clock = s->clock;
+    h->count = (int64_t)s->m;
+    memcpy(s->inbox + sizeof *h, t->params + s->lo[me], s->m * sizeof(float));
+    MPI_CHECK(MPI_Send(s->inbox, (int)(sizeof *h + s->m * sizeof(float)), MPI_BYTE, to, TAG_REP,
+                       s->comm));
+    t->bytes_sent += (int64_t)(s->m * sizeof(float));
+}
+
+/* The pushed gradient, dense over the range, into g; -1 if malformed. */
+static int server_decode(ps_state *s, const ps_msg *h, size_t bytes, float *g)
+{
+    const char *p = (const char *)(h + 1);
+    size_t body = bytes - sizeof *h;
+    if (h->kind == K_PUSH_DENSE) {
+        if ((size_t)h->count != s->m || body != s->m * sizeof(float))
+            return dt_err_set("dense push of %lld values for a range of %zu",
+                              (long long)h->count, s->m);
+        memcpy(g, p, s->m * sizeof(float));
+        return 0;
+    }
+    memset(g, 0, s->m * sizeof(float));
+    if (sparse_decode(p, body, s->m, s->m, s->touched, s->tval, &s->ntouched) != 0)
+        return -1;
+    if ((int64_t)s->ntouched != h->count)
+        return dt_err_set("sparse push: header says %lld pairs, body %zu", (long long)h->count,
+                          s->ntouched);
+    for (size_t i = 0; i < s->ntouched; i++)
+        g[s->touched[i]] = s->tval[i];
+    return 0;
+}
+
+static void server_apply(ps_state *s, dt_trainer *t, const float *g)
+{
+    float lr = lr_at(t, s, s->clock);
+    t->lr = lr;
+    sgd_step(&s->opt, t->params + s->lo[t->rank], g, lr);
+    s->clock++;
+}
+
+/* ps-sync: serve the fetches waiting for the clock just reached. */
+static void server_release(ps_state *s, dt_trainer *t)
+{
+    for (int w = 0; w < s->W; w++)
+        if (s->want[w] >= 0 && (s->want[w] <= s->clock || s->clock >= s->budget ||
+                                (s->stop_at >= 0 && s->clock >= s->stop_at))) {
+            s->want[w] = -1;
+            server_reply(s, t, s->S + (s->sup >= 0) + w);
+        }
+}
+
+static void server_push(ps_state *s, dt_trainer *t, const ps_msg *h, size_t bytes, int w)
+{
+    if ((h->flags & F_STOP) && s->stop_at < 0)
+        s->stop_at = s->sync ? h->clock + 1 : s->clock + 1;
+    if (s->sync) {
+        if (h->clock != s->clock || s->have[w]) {
+            s->dropped++;
+            return;
+        }
+        if (server_decode(s, h, bytes, s->slots + (size_t)w * s->m) != 0)
+            DT_FATAL("server %d: malformed push from worker %d: %s", t->rank, w, dt_err_msg());
+        s->have[w] = 1;
+        if (++s->nhave < s->R)
+            return;
+        /* the mean in worker order: deterministic whichever arrived first */
+        memset(s->g, 0, s->m * sizeof(float));
+        for (int i = 0; i < s->W; i++)
+            if (s->have[i]) {
+                const float *gi = s->slots + (size_t)i * s->m;
+                for (size_t j = 0; j < s->m; j++)
+                    s->g[j] += gi[j];
+                s->have[i] = 0;
+            }
+        const float inv = 1.0f / (float)s->R;
+        for (size_t j = 0; j < s->m; j++)
+            s->g[j] *= inv;
+        s->nhave = 0;
+        server_apply(s, t, s->g);
+        server_release(s, t);
+        return;
+    }
+    if (server_decode(s, h, bytes, s->g) != 0)
+        DT_FATAL("server %d: malformed push from worker %d: %s", t->rank, w, dt_err_msg());
+    if (s->stale) {
+        int64_t d = s->clock - h->clock;
+        if (h->kind == K_PUSH_DENSE) {
+            staleness_scales(s->stale, d, NULL, s->m, s->scale);
+            for (size_t j = 0; j < s->m; j++)
+                s->g[j] *= s->scale[j];
+            staleness_record(s->stale, NULL, 0);
+        } else {
+            staleness_scales(s->stale, d, s->touched, s->ntouched, s->scale);
+            for (size_t j = 0; j < s->ntouched; j++)
+                s->g[s->touched[j]] *= s->scale[j];
+            staleness_record(s->stale, s->touched, s->ntouched);
+        }
+    }
+    server_apply(s, t, s->g);
+}
+
+/* Serve until every worker (and the supervisor) is done. Every client has
+ * a header receive posted; MPI_Waitsome hands over all that arrived, so a
+ * busy worker cannot starve another (a probe for any source may keep
+ * matching the same sender). A push's body follows its header. */
+static void server_run(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    int first = s->S, nc = t->nranks - s->S; /* clients: the supervisor, then workers */
+    int first_worker = s->S + (s->sup >= 0);
+    ps_msg *head = dt_calloc((size_t)nc, sizeof *head);
+    MPI_Request *req = dt_malloc((size_t)nc * sizeof *req);
+    MPI_Status *st = dt_malloc((size_t)nc * sizeof *st);
+    int *ready = dt_malloc((size_t)nc * sizeof *ready);
+    for (int c = 0; c < nc; c++)
+        MPI_CHECK(MPI_Irecv(&head[c], sizeof head[c], MPI_BYTE, first + c, TAG_REQ, s->comm,
+                            &req[c]));
+    int open = nc;
+    while (open > 0) {
+        int nready = 0;
+        MPI_CHECK(MPI_Waitsome(nc, req, &nready, ready, st));
+        for (int r = 0; r < nready; r++) {
+            int c = ready[r], src = first + c, w = src - first_worker;
+            ps_msg h = head[c];
+            if (h.kind == K_FETCH) {
+                if (s->sync && w >= 0 && h.clock > s->clock && s->clock < s->budget &&
+                    !(s->stop_at >= 0 && s->clock >= s->stop_at))
+                    s->want[w] = h.clock;
+                else
+                    server_reply(s, t, src);
+            } else if (h.kind == K_PUSH_DENSE || h.kind == K_PUSH_SPARSE) {
+                size_t body = h.kind == K_PUSH_DENSE ? (size_t)h.count * sizeof(float)
+                                                     : sparse_bytes((size_t)h.count);
+                if (h.count < 0 || (size_t)h.count > s->m || sizeof h + body > s->inbox_bytes)
+                    DT_FATAL("server %d: push of %lld entries from rank %d for a range of %zu",
+                             t->rank, (long long)h.count, src, s->m);
+                memcpy(s->inbox, &h, sizeof h);
+                MPI_CHECK(MPI_Recv(s->inbox + sizeof h, (int)body, MPI_BYTE, src, TAG_DATA,
+                                   s->comm, MPI_STATUS_IGNORE));
+                server_push(s, t, (const ps_msg *)s->inbox, sizeof h + body, w);
+            } else if (h.kind == K_DONE) {
+                open--;
+                if (w >= 0 && open == (s->sup >= 0) && s->sup >= 0 && t->rank == 0)
+                    MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, s->sup, TAG_FIN, s->comm));
+                continue; /* no more requests from this client */
+            } else {
+                DT_FATAL("server %d: unknown request kind %d from rank %d", t->rank, h.kind,
+                         src);
+            }
+            MPI_CHECK(MPI_Irecv(&head[c], sizeof head[c], MPI_BYTE, src, TAG_REQ, s->comm,
+                                &req[c]));
+        }
+        if (stop_poll() && s->stop_at < 0)
+            s->stop_at = s->clock; /* a signal reached this server: end at the next reply */
+        if (s->sync && s->stop_at >= 0)
+            server_release(s, t);
+    }
+    free(head);
+    free(req);
+    free(st);
+    free(ready);
+    t->step = s->clock - 1; /* the loop adds the last one */
+}
+
+/* ---- worker -------------------------------------------------------------------- */
+
+/* Fetch every server's range into params; returns the reply flags. */
+static int worker_fetch(dt_trainer *t, ps_state *s, int64_t want)
+{
+    double t0 = trainer_clock();
+    for (int i = 0; i < s->S; i++) {
+        size_t m = s->lo[i + 1] - s->lo[i];
+        MPI_CHECK(MPI_Irecv(s->rep[i], (int)(sizeof(ps_msg) + m * sizeof(float)), MPI_BYTE, i,
+                            TAG_REP, s->comm, &s->reqs[i]));
+    }
+    ps_msg q = { .kind = K_FETCH, .clock = want };
+    for (int i = 0; i < s->S; i++)
+        MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
+    MPI_CHECK(MPI_Waitall(s->S, s->reqs, s->sts));
+    int flags = 0;
+    for (int i = 0; i < s->S; i++) {
+        const ps_msg *h = (const ps_msg *)s->rep[i];
+        memcpy(t->params + s->lo[i], h + 1, (s->lo[i + 1] - s->lo[i]) * sizeof(float));
+        flags |= h->flags;
+        if (i == 0)
+            s->seen_clock = h->clock;
+    }
+    t->t_wait += trainer_clock() - t0;
+    return flags;
+}
+
+static void worker_push(dt_trainer *t, ps_state *s)
+{
+    double t0 = trainer_clock();
+    size_t k = 0;
+    if (s->residual)
+        k = topk_compress(s->acc, s->residual, t->n, s->seg, s->nseg, t->cfg->ps.ratio, s->idx,
+                          s->val);
+    size_t next = 0; /* the first pair of the next server's range */
+    for (int i = 0; i < s->S; i++) {
+        ps_msg *h = (ps_msg *)s->out[i];
+        size_t m = s->lo[i + 1] - s->lo[i], body;
+        h->flags = s->stop_sent ? F_STOP : 0;
+        h->clock = s->seen_clock;
+        if (s->residual) {
+            size_t first = next;
+            while (next < k && s->idx[next] < s->lo[i + 1])
+                next++;
+            h->kind = K_PUSH_SPARSE;
+            h->count = (int64_t)(next - first);
+            body = sparse_encode(h + 1, s->idx + first, s->val + first, next - first,
+                                 (uint32_t)s->lo[i]);
+        } else {
+            h->kind = K_PUSH_DENSE;
+            h->count = (int64_t)m;
+            memcpy(h + 1, s->acc + s->lo[i], m * sizeof(float));
+            body = m * sizeof(float);
+        }
+        MPI_CHECK(MPI_Isend(h, sizeof *h, MPI_BYTE, i, TAG_REQ, s->comm, &s->reqs[2 * i]));
+        MPI_CHECK(MPI_Isend(h + 1, (int)body, MPI_BYTE, i, TAG_DATA, s->comm,
+                            &s->reqs[2 * i + 1]));
+        t->bytes_sent += (int64_t)body;
+    }
+    MPI_CHECK(MPI_Waitall(2 * s->S, s->reqs, s->sts));
+    memset(s->acc, 0, t->n * sizeof(float));
+    t->t_comm += trainer_clock() - t0;
+}
+
+static void worker_step(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    const dt_config *c = t->cfg;
+    if (!s->fetched) {
+        s->fetched = 1;
+        int f = worker_fetch(t, s, s->sync ? s->seen_clock : 0);
+        if (f & (F_END | F_STOP)) {
+            s->ended = f & F_STOP ? 2 : 1;
+            return;
+        }
+    }
+    trainer_gradient(t, t->params);
+    for (size_t i = 0; i < t->n; i++)
+        s->acc[i] += t->grads[i];
+    int64_t k = t->step + 1;
+    if (c->ps.fetch_every > 1) { /* between fetches the worker steps its own copy */
+        float lr = lr_at(t, s, s->seen_clock);
+        for (size_t i = 0; i < t->n; i++)
+            t->params[i] -= lr * t->grads[i];
+    }
+    if (k % c->ps.push_every == 0)
+        worker_push(t, s);
+    if (k % c->ps.fetch_every == 0) {
+        int f = worker_fetch(t, s, s->sync ? s->seen_clock + 1 : 0);
+        if (f & (F_END | F_STOP))
+            s->ended = f & F_STOP ? 2 : 1;
+    }
+}
+
+/* ---- supervisor ------------------------------------------------------------------ */
+
+static void supervisor_eval(dt_trainer *t, ps_state *s)
+{
+    worker_fetch(t, s, -1);
+    double loss, acc;
+    trainer_evaluate(t, t->params, &loss, &acc);
+    if (s->npoints == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        for (int c = 0; c < 4; c++)
+            s->curve[c] = dt_realloc(s->curve[c], (size_t)s->cap * sizeof(double));
+    }
+    double wall = trainer_clock() - t->wall_start;
+    double v[4] = { wall, (double)s->seen_clock, loss, acc };
+    for (int c = 0; c < 4; c++)
+        s->curve[c][s->npoints] = v[c];
+    s->npoints++;
+    printf("supervisor  wall %.1f s  server clock %lld  test accuracy %.2f%%  loss %.4f\n", wall,
+           (long long)s->seen_clock, 100 * acc, loss);
+    fflush(stdout);
+}
+
+/* Evaluate every ps.eval_seconds until server 0 says the workers are done,
+ * then once more; sleeps between checks. */
+static void supervisor_run(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    MPI_Request fin;
+    MPI_CHECK(MPI_Irecv(NULL, 0, MPI_BYTE, 0, TAG_FIN, s->comm, &fin));
+    double next = trainer_clock() + t->cfg->ps.eval_seconds;
+    for (;;) {
+        int done = 0;
+        MPI_CHECK(MPI_Test(&fin, &done, MPI_STATUS_IGNORE));
+        if (done)
+            break;
+        stop_poll(); /* take part in the job-wide stop rounds */
+        if (trainer_clock() >= next) {
+            supervisor_eval(t, s);
+            next = trainer_clock() + t->cfg->ps.eval_seconds;
+        }
+        nanosleep(&(struct timespec){ 0, 20000000L }, NULL);
+    }
+    supervisor_eval(t, s);
+    ps_msg q = { .kind = K_DONE };
+    for (int i = 0; i < s->S; i++)
+        MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
+}
+
+/* ---- the ops ------------------------------------------------------------------------ */
+
+static void ps_step(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    if (s->role == ROLE_SERVER)
+        server_run(t);
+    else if (s->role == ROLE_SUPERVISOR)
+        supervisor_run(t);
+    else
+        worker_step(t);
+}
+
+static int ps_progress(dt_trainer *t, int stop_local, double *global_steps)
+{
+    ps_state *s = t->algo_state;
+    if (s->role != ROLE_WORKER) {
+        *global_steps = (double)t->step;
+        return 1;
+    }
+    if (stop_local)
+        s->stop_sent = 1;
+    *global_steps = s->sync ? (double)s->seen_clock
+                            : (double)s->seen_clock * t->cfg->ps.push_every / s->W;
+    return s->ended;
+}
+
+/* Workers say they are done; then every rank gets the servers' model. */
+static void ps_finish(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    if (s->role == ROLE_WORKER) {
+        ps_msg q = { .kind = K_DONE };
+        for (int i = 0; i < s->S; i++)
+            MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
+    }
+    int *counts = dt_calloc((size_t)t->nranks, sizeof *counts);
+    int *displs = dt_calloc((size_t)t->nranks, sizeof *displs);
+    for (int i = 0; i < s->S; i++) {
+        counts[i] = (int)(s->lo[i + 1] - s->lo[i]);
+        displs[i] = (int)s->lo[i];
+    }
+    float *model = dt_falloc(t->n);
+    const float *mine = s->role == ROLE_SERVER ? t->params + s->lo[t->rank] : t->params;
+    MPI_CHECK(MPI_Allgatherv(mine, s->role == ROLE_SERVER ? counts[t->rank] : 0, MPI_FLOAT,
+                             model, counts, displs, MPI_FLOAT, s->comm));
+    memcpy(t->params, model, t->n * sizeof(float));
+    free(model);
+    free(counts);
+    free(displs);
+    split_float(s->clock, s->ckpt);
+    split_float(s->dropped, s->ckpt + 2);
+    split_float(s->role == ROLE_WORKER ? s->seen_clock : 0, s->ckpt + 4);
+    int64_t dropped = s->dropped;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_INT64_T, MPI_SUM, s->comm));
+    if (t->rank == 0 && s->sync)
+        printf("ps-sync: %lld stale gradient(s) dropped\n", (long long)dropped);
+}
+
+static const float *ps_model(dt_trainer *t) { return t->params; }
+
+static int ps_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
+{
+    ps_state *s = t->algo_state;
+    int k = 0;
+    if (max < 2)
+        DT_FATAL("ps: no room for its checkpoint arrays");
+    out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6 };
+    if (strcmp(t->cfg->ps.compress, "topk") == 0) {
+        if (!s->residual) /* servers and the supervisor: rectangular datasets */
+            s->residual = dt_falloc(t->n);
+        out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n };
+    }
+    return k;
+}
+
+static void ps_resumed(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    if (s->role == ROLE_SERVER) {
+        s->clock = join_float(s->ckpt);
+        s->dropped = join_float(s->ckpt + 2);
+    } else if (s->role == ROLE_WORKER) {
+        s->seen_clock = join_float(s->ckpt + 4);
+    }
+}
+
+static void ps_record(dt_trainer *t, dt_runlog *log)
+{
+    ps_state *s = t->algo_state;
+    const double *cols[4] = { s->curve[0], s->curve[1], s->curve[2], s->curve[3] };
+    if (s->sup >= 0)
+        runlog_write_series(log, "supervisor", s->sup, s->npoints, 4, curve_names, cols);
+}
+
+static void ps_teardown(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    MPI_CHECK(MPI_Comm_free(&s->comm));
+    for (int i = 0; i < s->S; i++) {
+        if (s->out)
+            free(s->out[i]);
+        if (s->rep)
+            free(s->rep[i]);
+    }
+    free(s->out);
+    free(s->rep);
+    free(s->reqs);
+    free(s->sts);
+    free(s->acc);
+    free(s->residual);
+    free(s->seg);
+    free(s->idx);
+    free(s->val);
+    free(s->inbox);
+    free(s->g);
+    free(s->slots);
+    free(s->have);
+    free(s->want);
+    free(s->scale);
+    free(s->touched);
+    free(s->tval);
+    if (s->stale)
+        staleness_free(s->stale);
+    for (int c = 0; c < 4; c++)
+        free(s->curve[c]);
+    free(s->lo);
+    free(s);
+    t->algo_state = NULL;
+}
+
+const dt_algo algo_ps_async = {
+    .name = "ps-async",
+    .summary = "parameter server, asynchronous: workers fetch, compute and push; servers apply "
+               "pushes as they come; 1 worker equals local",
+    .async = 1,
+    .check = ps_async_check,
+    .setup = ps_setup,
+    .step = ps_step,
+    .model = ps_model,
+    .state = ps_state_arrays,
+    .progress = ps_progress,
+    .finish = ps_finish,
+    .resumed = ps_resumed,
+    .record = ps_record,
+    .teardown = ps_teardown,
+};
+
+const dt_algo algo_ps_sync = {
+    .name = "ps-sync",
+    .summary = "parameter server, synchronous: the mean of R gradients per global step, stale "
+               "ones dropped; R = all workers equals allreduce",
+    .async = 1,
+    .check = ps_sync_check,
+    .setup = ps_setup,
+    .step = ps_step,
+    .model = ps_model,
+    .state = ps_state_arrays,
+    .progress = ps_progress,
+    .finish = ps_finish,
+    .resumed = ps_resumed,
+    .record = ps_record,
+    .teardown = ps_teardown,
+};

@@ -1,0 +1,94 @@
+#!/bin/bash
+# Parameter-server modes: ps-async with one worker is `local` bit for bit
+# (the server applies the optimizer, momentum, weight decay and the
+# learning-rate decay on its clock), also with the model sharded over two
+# servers; ps-sync with every worker is `allreduce` to float tolerance and
+# resumes bit for bit; top-k pushes with error feedback send about ps.ratio
+# of the bytes and still learn; the supervisor's curve is in the record; a
+# slow worker does not hold the others back in ps-async; bad settings fail.
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+set -e
+D=$WORK/deck.ini
+small_deck "$WORK/unused" >"$D"
+a="optim.decay_epochs=1 optim.decay_factor=0.5"
+last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
+ok_run() { [ "$RC" -eq 0 ] || { tail -5 "$WORK/out.txt" | sed 's/^/#   /'; return 1; }; }
+
+run 1 120 "$D" $a algorithm.mode=local run.output_dir="$WORK/local"
+ok_run
+for servers in 1 2; do
+    np=$((servers + 1))
+    run $np 120 "$D" $a algorithm.mode=ps-async ps.servers=$servers run.output_dir="$WORK/pa$servers"
+    if ok_run && "$TEST_BIN/ckcmp" close "$(last "$WORK/pa$servers")" "$(last "$WORK/local")" 0 >/dev/null; then
+        pass "ps-async, $servers server(s) + 1 worker == local, bit for bit (momentum, weight decay, lr decay)"
+    else
+        fail "ps-async with $servers server(s) vs local"
+    fi
+done
+
+run 2 120 "$D" $a algorithm.mode=allreduce run.output_dir="$WORK/ar"
+ok_run
+run 4 120 "$D" $a algorithm.mode=ps-sync ps.servers=2 run.output_dir="$WORK/ps"
+if ok_run && "$TEST_BIN/ckcmp" close "$(last "$WORK/ps")" "$(last "$WORK/ar")" 1e-5 >/dev/null; then
+    pass "ps-sync, 2 servers + 2 workers (R = all) == allreduce on 2 ranks within 1e-5"
+else
+    fail "ps-sync vs allreduce"
+fi
+
+# resume: 10 steps, then on to the end, equals the uninterrupted run
+run 4 120 "$D" $a algorithm.mode=ps-sync ps.servers=2 run.output_dir="$WORK/psr" run.max_steps=10
+run 4 120 "$D" $a algorithm.mode=ps-sync ps.servers=2 run.output_dir="$WORK/psr" run.resume=true
+if ok_run && grep -q "resumed from" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/psr")" "$(last "$WORK/ps")" params momentum >/dev/null; then
+    pass "ps-sync: 10 steps + resume == uninterrupted, bit for bit"
+else
+    fail "ps-sync resume"
+fi
+
+# top-k with error feedback, and the supervisor
+run 5 120 "$D" algorithm.mode=ps-async ps.servers=2 ps.supervisor=true ps.eval_seconds=0.2 \
+    ps.compress=topk ps.ratio=0.05 run.output_dir="$WORK/topk" run.test_delay_rank=3 run.test_delay_ms=10
+acc=$(grep -o 'final test accuracy [0-9.]*' "$WORK/out.txt" | grep -o '[0-9.]*$' || echo 0)
+if ok_run && awk -v a="$acc" 'BEGIN { exit !(a >= 80) }'; then
+    pass "ps-async with top-k 5% and error feedback learns (final accuracy $acc%)"
+else
+    fail "ps-async top-k (accuracy $acc%)"
+fi
+if "$DTRAIN_POST" csv "$WORK/topk/run.h5" -o "$WORK/topk/csv" >/dev/null &&
+   [ "$(wc -l <"$WORK/topk/csv/supervisor.csv")" -ge 3 ]; then
+    pass "supervisor curve in the record: $(($(wc -l <"$WORK/topk/csv/supervisor.csv") - 1)) evaluations (supervisor.csv)"
+else
+    fail "supervisor curve"
+fi
+"$DTRAIN_POST" csv "$WORK/pa1/run.h5" -o "$WORK/pa1/csv" >/dev/null
+# bytes a worker pushed per step: top-k sends (index, value) pairs for 5%
+dense=$(awk -F, 'NR > 1 && $3 == 1 && $13 > b { b = $13; s = $1 } END { print b / s }' "$WORK/pa1/csv/train.csv")
+sparse=$(awk -F, 'NR > 1 && $3 == 3 && $13 > b { b = $13; s = $1 } END { print b / s }' "$WORK/topk/csv/train.csv")
+if awk -v d="$dense" -v s="$sparse" 'BEGIN { r = s / d; exit !(r > 0.09 && r < 0.11) }'; then
+    pass "top-k 5% pushes $(awk -v d="$dense" -v s="$sparse" 'BEGIN { printf "%.3f", s / d }') of the dense bytes per step (pairs: 2 x 5%)"
+else
+    fail "top-k bytes per step: $sparse vs dense $dense"
+fi
+
+# a slow worker (300 ms per step) does not hold the two others back
+run 4 120 "$D" algorithm.mode=ps-async run.output_dir="$WORK/slow" run.test_delay_rank=1 \
+    run.test_delay_ms=300 model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 \
+    run.max_steps=40 run.log_every=1
+"$DTRAIN_POST" csv "$WORK/slow/run.h5" -o "$WORK/slow/csv" >/dev/null
+steps=$(awk -F, 'NR > 1 { if ($1 > s[$3]) s[$3] = $1 } END { print s[1], s[2], s[3] }' "$WORK/slow/csv/train.csv")
+if ok_run && echo "$steps" | awk '{ exit !($1 * 3 < $2 && $1 * 3 < $3) }'; then
+    pass "ps-async: slow worker $(echo $steps | cut -d' ' -f1) steps, the others $(echo $steps | cut -d' ' -f2-) (not held back)"
+else
+    fail "ps-async slow worker: steps per worker $steps"
+fi
+
+# bad settings
+run 2 30 "$D" algorithm.mode=ps-async ps.servers=2
+expect_fail "no worker left" "ps.servers \(2\) \+ 0 supervisor \+ at least one worker, but has 2"
+run 3 30 "$D" algorithm.mode=ps-sync ps.replicas=3
+expect_fail "more replicas than workers" "ps.replicas = 3: more than the 2 worker"
+run 1 30 "$D" algorithm.mode=ps-async ps.ratio=0
+expect_fail "compression ratio 0" "ps.ratio = 0: expected a number in \(0, 1\]"
+run 3 30 "$D" algorithm.mode=ps-sync ps.fetch_every=2
+expect_fail "ps-sync with fetch_every" "ps-sync fetches and pushes every step"
+finish
