@@ -45,21 +45,37 @@ else
     fail "ps-sync resume"
 fi
 
-# top-k with error feedback, and the supervisor
+# top-k with error feedback and the staleness rule, and the supervisor
 run 5 120 "$D" algorithm.mode=ps-async ps.servers=2 ps.supervisor=true ps.eval_seconds=0.2 \
-    ps.compress=topk ps.ratio=0.05 run.output_dir="$WORK/topk" run.test_delay_rank=3 run.test_delay_ms=10
+    ps.compress=topk ps.ratio=0.05 ps.staleness=adacomp run.output_dir="$WORK/topk" \
+    run.test_delay_rank=3 run.test_delay_ms=10
 acc=$(grep -o 'final test accuracy [0-9.]*' "$WORK/out.txt" | grep -o '[0-9.]*$' || echo 0)
 if ok_run && awk -v a="$acc" 'BEGIN { exit !(a >= 80) }'; then
-    pass "ps-async with top-k 5% and error feedback learns (final accuracy $acc%)"
+    pass "ps-async with top-k 5%, error feedback and adacomp staleness learns (final accuracy $acc%)"
 else
     fail "ps-async top-k (accuracy $acc%)"
 fi
-if "$DTRAIN_POST" csv "$WORK/topk/run.h5" -o "$WORK/topk/csv" >/dev/null &&
-   [ "$(wc -l <"$WORK/topk/csv/supervisor.csv")" -ge 3 ]; then
-    pass "supervisor curve in the record: $(($(wc -l <"$WORK/topk/csv/supervisor.csv") - 1)) evaluations (supervisor.csv)"
+# the supervisor's curve: clocks never go back, the last evaluation saw the final model
+"$DTRAIN_POST" csv "$WORK/topk/run.h5" -o "$WORK/topk/csv" >/dev/null || true
+clock=$(awk -F, 'NR > 1 && $3 == 0 && $1 > c { c = $1 } END { print c + 0 }' "$WORK/topk/csv/train.csv")
+curve=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { c = $col["clock"]; if (c < last) bad = 1; last = c; n++ }
+    END { print n + 0, last + 0, bad + 0 }' "$WORK/topk/csv/supervisor.csv" 2>/dev/null)
+if [ "$(echo $curve | cut -d' ' -f1)" -ge 1 ] && [ "$(echo $curve | cut -d' ' -f2)" = "$clock" ] &&
+   [ "$(echo $curve | cut -d' ' -f3)" = 0 ]; then
+    pass "supervisor curve in the record: $(echo $curve | cut -d' ' -f1) evaluation(s), clocks non-decreasing, the last at the final clock $clock"
 else
-    fail "supervisor curve"
+    fail "supervisor curve (evaluations, last clock, went back: $curve; final clock $clock)"
 fi
+# every push a server applied is in its staleness histogram
+for srv in 0 1; do
+    n=$(awk -F, 'NR > 1 { s += $2 } END { print s + 0 }' "$WORK/topk/csv/server${srv}_staleness.csv" 2>/dev/null)
+    if [ -n "$n" ] && [ "$n" -eq "$clock" ] && [ "$n" -gt 0 ]; then
+        pass "server $srv staleness histogram counts its $n pushes"
+    else
+        fail "server $srv staleness histogram: $n pushes counted, clock $clock"
+    fi
+done
 "$DTRAIN_POST" csv "$WORK/pa1/run.h5" -o "$WORK/pa1/csv" >/dev/null
 # bytes a worker pushed per step: top-k sends (index, value) pairs for 5%
 dense=$(awk -F, 'NR > 1 && $3 == 1 && $13 > b { b = $13; s = $1 } END { print b / s }' "$WORK/pa1/csv/train.csv")

@@ -41,6 +41,7 @@
 enum { TAG_REQ = 41, TAG_REP = 42, TAG_FIN = 43, TAG_DATA = 44 };
 enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY };
 enum { F_STOP = 1, F_END = 2 };    /* flags: stop requested; the run is over */
+enum { HIST_DELAYS = 64 };
 
 typedef struct ps_msg {
     int32_t kind, flags;
@@ -72,6 +73,8 @@ typedef struct ps_state {
     size_t ntouched;
     dt_staleness *stale;
     dt_sgd opt;                    /* a view of the trainer's momentum on the range */
+    double hist_delay[HIST_DELAYS + 1]; /* pushes by delay d (last bin: d >= HIST_DELAYS) */
+    double *hist_queue;            /* (clients + 1) requests ready per wait, by count */
 
     /* worker */
     int fetched, stop_sent, ended;
@@ -281,6 +284,7 @@ static void server_push(ps_state *s, dt_trainer *t, const ps_msg *h, size_t byte
         if (server_decode(s, h, bytes, s->slots + (size_t)w * s->m) != 0)
             DT_FATAL("server %d: malformed push from worker %d: %s", t->rank, w, dt_err_msg());
         s->have[w] = 1;
+        s->hist_delay[0]++;
         if (++s->nhave < s->R)
             return;
         /* the mean in worker order: deterministic whichever arrived first */
@@ -302,8 +306,9 @@ static void server_push(ps_state *s, dt_trainer *t, const ps_msg *h, size_t byte
     }
     if (server_decode(s, h, bytes, s->g) != 0)
         DT_FATAL("server %d: malformed push from worker %d: %s", t->rank, w, dt_err_msg());
+    int64_t d = s->clock - h->clock;
+    s->hist_delay[d < HIST_DELAYS ? d : HIST_DELAYS]++;
     if (s->stale) {
-        int64_t d = s->clock - h->clock;
         if (h->kind == K_PUSH_DENSE) {
             staleness_scales(s->stale, d, NULL, s->m, s->scale);
             for (size_t j = 0; j < s->m; j++)
@@ -336,9 +341,11 @@ static void server_run(dt_trainer *t)
         MPI_CHECK(MPI_Irecv(&head[c], sizeof head[c], MPI_BYTE, first + c, TAG_REQ, s->comm,
                             &req[c]));
     int open = nc;
+    s->hist_queue = dt_calloc((size_t)nc + 1, sizeof *s->hist_queue);
     while (open > 0) {
         int nready = 0;
         MPI_CHECK(MPI_Waitsome(nc, req, &nready, ready, st));
+        s->hist_queue[nready]++;
         for (int r = 0; r < nready; r++) {
             int c = ready[r], src = first + c, w = src - first_worker;
             ps_msg h = head[c];
@@ -611,12 +618,31 @@ static void ps_resumed(dt_trainer *t)
     }
 }
 
+/* The supervisor's curve, and each server's histograms: pushes by
+ * staleness (delay in clock ticks; sync: pushes taken, all on the current
+ * clock) and requests ready per wait (the queue a server found). */
 static void ps_record(dt_trainer *t, dt_runlog *log)
 {
     ps_state *s = t->algo_state;
     const double *cols[4] = { s->curve[0], s->curve[1], s->curve[2], s->curve[3] };
     if (s->sup >= 0)
         runlog_write_series(log, "supervisor", s->sup, s->npoints, 4, curve_names, cols);
+    int nc = t->nranks - s->S;
+    double *x = dt_malloc((size_t)(nc > HIST_DELAYS ? nc : HIST_DELAYS) * sizeof *x + sizeof *x);
+    for (int i = 0; i <= (nc > HIST_DELAYS ? nc : HIST_DELAYS); i++)
+        x[i] = i;
+    for (int i = 0; i < s->S; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "server%d_staleness", i);
+        const double *h1[2] = { x, s->hist_delay };
+        runlog_write_series(log, name, i, HIST_DELAYS + 1, 2,
+                            (const char *const[]){ "delay", "pushes" }, h1);
+        snprintf(name, sizeof name, "server%d_queue", i);
+        const double *h2[2] = { x, s->hist_queue };
+        runlog_write_series(log, name, i, nc + 1, 2,
+                            (const char *const[]){ "ready", "waits" }, h2);
+    }
+    free(x);
 }
 
 static void ps_teardown(dt_trainer *t)
@@ -646,6 +672,7 @@ static void ps_teardown(dt_trainer *t)
     free(s->scale);
     free(s->touched);
     free(s->tval);
+    free(s->hist_queue);
     if (s->stale)
         staleness_free(s->stale);
     for (int c = 0; c < 4; c++)

@@ -232,53 +232,83 @@ static int write_checked(FILE *f, const char *path)
     return 0;
 }
 
-/* The parameter-server supervisor's curve, when the record has one:
- * supervisor.csv with wall,clock,loss,accuracy. */
-static int supervisor_csv(const char *path, const char *outdir)
+/* Every other top-level group of the record is a series written by one
+ * rank (runlog_write_series: the parameter server's supervisor curve and
+ * histograms): each becomes <name>.csv, one column per dataset. */
+static int series_csv(const char *path, const char *outdir)
 {
-    static const char *const cols[4] = { "wall", "clock", "loss", "accuracy" };
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0)
         return dt_err_set("%s: cannot reopen", path);
-    if (H5Lexists(file, "/supervisor", H5P_DEFAULT) <= 0) {
-        H5Fclose(file);
-        return 0;
-    }
-    double *v[4] = {0};
-    size_t rows = 0, r = 0;
+    H5G_info_t info;
     int rc = -1;
-    for (int c = 0; c < 4; c++) {
-        if (!(v[c] = table_read(file, path, "supervisor", cols[c], 0, 1, &r)) ||
-            (c > 0 && r != rows))
-            goto out;
-        rows = r;
+    if (H5Gget_info(file, &info) < 0) {
+        dt_err_set("%s: cannot list its groups", path);
+        goto out_file;
     }
-    char spath[PATH_MAX];
-    if (path_fmt(spath, sizeof spath, "%s/supervisor.csv", outdir) != 0)
-        goto out;
-    FILE *f = fopen(spath, "w");
-    if (!f) {
-        dt_err_set("%s: cannot create: %s", spath, strerror(errno));
-        goto out;
-    }
-    fputs("wall,clock,loss,accuracy\n", f);
-    for (size_t i = 0; i < rows; i++) {
-        fmt_g(f, v[0][i]);
-        fputc(',', f);
-        fmt_value(f, v[1][i], 1);
-        for (int c = 2; c < 4; c++) {
-            fputc(',', f);
-            fmt_g(f, v[c][i]);
+    for (hsize_t gi = 0; gi < info.nlinks; gi++) {
+        char gname[128], cname[128];
+        if (H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, gi, gname, sizeof gname,
+                               H5P_DEFAULT) < 0) {
+            dt_err_set("%s: cannot read the name of group %llu", path, (unsigned long long)gi);
+            goto out_file;
         }
-        fputc('\n', f);
+        if (!strcmp(gname, "train") || !strcmp(gname, "eval"))
+            continue;
+        hid_t g = H5Gopen2(file, gname, H5P_DEFAULT);
+        H5G_info_t gin;
+        if (g < 0 || H5Gget_info(g, &gin) < 0 || gin.nlinks == 0 || gin.nlinks > 16) {
+            if (g >= 0)
+                H5Gclose(g);
+            continue; /* not a series */
+        }
+        int nc = (int)gin.nlinks;
+        double *col[16] = {0};
+        char names[16][128];
+        size_t rows = 0, r = 0;
+        int ok = 1;
+        for (int c = 0; c < nc && ok; c++) {
+            ok = H5Lget_name_by_idx(g, ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, (hsize_t)c, cname,
+                                    sizeof cname, H5P_DEFAULT) >= 0 ||
+                 H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, (hsize_t)c, cname,
+                                    sizeof cname, H5P_DEFAULT) >= 0;
+            if (!ok)
+                break;
+            snprintf(names[c], sizeof names[c], "%s", cname);
+            col[c] = table_read(file, path, gname, cname, 0, 1, &r);
+            ok = col[c] && (c == 0 || r == rows);
+            rows = r;
+        }
+        H5Gclose(g);
+        char spath[PATH_MAX];
+        FILE *f = NULL;
+        if (ok && path_fmt(spath, sizeof spath, "%s/%s.csv", outdir, gname) == 0 &&
+            (f = fopen(spath, "w"))) {
+            for (int c = 0; c < nc; c++)
+                fprintf(f, "%s%s", c ? "," : "", names[c]);
+            fputc('\n', f);
+            for (size_t i = 0; i < rows; i++)
+                for (int c = 0; c < nc; c++) {
+                    if (c)
+                        fputc(',', f);
+                    fmt_g(f, col[c][i]);
+                    if (c == nc - 1)
+                        fputc('\n', f);
+                }
+            ok = write_checked(f, spath) == 0;
+            if (ok)
+                printf("%s\n", spath);
+        } else if (ok) {
+            dt_err_set("%s/%s.csv: cannot create: %s", outdir, gname, strerror(errno));
+            ok = 0;
+        }
+        for (int c = 0; c < nc; c++)
+            free(col[c]);
+        if (!ok)
+            goto out_file;
     }
-    if (write_checked(f, spath) != 0)
-        goto out;
-    printf("%s\n", spath);
     rc = 0;
-out:
-    for (int c = 0; c < 4; c++)
-        free(v[c]);
+out_file:
     H5Fclose(file);
     return rc;
 }
@@ -360,7 +390,7 @@ static int cmd_csv(const char *path, const char *outdir)
     if (write_checked(f, epath) != 0)
         return -1;
     printf("%s\n%s\n", tpath, epath);
-    return supervisor_csv(path, outdir);
+    return series_csv(path, outdir);
 }
 
 /* ---- summary --------------------------------------------------------------- */
