@@ -27,6 +27,10 @@
 enum { N = 257 };  /* parameters: odd, not a multiple of a vector width */
 static int rank, nranks;
 static char graph[256];
+static double easgd_beta = 0.9;          /* easgd settings for make_trainer */
+static int64_t easgd_tau = 1;
+static const char *easgd_center = "replicated";
+static int same_start;                   /* make_trainer: every rank starts at x0(0) */
 
 /* Initial vector of rank r: distinct per rank and coordinate. */
 static float x0(int r, size_t i) { return (float)(r * 1.5 - 2.0 + 0.01 * (double)(i % 17)); }
@@ -54,6 +58,9 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const char *mode, const 
     snprintf(cfg->algorithm.graph_file, sizeof cfg->algorithm.graph_file, "%s", graph);
     snprintf(cfg->algorithm.dpsgd_order, sizeof cfg->algorithm.dpsgd_order, "cta");
     cfg->algorithm.peers = peers;
+    cfg->easgd.beta = easgd_beta;
+    cfg->easgd.tau = easgd_tau;
+    snprintf(cfg->easgd.center, sizeof cfg->easgd.center, "%s", easgd_center);
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
     t->comm = MPI_COMM_WORLD;
@@ -63,7 +70,7 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const char *mode, const 
     t->params = dt_falloc(N);
     t->grads = dt_falloc(N);
     for (size_t i = 0; i < N; i++)
-        t->params[i] = x0(rank, i);
+        t->params[i] = x0(same_start ? 0 : rank, i);
     sgd_init(&t->opt, N, 0.0, 0.0, false);
     t->lr = lr;
     t->weight = 1.0f;
@@ -263,6 +270,81 @@ static void test_adpsgd(void)
     free_trainer(&t);
 }
 
+/* f_r(x) = |x - a_r|^2 / 2 on rank r: gradient x - a_r. */
+static float quad_a(int r, size_t i) { return (float)(0.3 * (r + 1) - 0.002 * (double)i); }
+
+static void quad_gradient(dt_trainer *t, const float *x)
+{
+    for (size_t i = 0; i < t->n; i++)
+        t->grads[i] = x[i] - quad_a(t->rank, i);
+}
+
+/* EASGD against its recursion (REFERENCE.md §9), simulated in double for
+ * every rank: every tau steps, from pre-update values,
+ *   c <- c + beta (mean x - c),  x_r <- x_r - lr g_r(x_r) - (beta/n)(x_r - c);
+ * else x_r <- x_r - lr g_r(x_r). With beta = 0 every replica is its own
+ * local run, bit for bit against the same float arithmetic. */
+static void test_easgd(const char *center, double beta, int64_t tau)
+{
+    easgd_beta = beta;
+    easgd_tau = tau;
+    easgd_center = center;
+    const float lr = 0.1f;
+    dt_trainer t;
+    dt_config cfg;
+    same_start = 1; /* EASGD starts from one model, as the runtime's broadcast gives */
+    make_trainer(&t, &cfg, "easgd", "auto", 1, quad_gradient, lr);
+    same_start = 0;
+    double *x = malloc((size_t)nranks * N * sizeof *x), *c = malloc(N * sizeof *c);
+    float *xf = malloc(N * sizeof *xf);
+    for (size_t i = 0; i < N; i++) {
+        c[i] = x0(0, i);
+        xf[i] = x0(0, i);
+        for (int r = 0; r < nranks; r++)
+            x[(size_t)r * N + i] = x0(0, i);
+    }
+    const int steps = 24;
+    double worst = 0, worst_c = 0;
+    int exact = 1;
+    for (int s = 0; s < steps; s++) {
+        t.algo->step(&t);
+        t.step++;
+        int comm = (s + 1) % tau == 0;
+        for (size_t i = 0; i < N; i++) {
+            double mean = 0;
+            for (int r = 0; r < nranks; r++)
+                mean += x[(size_t)r * N + i] / nranks;
+            double cold = c[i];
+            if (comm)
+                c[i] += beta * (mean - cold);
+            for (int r = 0; r < nranks; r++) {
+                double *xr = &x[(size_t)r * N + i];
+                double pull = comm ? beta / nranks * (*xr - cold) : 0;
+                *xr = *xr - lr * (*xr - quad_a(r, i)) - pull;
+            }
+            float g = xf[i] - quad_a(rank, i);
+            xf[i] -= lr * g;
+            worst = fmax(worst, fabs(t.params[i] - x[(size_t)rank * N + i]));
+            worst_c = fmax(worst_c, fabs(t.algo->model(&t)[i] - c[i]));
+            exact &= t.params[i] == xf[i];
+        }
+    }
+    worst = max_all(worst);
+    worst_c = max_all(worst_c);
+    exact = (int)-max_all(-(double)exact);
+    if (rank == 0) {
+        CHECK(worst < 1e-5 && worst_c < 1e-5, "easgd (%s center, beta %.2g, tau %lld): %d steps "
+              "follow the recursion (max err replicas %.1e, center %.1e)", center, beta,
+              (long long)tau, steps, worst, worst_c);
+        if (beta == 0)
+            CHECK(exact, "easgd with beta 0: every replica equals its own local run bit for bit");
+    }
+    free(x);
+    free(c);
+    free(xf);
+    free_trainer(&t);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -280,6 +362,10 @@ int main(int argc, char **argv)
     test_osgp_full_gradient();
     if (nranks % 2 == 0)
         test_adpsgd();
+    test_easgd("replicated", 0.9, 1);
+    test_easgd("replicated", 0.5, 3);
+    test_easgd("root", 0.5, 2);
+    test_easgd("replicated", 0.0, 2);
     if (rank == 0)
         unlink(graph);
     int rc = rank == 0 ? tap_done() : 0;

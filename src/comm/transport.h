@@ -23,6 +23,8 @@ struct dt_transport {
     int rank, size;
     /* buf <- sum over ranks of buf (in place) */
     void (*allreduce_sum)(dt_transport *t, float *buf, size_t n);
+    /* on root: buf <- sum over ranks of buf (in place); elsewhere buf is unchanged */
+    void (*reduce_sum)(dt_transport *t, float *buf, size_t n, int root);
     /* buf <- root's buf */
     void (*bcast)(dt_transport *t, float *buf, size_t n, int root);
     void (*isend)(dt_transport *t, const float *buf, size_t n, int peer, int tag, dt_request *r);

@@ -15,6 +15,15 @@ static void mpi_allreduce_sum(dt_transport *t, float *buf, size_t n)
     }
 }
 
+static void mpi_reduce_sum(dt_transport *t, float *buf, size_t n, int root)
+{
+    for (size_t off = 0; off < n; off += CHUNK) {
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        MPI_CHECK(MPI_Reduce(t->rank == root ? MPI_IN_PLACE : buf + off, buf + off, cnt,
+                             MPI_FLOAT, MPI_SUM, root, t->comm));
+    }
+}
+
 static void mpi_bcast(dt_transport *t, float *buf, size_t n, int root)
 {
     for (size_t off = 0; off < n; off += CHUNK) {
@@ -73,6 +82,7 @@ dt_transport *transport_mpi_create(MPI_Comm comm)
     MPI_CHECK(MPI_Comm_rank(t->comm, &t->rank));
     MPI_CHECK(MPI_Comm_size(t->comm, &t->size));
     t->allreduce_sum = mpi_allreduce_sum;
+    t->reduce_sum = mpi_reduce_sum;
     t->bcast = mpi_bcast;
     t->isend = mpi_isend;
     t->irecv = mpi_irecv;

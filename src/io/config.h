@@ -74,6 +74,11 @@ typedef struct dt_config {
         int64_t replicas;         /* ps-sync: gradients per global step; 0: all workers */
         double eval_seconds;      /* supervisor: seconds between evaluations */
     } ps;
+    struct {                      /* algo/easgd.c */
+        double beta;              /* moving rate of the center; alpha = beta / ranks */
+        int64_t tau;              /* steps between elastic updates */
+        char center[16];          /* replicated | root */
+    } easgd;
     struct {
         char device[16];          /* cpu (cuda: a later backend) */
         int64_t threads;          /* BLAS threads per rank */

@@ -73,6 +73,7 @@ typedef struct deck_key {
 #define GT(x) .bounds = B_LO_OPEN, .lo = (x)
 #define IN_CLOSED_OPEN(a, b) .bounds = B_LO | B_HI_OPEN, .lo = (a), .hi = (b)
 #define IN_OPEN_CLOSED(a, b) .bounds = B_LO_OPEN | B_HI, .lo = (a), .hi = (b)
+#define IN_CLOSED_CLOSED(a, b) .bounds = B_LO | B_HI, .lo = (a), .hi = (b)
 /* for counts the rest of dtrain keeps in an int */
 #define IN_INT(a) .bounds = B_LO | B_HI, .lo = (a), .hi = INT_MAX
 
@@ -113,10 +114,11 @@ static const deck_key keys[] = {
      .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
 
     {"algorithm", "mode", KT_ENUM, "local",
-     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync",
+     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd",
      AT(algorithm.mode, char *),
      .doc = "local: single-rank reference; allreduce: gradients averaged every step; "
-            "dpsgd, sgp, osgp, adpsgd: gossip; ps-async, ps-sync: parameter server (see --help)"},
+            "dpsgd, sgp, osgp, adpsgd: gossip; ps-async, ps-sync: parameter server; easgd: "
+            "elastic averaging (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
      .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
      AT(algorithm.topology, char *),
@@ -219,6 +221,15 @@ static const deck_key keys[] = {
             "workers leaves backup workers"},
     {"ps", "eval_seconds", KT_DOUBLE, "60", GT(0), AT(ps.eval_seconds, double),
      .doc = "supervisor: seconds between evaluations of the whole test set"},
+
+    {"easgd", "beta", KT_DOUBLE, "0.9", IN_CLOSED_CLOSED(0, 1), AT(easgd.beta, double),
+     .doc = "easgd: moving rate of the center; each replica moves by alpha = beta / ranks"},
+    {"easgd", "tau", KT_INT, "1", IN_INT(1), AT(easgd.tau, int64_t),
+     .doc = "easgd: steps between elastic updates (the communication period)"},
+    {"easgd", "center", KT_ENUM, "replicated", .choices = "replicated|root",
+     AT(easgd.center, char *),
+     .doc = "easgd: replicated (one allreduce of x_i per update, every rank keeps the center) "
+            "or root (reduce to rank 0, which updates the center and broadcasts it)"},
 
     {"compute", "device", KT_ENUM, "cpu", .choices = "cpu", AT(compute.device, char *),
      .hint = "cuda is not built in this release", .doc = "where the model runs"},
