@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "algo/lsgd.h"
 #include "core/error.h"
 #include "run/trainer.h"
 #include "tap.h"
@@ -31,6 +32,7 @@ static double easgd_beta = 0.9;          /* easgd settings for make_trainer */
 static int64_t easgd_tau = 1;
 static const char *easgd_center = "replicated";
 static int same_start;                   /* make_trainer: every rank starts at x0(0) */
+static dt_config lsgd_cfg;               /* lsgd settings for make_trainer */
 
 /* Initial vector of rank r: distinct per rank and coordinate. */
 static float x0(int r, size_t i) { return (float)(r * 1.5 - 2.0 + 0.01 * (double)(i % 17)); }
@@ -61,6 +63,7 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const char *mode, const 
     cfg->easgd.beta = easgd_beta;
     cfg->easgd.tau = easgd_tau;
     snprintf(cfg->easgd.center, sizeof cfg->easgd.center, "%s", easgd_center);
+    cfg->lsgd = lsgd_cfg.lsgd;
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
     t->comm = MPI_COMM_WORLD;
@@ -345,6 +348,99 @@ static void test_easgd(const char *center, double beta, int64_t tau)
     free_trainer(&t);
 }
 
+/* Zero gradient; the loss of rank r is 1 + |r - 2| (+ r/100 for odd r when
+ * ties are not wanted): rank 2 leads overall. */
+static void leader_loss(dt_trainer *t, const float *x)
+{
+    (void)x;
+    memset(t->grads, 0, t->n * sizeof *t->grads);
+    t->loss_sum += 1.0 + abs(t->rank - 2) + 0.01 * t->rank;
+}
+
+static void lsgd_set(int64_t group, double cl, double cg, double pl, double pg, int64_t taul,
+                     int64_t taug)
+{
+    lsgd_cfg.lsgd.group_size = group;
+    lsgd_cfg.lsgd.c_local = cl;
+    lsgd_cfg.lsgd.c_global = cg;
+    lsgd_cfg.lsgd.p_local = pl;
+    lsgd_cfg.lsgd.p_global = pg;
+    lsgd_cfg.lsgd.tau_local = taul;
+    lsgd_cfg.lsgd.tau_global = taug;
+    lsgd_cfg.lsgd.loss_window = 3;
+}
+
+/* LSGD: leader choice on hand-made losses; the per-step pull towards the
+ * last broadcast leader on a closed form; a distributed step pulls every
+ * rank towards the broadcast leaders exactly as (1 - c) x + c x_leader. */
+static void test_lsgd(void)
+{
+    const double l1[] = { 3, 1, 1, 2 }, l2[] = { 0.5, 0.5, 0.5, 0.5 }, l3[] = { 4, 3, 2, 1 };
+    if (rank == 0) {
+        CHECK(lsgd_leader(l1, 0, 4) == 1 && lsgd_leader(l2, 0, 4) == 0 &&
+                  lsgd_leader(l3, 0, 4) == 3 && lsgd_leader(l3, 0, 2) == 1 &&
+                  lsgd_leader(l1, 2, 2) == 2 && lsgd_leader(l2, 2, 2) == 2,
+              "lsgd leader: lowest loss, ties to the lowest rank, within a group's range");
+    }
+    /* per-step pull: lr 0, no distributed step within the test */
+    lsgd_set(nranks, 0.1, 0.1, 0.1, 0.5, 1000, 1000);
+    dt_trainer t;
+    dt_config cfg;
+    same_start = 1;
+    make_trainer(&t, &cfg, "lsgd", "auto", 1, leader_loss, 0.0f);
+    same_start = 0;
+    t.total_steps = 1000000;
+    t.steps_per_epoch = 10;
+    for (size_t i = 0; i < N; i++) /* replicas move away from the leader x0(0) */
+        t.params[i] = x0(rank, i);
+    const int K = 30;
+    double global = 0, err = 0;
+    for (int k = 0; k < K; k++) {
+        t.algo->step(&t);
+        t.step++;
+        t.algo->progress(&t, 0, &global);
+    }
+    const double q = pow(1.0 - 0.5 / 1000, K);
+    for (size_t i = 0; i < N; i++)
+        err = fmax(err, fabs(t.params[i] - (x0(0, i) + q * (x0(rank, i) - x0(0, i)))));
+    err = max_all(err);
+    if (rank == 0)
+        CHECK(err < 5e-5, "lsgd: %d local steps pull x - xg down by (1 - p/tau)^k exactly "
+              "(max err %.1e)", K, err);
+    free_trainer(&t);
+
+    /* distributed steps: no per-step pull; groups of 2, local leader every
+     * tau_local, global every 2 tau_local */
+    if (nranks % 2)
+        return;
+    lsgd_set(2, 0.25, 0.5, 0, 0, 2, 4);
+    make_trainer(&t, &cfg, "lsgd", "auto", 1, leader_loss, 0.0f);
+    t.total_steps = 1000000;
+    t.steps_per_epoch = 10;
+    /* the first distributed step is due once 2 * nranks local steps were
+     * taken in all: every rank steps until its count shows that, taking
+     * part in the step in that call (the second is due at 4 * nranks, out
+     * of reach: each rank stops at its first count >= 2 * nranks) */
+    global = 0;
+    while (global < 2) {
+        t.algo->step(&t);
+        t.step++;
+        t.algo->progress(&t, 0, &global);
+    }
+    /* local leader of rank r's group {2g, 2g+1}: the lower loss */
+    int g0 = rank / 2 * 2;
+    int lead = 1.0 + abs(g0 - 2) + 0.01 * g0 <= 1.0 + abs(g0 + 1 - 2) + 0.01 * (g0 + 1) ? g0
+                                                                                   : g0 + 1;
+    double derr = 0;
+    for (size_t i = 0; i < N; i++)
+        derr = fmax(derr, fabs(t.params[i] - (0.75f * x0(rank, i) + 0.25f * x0(lead, i))));
+    derr = max_all(derr);
+    if (rank == 0)
+        CHECK(derr < 1e-6, "lsgd: the first distributed step pulls each rank to 0.75 x + 0.25 "
+              "x(local leader) (max err %.1e)", derr);
+    free_trainer(&t);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -366,6 +462,7 @@ int main(int argc, char **argv)
     test_easgd("replicated", 0.5, 3);
     test_easgd("root", 0.5, 2);
     test_easgd("replicated", 0.0, 2);
+    test_lsgd();
     if (rank == 0)
         unlink(graph);
     int rc = rank == 0 ? tap_done() : 0;

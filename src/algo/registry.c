@@ -4,11 +4,11 @@
 #include "core/error.h"
 
 extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp, algo_adpsgd,
-    algo_ps_async, algo_ps_sync, algo_easgd;
+    algo_ps_async, algo_ps_sync, algo_easgd, algo_lsgd;
 
 const dt_algo *const algo_table[] = { &algo_local, &algo_allreduce, &algo_dpsgd, &algo_sgp,
                                       &algo_osgp, &algo_adpsgd, &algo_ps_async, &algo_ps_sync,
-                                      &algo_easgd, NULL };
+                                      &algo_easgd, &algo_lsgd, NULL };
 
 const dt_algo *algo_find(const char *name)
 {

@@ -74,6 +74,13 @@ typedef struct dt_config {
         int64_t replicas;         /* ps-sync: gradients per global step; 0: all workers */
         double eval_seconds;      /* supervisor: seconds between evaluations */
     } ps;
+    struct {                      /* algo/lsgd.c */
+        int64_t group_size;       /* ranks per group; 0: the ranks of one node */
+        double c_local, c_global; /* pull at a distributed step towards the leaders */
+        double p_local, p_global; /* pull per local step (divided by the period) */
+        int64_t tau_local, tau_global; /* local steps per rank between leader broadcasts */
+        int64_t loss_window;      /* minibatch losses in the running mean */
+    } lsgd;
     struct {                      /* algo/easgd.c */
         double beta;              /* moving rate of the center; alpha = beta / ranks */
         int64_t tau;              /* steps between elastic updates */

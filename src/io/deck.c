@@ -114,11 +114,11 @@ static const deck_key keys[] = {
      .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
 
     {"algorithm", "mode", KT_ENUM, "local",
-     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd",
+     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd",
      AT(algorithm.mode, char *),
      .doc = "local: single-rank reference; allreduce: gradients averaged every step; "
-            "dpsgd, sgp, osgp, adpsgd: gossip; ps-async, ps-sync: parameter server; easgd: "
-            "elastic averaging (see --help)"},
+            "dpsgd, sgp, osgp, adpsgd: gossip; ps-async, ps-sync: parameter server; easgd, "
+            "lsgd: elastic averaging, leader SGD (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
      .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
      AT(algorithm.topology, char *),
@@ -221,6 +221,23 @@ static const deck_key keys[] = {
             "workers leaves backup workers"},
     {"ps", "eval_seconds", KT_DOUBLE, "60", GT(0), AT(ps.eval_seconds, double),
      .doc = "supervisor: seconds between evaluations of the whole test set"},
+
+    {"lsgd", "group_size", KT_INT, "0", IN_INT(0), AT(lsgd.group_size, int64_t),
+     .doc = "lsgd: ranks per group (consecutive ranks); 0: the ranks of one node"},
+    {"lsgd", "c_local", KT_DOUBLE, "0.1", IN_CLOSED_CLOSED(0, 1), AT(lsgd.c_local, double),
+     .doc = "lsgd: x <- (1 - c_local) x + c_local * local leader at a distributed step"},
+    {"lsgd", "c_global", KT_DOUBLE, "0.1", IN_CLOSED_CLOSED(0, 1), AT(lsgd.c_global, double),
+     .doc = "lsgd: x <- (1 - c_global) x + c_global * global leader when it is broadcast"},
+    {"lsgd", "p_local", KT_DOUBLE, "0.1", IN_CLOSED_CLOSED(0, 1), AT(lsgd.p_local, double),
+     .doc = "lsgd: every local step x <- x - (p_local / tau_local) (x - local leader)"},
+    {"lsgd", "p_global", KT_DOUBLE, "0.1", IN_CLOSED_CLOSED(0, 1), AT(lsgd.p_global, double),
+     .doc = "lsgd: every local step x <- x - (p_global / tau_global) (x - global leader)"},
+    {"lsgd", "tau_local", KT_INT, "256", IN_INT(1), AT(lsgd.tau_local, int64_t),
+     .doc = "lsgd: local steps per rank (on average) between distributed steps"},
+    {"lsgd", "tau_global", KT_INT, "256", IN_INT(1), AT(lsgd.tau_global, int64_t),
+     .doc = "lsgd: local steps per rank between global-leader broadcasts (>= tau_local)"},
+    {"lsgd", "loss_window", KT_INT, "10", IN_INT(1), AT(lsgd.loss_window, int64_t),
+     .doc = "lsgd: minibatch losses in the running mean that elects leaders"},
 
     {"easgd", "beta", KT_DOUBLE, "0.9", IN_CLOSED_CLOSED(0, 1), AT(easgd.beta, double),
      .doc = "easgd: moving rate of the center; each replica moves by alpha = beta / ranks"},
