@@ -116,9 +116,9 @@ static const deck_key keys[] = {
     {"algorithm", "mode", KT_ENUM, "local",
      .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd",
      AT(algorithm.mode, char *),
-     .doc = "local: single-rank reference; allreduce: gradients averaged every step; "
-            "dpsgd, sgp, osgp, adpsgd: gossip; ps-async, ps-sync: parameter server; easgd, "
-            "lsgd: elastic averaging, leader SGD (see --help)"},
+     .doc = "local: one-rank reference; allreduce: averaged gradients; dpsgd, sgp, osgp, "
+            "adpsgd: gossip; ps-async, ps-sync: parameter server; easgd, lsgd: elastic "
+            "averaging, leader SGD (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
      .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
      AT(algorithm.topology, char *),

@@ -1,10 +1,12 @@
 # A private single-node Slurm cluster for the job-script tests (sourced).
 #
 #   . tests/slurm/cluster.sh
+#   cluster_require        # skips the test (exit 77) without root or packages
 #   cluster_start [CPUS]   # munged + slurmctld + slurmd in a temp dir; exports
 #                          # SLURM_CONF; returns once sinfo shows the node idle
 #   cluster_wait JOBID LIMIT   # wait for a job to end, at most LIMIT seconds;
-#                          # sets JOB_STATE, JOB_EXIT (rc:signal), JOB_RESTARTS
+#                          # sets JOB_STATE, JOB_EXIT (rc:signal), JOB_RESTARTS,
+#                          # JOB_RUNTIME (of its last run)
 #   cluster_stop           # cancels the jobs, kills every process it started by
 #                          # PID and removes the temp dir (also runs on EXIT)
 #
@@ -25,7 +27,8 @@ cluster_skip() {
     exit 77
 }
 
-_cl_check_host() {
+# cluster_require: skip the test (exit 77) unless a private cluster can run here.
+cluster_require() {
     [ "$(id -u)" -eq 0 ] || cluster_skip "needs root (private slurmd/slurmctld run as SlurmUser=root)"
     local b
     for b in munged mungekey slurmctld slurmd sbatch squeue sinfo scontrol scancel srun; do
@@ -124,7 +127,7 @@ _cl_fail_start() {
 # cluster_start [CPUS]
 cluster_start() {
     local cpus=${1:-8} port i
-    _cl_check_host
+    cluster_require
     CLUSTER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-slurm.XXXXXX")
     chmod 700 "$CLUSTER_DIR"
     # chained to whatever EXIT trap the test already has (common.sh: rm $WORK)
@@ -177,14 +180,18 @@ _cl_trap_cmd() {
 cluster_wait() {
     local id=$1 limit=$2 t0 line
     t0=$SECONDS
-    JOB_STATE= JOB_EXIT= JOB_RESTARTS=
+    JOB_STATE='' JOB_EXIT='' JOB_RESTARTS='' JOB_RUNTIME=''
     while [ $((SECONDS - t0)) -lt "$limit" ]; do
-        line=$(scontrol -o show job "$id" 2>/dev/null)
+        if ! line=$(scontrol -o show job "$id" 2>&1); then
+            # a job id this cluster never had: nothing to wait for
+            grep -q 'Invalid job id' <<<"$line" && { JOB_STATE=INVALID; return 1; }
+        fi
         JOB_STATE=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$line")
         case $JOB_STATE in
             COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
                 JOB_EXIT=$(sed -n 's/.* ExitCode=\([0-9:]*\).*/\1/p' <<<"$line")
                 JOB_RESTARTS=$(sed -n 's/.* Restarts=\([0-9]*\).*/\1/p' <<<"$line")
+                JOB_RUNTIME=$(sed -n 's/.* RunTime=\([0-9:-]*\).*/\1/p' <<<"$line")
                 return 0
                 ;;
         esac
@@ -198,29 +205,33 @@ cluster_wait() {
 # The processes of this cluster's jobs: slurmstepd and every task carry our
 # SLURM_CONF in their environment (slurmd and sbatch pass it on).
 _cl_job_pids() {
-    local p
-    for p in /proc/[0-9]*; do
-        p=${p#/proc/}
-        [ "$p" = $$ ] && continue
-        { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
-            grep -qx "SLURM_CONF=$CLUSTER_DIR/etc/slurm.conf" && echo "$p"
+    local f
+    for f in $(grep -lzx "SLURM_CONF=$CLUSTER_DIR/etc/slurm.conf" /proc/[0-9]*/environ 2>/dev/null); do
+        f=${f#/proc/}
+        f=${f%/environ}
+        [ "$f" != $$ ] && echo "$f"
     done
 }
 
-# _cl_kill_pid PID: TERM, then KILL if still there after 5 s.
-_cl_kill_pid() {
-    local pid=$1 i
-    kill "$pid" 2>/dev/null || return 0
+# _cl_kill_pids PID...: TERM, then KILL whatever is still there after 5 s.
+_cl_kill_pids() {
+    local pid i left
+    kill "$@" 2>/dev/null
     for i in $(seq 1 50); do
-        kill -0 "$pid" 2>/dev/null || return 0
+        left=
+        for pid in "$@"; do
+            kill -0 "$pid" 2>/dev/null && left="$left $pid"
+        done
+        [ -z "$left" ] && return 0
         sleep 0.1
     done
-    kill -9 "$pid" 2>/dev/null
+    # shellcheck disable=SC2086
+    kill -9 $left 2>/dev/null
 }
 
 cluster_stop() {
     [ -n "$CLUSTER_DIR" ] && [ -d "$CLUSTER_DIR" ] || return 0
-    local d pid i
+    local d pid pids i
     if [ -s "$CLUSTER_DIR/run/slurmctld.pid" ]; then
         # running jobs get SIGTERM, then SIGKILL after KillWait
         scancel --quiet --user="$(id -un)" 2>/dev/null
@@ -229,9 +240,12 @@ cluster_stop() {
             sleep 0.2
         done
     fi
+    pids=
     for d in slurmd slurmctld munged; do
-        pid=$(cat "$CLUSTER_DIR/run/$d.pid" 2>/dev/null) && [ -n "$pid" ] && _cl_kill_pid "$pid"
+        pid=$(cat "$CLUSTER_DIR/run/$d.pid" 2>/dev/null) && pids="$pids $pid"
     done
+    # shellcheck disable=SC2086
+    [ -n "$pids" ] && _cl_kill_pids $pids
     # whatever a job left behind (slurmstepd, the batch shell, the ranks)
     for pid in $(_cl_job_pids); do
         kill -9 "$pid" 2>/dev/null
