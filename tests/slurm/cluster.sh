@@ -35,17 +35,21 @@ cluster_require() {
         command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] ||
             cluster_skip "$b not found (apt-get install slurm-wlm munge)"
     done
-    command -v ss >/dev/null 2>&1 || cluster_skip "ss not found (apt-get install iproute2)"
 }
 
-# Two consecutive TCP ports nobody listens on, picked at random so that two
-# test runs on one machine do not collide.
+# _cl_port_used PORT: some TCP socket on this machine has PORT as its local
+# port (/proc/net/tcp* list them in hex, "ADDR:PORT" in the second column).
+_cl_port_used() {
+    grep -qs ":$(printf '%04X' "$1") " /proc/net/tcp /proc/net/tcp6
+}
+
+# Two consecutive TCP ports nobody uses, picked at random so that two test
+# runs on one machine do not collide.
 _cl_free_ports() {
-    local used p i
-    used=$(ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}' | sort -u)
+    local p i
     for i in $(seq 1 50); do
         p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-        if ! grep -qx -e "$p" -e "$((p + 1))" <<<"$used"; then
+        if ! _cl_port_used "$p" && ! _cl_port_used $((p + 1)); then
             echo "$p"
             return 0
         fi
