@@ -189,10 +189,8 @@ static int adpsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
     MPI_CHECK(MPI_Win_unlock(0, s->win));
     t->t_comm += trainer_clock() - t0;
     count += 1;
-    s->counter[0] = (float)(count >> 20);
-    s->counter[1] = (float)(count & ((1 << 20) - 1));
-    s->counter[2] = (float)(s->exchanges >> 20);
-    s->counter[3] = (float)(s->exchanges & ((1 << 20) - 1));
+    ckpt_count_put(count, s->counter);
+    ckpt_count_put(s->exchanges, s->counter + 2);
     *global_steps = (double)count / t->nranks;
     if (stop || stop_local)
         return 2;
@@ -220,8 +218,8 @@ static void adpsgd_finish(dt_trainer *t)
 static void adpsgd_resumed(dt_trainer *t)
 {
     adpsgd_state *s = t->algo_state;
-    int64_t count = ((int64_t)s->counter[0] << 20) + (int64_t)s->counter[1], max;
-    s->exchanges = ((int64_t)s->counter[2] << 20) + (int64_t)s->counter[3];
+    int64_t count = ckpt_count_get(s->counter), max;
+    s->exchanges = ckpt_count_get(s->counter + 2);
     MPI_CHECK(MPI_Allreduce(&count, &max, 1, MPI_INT64_T, MPI_MAX, t->comm));
     if (t->rank == 0) {
         MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, s->win));

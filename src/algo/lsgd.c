@@ -78,14 +78,6 @@ static int lsgd_check(const dt_config *cfg, int nranks)
     return 0;
 }
 
-static void split_float(int64_t v, float *out)
-{
-    out[0] = (float)(v >> 20);
-    out[1] = (float)(v & ((1 << 20) - 1));
-}
-
-static int64_t join_float(const float *in) { return ((int64_t)in[0] << 20) + (int64_t)in[1]; }
-
 static void lsgd_setup(dt_trainer *t)
 {
     lsgd_state *s = dt_calloc(1, sizeof *s);
@@ -222,9 +214,9 @@ static int lsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
 static void lsgd_finish(dt_trainer *t)
 {
     lsgd_state *s = t->algo_state;
-    split_float(s->dsteps, s->ckpt);
-    split_float(s->count, s->ckpt + 2);
-    split_float(s->nloss, s->ckpt + 4);
+    ckpt_count_put(s->dsteps, s->ckpt);
+    ckpt_count_put(s->count, s->ckpt + 2);
+    ckpt_count_put(s->nloss, s->ckpt + 4);
 }
 
 static const float *lsgd_model(dt_trainer *t) { return t->params; }
@@ -243,8 +235,8 @@ static int lsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 static void lsgd_resumed(dt_trainer *t)
 {
     lsgd_state *s = t->algo_state;
-    s->dsteps = join_float(s->ckpt);
-    s->count = join_float(s->ckpt + 2);
+    s->dsteps = ckpt_count_get(s->ckpt);
+    s->count = ckpt_count_get(s->ckpt + 2);
     s->nloss = 0; /* the loss window refills */
     int64_t most = s->count;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, s->comm));

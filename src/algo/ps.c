@@ -122,17 +122,6 @@ static int ps_check(const dt_config *cfg, int nranks, int sync)
 static int ps_async_check(const dt_config *cfg, int nranks) { return ps_check(cfg, nranks, 0); }
 static int ps_sync_check(const dt_config *cfg, int nranks) { return ps_check(cfg, nranks, 1); }
 
-static void split_float(int64_t v, float *out)
-{
-    out[0] = (float)(v >> 20);
-    out[1] = (float)(v & ((1 << 20) - 1));
-}
-
-static int64_t join_float(const float *in)
-{
-    return ((int64_t)in[0] << 20) + (int64_t)in[1];
-}
-
 /* The learning rate at server clock c: a clock tick is one push (async) or
  * one global step (sync); an epoch is every worker's shard once. */
 static float lr_at(dt_trainer *t, const ps_state *s, int64_t c)
@@ -581,9 +570,9 @@ static void ps_finish(dt_trainer *t)
     free(model);
     free(counts);
     free(displs);
-    split_float(s->clock, s->ckpt);
-    split_float(s->dropped, s->ckpt + 2);
-    split_float(s->role == ROLE_WORKER ? s->seen_clock : 0, s->ckpt + 4);
+    ckpt_count_put(s->clock, s->ckpt);
+    ckpt_count_put(s->dropped, s->ckpt + 2);
+    ckpt_count_put(s->role == ROLE_WORKER ? s->seen_clock : 0, s->ckpt + 4);
     int64_t dropped = s->dropped;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_INT64_T, MPI_SUM, s->comm));
     if (t->rank == 0 && s->sync)
@@ -611,10 +600,10 @@ static void ps_resumed(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
     if (s->role == ROLE_SERVER) {
-        s->clock = join_float(s->ckpt);
-        s->dropped = join_float(s->ckpt + 2);
+        s->clock = ckpt_count_get(s->ckpt);
+        s->dropped = ckpt_count_get(s->ckpt + 2);
     } else if (s->role == ROLE_WORKER) {
-        s->seen_clock = join_float(s->ckpt + 4);
+        s->seen_clock = ckpt_count_get(s->ckpt + 4);
     }
 }
 
@@ -682,36 +671,21 @@ static void ps_teardown(dt_trainer *t)
     t->algo_state = NULL;
 }
 
-const dt_algo algo_ps_async = {
-    .name = "ps-async",
-    .summary = "parameter server, asynchronous: workers fetch, compute and push; servers apply "
-               "pushes as they come; 1 worker equals local",
-    .async = 1,
-    .check = ps_async_check,
-    .setup = ps_setup,
-    .step = ps_step,
-    .model = ps_model,
-    .state = ps_state_arrays,
-    .progress = ps_progress,
-    .finish = ps_finish,
-    .resumed = ps_resumed,
-    .record = ps_record,
-    .teardown = ps_teardown,
-};
+/* The two modes share every op but the check. */
+#define PS_OPS(NAME, SUMMARY, CHECK)                                                      \
+    {                                                                                      \
+        .name = NAME, .summary = SUMMARY, .async = 1, .check = CHECK, .setup = ps_setup,  \
+        .step = ps_step, .model = ps_model, .state = ps_state_arrays,                      \
+        .progress = ps_progress, .finish = ps_finish, .resumed = ps_resumed,               \
+        .record = ps_record, .teardown = ps_teardown,                                      \
+    }
 
-const dt_algo algo_ps_sync = {
-    .name = "ps-sync",
-    .summary = "parameter server, synchronous: the mean of R gradients per global step, stale "
-               "ones dropped; R = all workers equals allreduce",
-    .async = 1,
-    .check = ps_sync_check,
-    .setup = ps_setup,
-    .step = ps_step,
-    .model = ps_model,
-    .state = ps_state_arrays,
-    .progress = ps_progress,
-    .finish = ps_finish,
-    .resumed = ps_resumed,
-    .record = ps_record,
-    .teardown = ps_teardown,
-};
+const dt_algo algo_ps_async =
+    PS_OPS("ps-async", "parameter server, asynchronous: workers fetch, compute and push; "
+                       "servers apply pushes as they come; 1 worker equals local",
+           ps_async_check);
+
+const dt_algo algo_ps_sync =
+    PS_OPS("ps-sync", "parameter server, synchronous: the mean of R gradients per global "
+                      "step, stale ones dropped; R = all workers equals allreduce",
+           ps_sync_check);

@@ -33,6 +33,19 @@ typedef struct dt_ckpt_array {
     size_t n;           /* must be the same on every rank (rectangular datasets) */
 } dt_ckpt_array;
 
+/* Integer counters travel in the float arrays of a checkpoint as two floats,
+ * v = hi * 2^20 + lo, each exact in a float for counts below 2^44. */
+static inline void ckpt_count_put(int64_t v, float out[2])
+{
+    out[0] = (float)(v >> 20);
+    out[1] = (float)(v & ((1 << 20) - 1));
+}
+
+static inline int64_t ckpt_count_get(const float in[2])
+{
+    return ((int64_t)in[0] << 20) + (int64_t)in[1];
+}
+
 /* Collective. dir is created if missing. Fatal on I/O failure (nothing
  * previously written is touched). */
 void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
