@@ -1,9 +1,11 @@
 /* dtrain: one SPMD executable; every rank reads the deck (through rank 0),
  * takes its role from its rank, and trains. */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algo/algo.h"
 #include "core/build_info.h"
@@ -14,6 +16,39 @@
 #include "run/roles.h"
 #include "run/stop.h"
 #include "run/trainer.h"
+
+/* MPICH 4.0 over UCX's TCP transport can hang in MPI_Finalize: a rank waits
+ * for a peer's progress in the endpoint close while the peer already sits in
+ * the process manager's barrier (seen in about one run in four with
+ * UCX_TLS=self,tcp on 4 ranks). Everything dtrain writes is complete and
+ * closed by then, so after DTRAIN_FINALIZE_TIMEOUT seconds (default 60; 0:
+ * wait forever) a watchdog ends the process with the run's status instead of
+ * letting the job sit until its time limit. */
+static int finalize_status;
+
+static void *finalize_watchdog(void *arg)
+{
+    unsigned seconds = *(unsigned *)arg;
+    sleep(seconds);
+    fprintf(stderr, "dtrain: MPI_Finalize did not return within %u s (a known MPICH/UCX TCP "
+                    "shutdown hang); the run's outputs are complete; exiting with status %d\n",
+            seconds, finalize_status);
+    _exit(finalize_status);
+    return NULL;
+}
+
+static void finalize_guarded(int status)
+{
+    static unsigned seconds = 60;
+    const char *env = getenv("DTRAIN_FINALIZE_TIMEOUT");
+    if (env && *env)
+        seconds = (unsigned)strtoul(env, NULL, 10);
+    finalize_status = status;
+    pthread_t th;
+    if (seconds > 0 && pthread_create(&th, NULL, finalize_watchdog, &seconds) == 0)
+        pthread_detach(th);
+    MPI_CHECK(MPI_Finalize());
+}
 
 static void usage(FILE *f)
 {
@@ -134,6 +169,6 @@ int main(int argc, char **argv)
     roles_free(&roles);
     MPI_CHECK(MPI_Comm_free(&group_comm));
     deck_job_free(&job);
-    MPI_CHECK(MPI_Finalize());
+    finalize_guarded(status);
     return status;
 }
