@@ -80,7 +80,7 @@ net_up() {
     fi
     if ip link show "${NETNS_PREFIX}br" >/dev/null 2>&1 || ip netns list | grep -q "^${NETNS_PREFIX}[0-9]"; then
         net_log "${NETNS_PREFIX}br or ${NETNS_PREFIX}<r> namespaces already exist (another run, or one that was"
-        net_log "killed with SIGKILL): remove them with '$0 down' (NETNS_PREFIX=$NETNS_PREFIX) first"
+        net_log "killed with SIGKILL): remove them with 'bench/network/netns.sh down' (NETNS_PREFIX=$NETNS_PREFIX) first"
         return 1
     fi
     ip link add "${NETNS_PREFIX}br" type bridge || return 1
@@ -106,7 +106,8 @@ net_shape() {
     local rate=$1 n r args
     if [ "$NETNS_FALLBACK" = 1 ]; then
         if [ "$rate" = unlimited ]; then
-            tc qdisc del dev lo root 2>/dev/null
+            # only a tbf of ours: lo's qdisc belongs to the whole machine
+            [ "$NETNS_LO_SHAPED" = 1 ] && tc qdisc del dev lo root 2>/dev/null
             NETNS_LO_SHAPED=0
         else
             args=$(net_tbf_args "$rate") || return 1

@@ -94,6 +94,10 @@ while [ $# -gt 0 ]; do
 done
 [ "$STEPS" -gt "$WARMUP" ] 2>/dev/null || { echo "run.sh: --steps must exceed --warmup" >&2; exit 2; }
 [ -n "$HET_RANK" ] || HET_RANK=$((HET_RANKS - 1))
+for exe in /usr/bin/time gcc python3 "$DTRAIN" "$DTRAIN_POST"; do
+    [ "$exe" = gcc ] && [ "$SHIM" = 0 ] && continue
+    command -v "$exe" >/dev/null || { echo "run.sh: $exe not found (GNU time: package time)" >&2; exit 1; }
+done
 for exe in "$DTRAIN" "$DTRAIN_POST"; do
     [ -x "$exe" ] || { echo "run.sh: $exe not found (set DTRAIN/DTRAIN_POST)" >&2; exit 1; }
 done
