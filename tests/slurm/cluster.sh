@@ -206,6 +206,20 @@ cluster_wait() {
     return 1
 }
 
+# cluster_diag JOBID OUTFILE: what a failed job left, as '#' lines: the
+# controller's view (state, reason, exit code), the daemons' log lines that
+# name the job, and the end of its output.
+cluster_diag() {
+    local id=$1 out=${2:-}
+    scontrol -o show job "$id" 2>&1 | tr ' ' '\n' |
+        grep -E '^(JobState|Reason|ExitCode|DerivedExitCode|RunTime|Restarts|NodeList)=' |
+        paste -sd' ' | sed 's/^/#   scontrol: /'
+    grep -h -E "(JobId=|job[ _]?id[= ]?|StepId=)$id\b" "$CLUSTER_DIR"/log/slurm*.log 2>/dev/null |
+        tail -n 8 | sed 's/^/#   log: /'
+    [ -n "$out" ] && [ -f "$out" ] && tail -n 15 "$out" | sed 's/^/#   out: /'
+    return 0
+}
+
 # The processes of this cluster's jobs: slurmstepd and every task carry our
 # SLURM_CONF in their environment (slurmd and sbatch pass it on).
 _cl_job_pids() {

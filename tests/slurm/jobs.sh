@@ -73,16 +73,19 @@ done
 
 for m in $MODES; do
     [ -n "${JOB[$m]:-}" ] || continue
-    cluster_wait "${JOB[$m]}" 90 || true
+    # generous: a rank stuck in MPI_Finalize (UCX over TCP) ends only after
+    # dtrain's 60 s watchdog, and jobs queue two at a time
+    cluster_wait "${JOB[$m]}" 240 || true
     out=$WORK/$m.out
     if [ "$JOB_STATE" != COMPLETED ] || [ "$JOB_EXIT" != 0:0 ]; then
         fail "$m-eth job ${JOB[$m]}: $JOB_STATE, exit $JOB_EXIT"
-        sed 's/^/#   /' "$out" 2>/dev/null | tail -n 8
+        cluster_diag "${JOB[$m]}" "$out"
         continue
     fi
     rec=$WORK/$m/run.h5
     if ! [ -f "$rec" ] || ! "$DTRAIN_POST" csv "$rec" -o "$WORK/$m/csv" >/dev/null 2>&1; then
         fail "$m-eth: no readable run record $rec"
+        cluster_diag "${JOB[$m]}" "$out"
         continue
     fi
     mode=$("$DTRAIN_POST" summary "$rec" | awk 'NR == 2 { print $2 }')
@@ -109,26 +112,29 @@ for m in $MODES; do
         pass "$m-eth job ${JOB[$m]}: COMPLETED 0:0 in $JOB_RUNTIME, mode $mode, $rows train rows ($STEPS steps x $NP ranks), $evals eval rows, accuracy $acc"
     else
         fail "$m-eth: mode '$mode', $rows train rows over $ranks ranks (want $((STEPS * NP)) over $NP), $evals eval rows (want $want_evals), accuracy $acc"
+        cluster_diag "${JOB[$m]}" "$out"
     fi
 done
 
 want_eth="UCX_TLS=self,sm,tcp UCX_NET_DEVICES=lo NCCL_IB_HCA=unset NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 args: $D optim.lr=0.1 algorithm.mode=dpsgd"
 want_ib="UCX_TLS=self,sm,rc UCX_NET_DEVICES=mlx5_0:1 NCCL_IB_HCA=mlx5_0:1 NCCL_SOCKET_IFNAME=ib0 NCCL_IB_DISABLE=unset args: $D optim.lr=0.1 algorithm.mode=dpsgd"
 for net in eth ib; do
-    cluster_wait "${JOB[env-$net]:-none}" 60 || true
+    cluster_wait "${JOB[env-$net]:-none}" 180 || true
     want=want_$net
     if [ "$JOB_STATE" = COMPLETED ] && [ "$(grep -c "^rank [01]: ${!want}\$" "$WORK/env-$net.out")" -eq $NP ]; then
         pass "dpsgd-$net.sbatch hands every rank: ${!want#* args: $D }, ${!want% NCCL_IB_HCA*}"
     else
-        fail "dpsgd-$net.sbatch environment and arguments ($JOB_STATE)"; sed 's/^/#   /' "$WORK/env-$net.out"
+        fail "dpsgd-$net.sbatch environment and arguments ($JOB_STATE)"
+        cluster_diag "${JOB[env-$net]:-none}" "$WORK/env-$net.out"
     fi
 done
 
-cluster_wait "${JOB[bad]:-none}" 60 || true
+cluster_wait "${JOB[bad]:-none}" 180 || true
 if [ "$JOB_STATE" = FAILED ] && [ "$JOB_EXIT" = 1:0 ] && [ "$JOB_RESTARTS" = 0 ] &&
     grep -q 'optim.lr' "$WORK/bad.out"; then
     pass "a run that fails (optim.lr=-1) fails its job: FAILED, exit 1, not requeued"
 else
-    fail "failing run: $JOB_STATE, exit $JOB_EXIT, restarts $JOB_RESTARTS"; tail -n 5 "$WORK/bad.out"
+    fail "failing run: $JOB_STATE, exit $JOB_EXIT, restarts $JOB_RESTARTS"
+    cluster_diag "${JOB[bad]:-none}" "$WORK/bad.out"
 fi
 finish
