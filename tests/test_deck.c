@@ -251,7 +251,7 @@ static void test_unknown(void)
 
     t = deck_with("zzzzzz", "qqqqq", "1", &line);
     expect_fail1("unknown section, no suggestion", "zzzsec.ini", t, line,
-                 "the sections are [run], [algorithm], [model], [data], [optim], [ps], [lsgd], [easgd], [compute]");
+                 "the sections are [run], [algorithm], [model], [data], [optim], [ps], [lsgd], [easgd], [ecl], [compute]");
     free(t);
 
     expect_fail1("key before any section", "nosec.ini", "; c\nlr = 0.1\n", 2,

@@ -4,18 +4,20 @@
 #include "core/error.h"
 
 extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp, algo_adpsgd,
-    algo_ps_async, algo_ps_sync, algo_easgd, algo_lsgd;
+    algo_ps_async, algo_ps_sync, algo_easgd, algo_lsgd, algo_pdmm_isvr, algo_admm_isvr,
+    algo_dsgd_ecl;
 
 const dt_algo *const algo_table[] = { &algo_local, &algo_allreduce, &algo_dpsgd, &algo_sgp,
                                       &algo_osgp, &algo_adpsgd, &algo_ps_async, &algo_ps_sync,
-                                      &algo_easgd, &algo_lsgd, NULL };
+                                      &algo_easgd, &algo_lsgd, &algo_pdmm_isvr,
+                                      &algo_admm_isvr, &algo_dsgd_ecl, NULL };
 
 const dt_algo *algo_find(const char *name)
 {
     for (int i = 0; algo_table[i]; i++)
         if (strcmp(algo_table[i]->name, name) == 0)
             return algo_table[i];
-    char known[256] = "";
+    char known[512] = "";
     for (int i = 0; algo_table[i]; i++) {
         strcat(known, i ? ", " : "");
         strcat(known, algo_table[i]->name);

@@ -86,6 +86,12 @@ typedef struct dt_config {
         int64_t tau;              /* steps between elastic updates */
         char center[16];          /* replicated | root */
     } easgd;
+    struct {                      /* algo/ecl.c */
+        int64_t round;            /* K: steps of a swap cycle */
+        bool sync;                /* lockstep swaps (reproducible) */
+        uint64_t graph_seed;      /* topology = random */
+        double mean_degree;       /* topology = random */
+    } ecl;
     struct {
         char device[16];          /* cpu (cuda: a later backend) */
         int64_t threads;          /* BLAS threads per rank */

@@ -114,19 +114,24 @@ static const deck_key keys[] = {
      .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
 
     {"algorithm", "mode", KT_ENUM, "local",
-     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd",
+     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd|"
+                "pdmm-isvr|admm-isvr|dsgd-ecl",
      AT(algorithm.mode, char *),
-     .doc = "local: one-rank reference; allreduce: averaged gradients; dpsgd, sgp, osgp, "
-            "adpsgd: gossip; ps-async, ps-sync: parameter server; easgd, lsgd: elastic "
-            "averaging, leader SGD (see --help)"},
+     .doc = "local: one rank; allreduce; gossip: dpsgd, sgp, osgp, adpsgd; parameter "
+            "server: ps-async, ps-sync; elastic: easgd, lsgd; edge consensus: pdmm-isvr, "
+            "admm-isvr, dsgd-ecl (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
-     .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file",
+     .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file|"
+                "multiplex-ring|random",
      AT(algorithm.topology, char *),
-     .doc = "gossip graph; auto: exponential for sgp/osgp, bipartite for dpsgd/adpsgd"},
+     .doc = "communication graph; auto: exponential for sgp/osgp, bipartite for "
+            "dpsgd/adpsgd, multiplex-ring (ring below 5 ranks) for edge consensus, which "
+            "alone takes multiplex-ring and random"},
     {"algorithm", "peers", KT_INT, "1", IN_INT(1), AT(algorithm.peers, int64_t),
      .doc = "gossip peers per step (exponential base peers+1; ring 1 or 2)"},
     {"algorithm", "graph_file", KT_STRING, "", AT(algorithm.graph_file, char *),
-     .doc = "topology = file: edge list, one 'I J' pair of ranks per line"},
+     .doc = "topology = file: edge list, one 'I J' pair of ranks per line (edge-consensus "
+            "modes: also 'I J PI PJ' with the swap phases of the two ends, and 'round K')"},
     {"algorithm", "overlap_tau", KT_INT, "0", GE(0), AT(algorithm.overlap_tau, int64_t),
      .doc = "osgp: steps a rank may run ahead of its in-flight message; 0: absorb every step"},
     {"algorithm", "dpsgd_order", KT_ENUM, "cta", .choices = "cta|atc",
@@ -247,6 +252,19 @@ static const deck_key keys[] = {
      AT(easgd.center, char *),
      .doc = "easgd: replicated (one allreduce of x_i per update, every rank keeps the center) "
             "or root (reduce to rank 0, which updates the center and broadcasts it)"},
+
+    {"ecl", "round", KT_INT, "8", IN_INT(1), AT(ecl.round, int64_t),
+     .doc = "edge consensus: K, the steps of a swap cycle; each edge end swaps once per cycle, "
+            "at its phase (a graph file's 'round K' line overrides it)"},
+    {"ecl", "sync", KT_BOOL, "false", AT(ecl.sync, bool),
+     .doc = "edge consensus: both ends of a due edge swap at the same step (reproducible, "
+            "resumes bit for bit); false: the starting end blocks, the neighbour's thread "
+            "answers with what it has"},
+    {"ecl", "graph_seed", KT_UINT64, "1", AT(ecl.graph_seed, uint64_t),
+     .doc = "edge consensus, topology = random: seed of the random connected graph"},
+    {"ecl", "mean_degree", KT_DOUBLE, "4", GE(2), AT(ecl.mean_degree, double),
+     .doc = "edge consensus, topology = random: edges are added to a random spanning tree "
+            "until the mean degree reaches this (capped by the complete graph)"},
 
     {"compute", "device", KT_ENUM, "cpu", .choices = "cpu", AT(compute.device, char *),
      .hint = "cuda is not built in this release", .doc = "where the model runs"},
