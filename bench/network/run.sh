@@ -6,7 +6,8 @@
 # the figure bench/network/scaling.png. Needs root. See README.md.
 #
 # usage: bench/network/run.sh [options]
-#   --modes "allreduce sgp osgp dpsgd adpsgd"   modes of the grid
+#   --modes "allreduce sgp osgp dpsgd adpsgd"   modes of the grid (any dtrain mode:
+#                      also ps-async ps-sync easgd lsgd pdmm-isvr admm-isvr dsgd-ecl)
 #   --ranks "2 4 8"                             rank counts of the grid
 #   --bandwidths "1gbit 10gbit unlimited"       link rates (tc syntax) or unlimited
 #   --steps N          optimizer steps per run (default 25)
@@ -197,6 +198,17 @@ wait_quiet() {
 veth_tx() { net_stats | awk '{ s += $2 } END { printf "%.0f", s }'; }
 
 # run_point KEY MODE N BW VARIANT [dtrain overrides...]
+# What a mode needs beyond the common deck: the ISVR step has no momentum;
+# the parameter server runs 1 server and n-1 workers; LSGD distributes every
+# 4 local steps so the short run has distributed steps.
+mode_settings() {
+    case $1 in
+        pdmm-isvr | admm-isvr) echo optim.momentum=0 ;;
+        ps-async | ps-sync) echo ps.servers=1 ;;
+        lsgd) echo lsgd.tau_local=4 lsgd.tau_global=4 ;;
+    esac
+}
+
 run_point() {
     local key=$1 mode=$2 n=$3 bw=$4 variant=$5
     shift 5
@@ -214,7 +226,7 @@ run_point() {
         /usr/bin/time -f "%e %U %S" -o "$dir/time.txt" env ${PRELOAD:+LD_PRELOAD=$PRELOAD} \
             mpiexec -n "$n" "$here/netns-exec.sh" "$DTRAIN" "$here/mlp10m.ini" \
             algorithm.mode="$mode" run.max_steps="$STEPS" run.log_every="$WARMUP" \
-            run.output_dir="$dir/run" ${EXTRA[@]+"${EXTRA[@]}"} "$@" >"$log" 2>&1 &
+            run.output_dir="$dir/run" $(mode_settings "$mode") ${EXTRA[@]+"${EXTRA[@]}"} "$@" >"$log" 2>&1 &
         JOB_PID=$!
         start=$SECONDS
         done_at=

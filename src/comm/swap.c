@@ -125,12 +125,6 @@ dt_swap *swap_create(MPI_Comm comm, const dt_egraph *g, int rank, size_t n, int 
 static void swap_start(dt_swap *s, int m)
 {
     int peer = s->g->adj[s->rank][m].peer;
-    if (!s->server) {
-        /* started at the first swap, not at creation: a restored checkpoint
-         * must be in place before the thread answers with it */
-        s->server = progress_start();
-        progress_post(s->server, serve, s);
-    }
     MPI_Request r;
     MPI_CHECK(MPI_Irecv(s->in, (int)s->n, MPI_FLOAT, peer, TAG_REP, s->comm, &r));
     swap_lock(s);
@@ -181,6 +175,14 @@ void swap_due(dt_swap *s, int64_t step)
     if (!s->threaded) {
         swap_lockstep(s, step);
         return;
+    }
+    if (!s->server) {
+        /* started at the first step, not at creation: a restored checkpoint
+         * must be in place before the thread answers with it. Not later
+         * either: a neighbour may be waiting for an answer while this rank
+         * goes on to a collective (a log write) without a swap of its own */
+        s->server = progress_start();
+        progress_post(s->server, serve, s);
     }
     int k = (int)(step % s->g->K);
     for (int m = 0; m < s->g->deg[s->rank]; m++)
