@@ -29,7 +29,7 @@
 enum { REC_COLS = 6 };
 static const char *const rec_names[REC_COLS] = { "rank", "epoch", "swaps_started",
                                                  "swaps_answered", "stale_sends",
-                                                 "dual_change_rms" };
+                                                 "dual_residual_rms" };
 
 typedef struct ecl_state {
     dt_egraph g;
@@ -94,8 +94,9 @@ static void ecl_setup(dt_trainer *t)
     t->algo_state = s;
 }
 
-/* One row per rank and epoch: swap counts and the RMS change of a dual (or
- * of a neighbour's parameters) per absorbed swap, over the epoch. */
+/* One row per rank and epoch: swap counts and the RMS dual residual
+ * ||z_ij - y_ji|| per absorbed swap over the epoch (D-SGD: the change of the
+ * neighbour's parameters). */
 static void epoch_row(dt_trainer *t, ecl_state *s)
 {
     dt_swap_stats st = swap_stats(s->node.swap);

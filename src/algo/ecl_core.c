@@ -44,23 +44,20 @@ static void ecl_fill(void *arg, int m, float *out)
         out[i] = z[i] + c * w[i];
 }
 
+/* Also accumulates the residual ||z_ij - y_ji||^2 of the swap: what a PDMM
+ * swap changes (ADMM moves half of it); zero at a fixed point of either. */
 static void ecl_absorb(void *arg, int m, const float *in)
 {
     dt_ecl *e = arg;
     float *z = e->buf + (size_t)m * e->n;
     double d2 = 0;
-    if (e->kind == ECL_ADMM) {
-        for (size_t i = 0; i < e->n; i++) {
-            float v = 0.5f * (z[i] + in[i]);
-            d2 += (double)(v - z[i]) * (v - z[i]);
-            z[i] = v;
-        }
-    } else { /* PDMM overwrites the dual; D-SGD keeps the neighbour's w */
-        for (size_t i = 0; i < e->n; i++) {
-            d2 += (double)(in[i] - z[i]) * (in[i] - z[i]);
-            z[i] = in[i];
-        }
-    }
+    for (size_t i = 0; i < e->n; i++)
+        d2 += (double)(in[i] - z[i]) * (in[i] - z[i]);
+    if (e->kind == ECL_ADMM)
+        for (size_t i = 0; i < e->n; i++)
+            z[i] = 0.5f * (z[i] + in[i]);
+    else /* PDMM overwrites the dual; D-SGD keeps the neighbour's w */
+        memcpy(z, in, e->n * sizeof *z);
     e->dz2 += d2;
     e->nabsorbed++;
 }

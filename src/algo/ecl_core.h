@@ -36,7 +36,8 @@ typedef struct dt_ecl {
     float *w;           /* (n) the node's parameters (the caller's buffer) */
     float *buf;         /* (max_deg, n) one contiguous buffer: z_ij, or D-SGD's w_j */
     dt_swap *swap;
-    double dz2;         /* sum over absorbed swaps of ||new - old||^2 */
+    double dz2;         /* sum over absorbed swaps of ||z_ij - y_ji||^2 (D-SGD:
+                         * ||w_j new - w_j old||^2) */
     int64_t nabsorbed;
     int64_t version;    /* primal updates so far */
     int64_t *sent_version; /* (E) version last sent on each end */
