@@ -20,6 +20,7 @@ static void allreduce_step(dt_trainer *t)
     trainer_gradient(t, t->params);
     double t0 = trainer_clock();
     t->tp->allreduce_sum(t->tp, t->grads, t->n);
+    t->bytes_sent += (int64_t)(t->n * sizeof(float)); /* the vector this rank contributes */
     const float inv = 1.0f / (float)t->nranks;
     for (size_t i = 0; i < t->n; i++)
         t->grads[i] *= inv;
