@@ -432,7 +432,10 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
         t->step++;
         test_delay(t);
         end = t->algo->progress(t, stop_poll(), &global);
-        if (t->step % c->run.log_every == 0 || (end && t->batches)) {
+        /* every role ends with a row at its last step (a server's step is
+         * its clock and may jump past a multiple of log_every) */
+        if (t->step % c->run.log_every == 0 ||
+            (end && (nrows == 0 || rows[nrows - 1].step != t->step))) {
             if (nrows == cap) {
                 cap = cap ? 2 * cap : 64;
                 rows = dt_realloc(rows, (size_t)cap * sizeof *rows);
