@@ -4,8 +4,9 @@
 # learning-rate decay on its clock), also with the model sharded over two
 # servers; ps-sync with every worker is `allreduce` to float tolerance and
 # resumes bit for bit; top-k pushes with error feedback send about ps.ratio
-# of the bytes and still learn; the supervisor's curve is in the record; a
-# slow worker does not hold the others back in ps-async; bad settings fail.
+# of the bytes and still learn; the supervisor's curve is in the record;
+# AdaComp pushes learn in far fewer bytes and resume bit for bit; a slow
+# worker does not hold the others back in ps-async; bad settings fail.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -84,6 +85,32 @@ if awk -v d="$dense" -v s="$sparse" 'BEGIN { r = s / d; exit !(r > 0.09 && r < 0
     pass "top-k 5% pushes $(awk -v d="$dense" -v s="$sparse" 'BEGIN { printf "%.3f", s / d }') of the dense bytes per step (pairs: 2 x 5%)"
 else
     fail "top-k bytes per step: $sparse vs dense $dense"
+fi
+
+# AdaComp (Chen et al.): per bin the residues the gradient pushes past the
+# bin's largest, ternary values; learns, and pushes far fewer bytes than dense
+run 4 120 "$D" algorithm.mode=ps-async ps.servers=2 ps.compress=adacomp-chen \
+    run.output_dir="$WORK/ada"
+acc=$(grep -o 'final test accuracy [0-9.]*' "$WORK/out.txt" | grep -o '[0-9.]*$' || echo 0)
+"$DTRAIN_POST" csv "$WORK/ada/run.h5" -o "$WORK/ada/csv" >/dev/null || true
+ada=$(awk -F, 'NR > 1 && $3 == 2 && $13 > b { b = $13; s = $1 } END { print (s ? b / s : 0) }' "$WORK/ada/csv/train.csv" 2>/dev/null)
+if ok_run && awk -v a="$acc" -v s="$ada" -v d="$dense" 'BEGIN { exit !(a >= 80 && s > 0 && s / d < 0.1) }'; then
+    pass "ps-async with adacomp-chen learns (final accuracy $acc%) pushing $(awk -v d="$dense" -v s="$ada" 'BEGIN { printf "%.3f", s / d }') of the dense bytes per step"
+else
+    fail "ps-async adacomp-chen (accuracy $acc%, bytes per step $ada vs dense $dense)"
+fi
+# its residuals are in the checkpoint: 10 steps + resume == uninterrupted
+run 4 120 "$D" $a algorithm.mode=ps-sync ps.servers=2 ps.compress=adacomp-chen ps.bin_fc=100 \
+    run.output_dir="$WORK/adas"
+run 4 120 "$D" $a algorithm.mode=ps-sync ps.servers=2 ps.compress=adacomp-chen ps.bin_fc=100 \
+    run.output_dir="$WORK/adar" run.max_steps=10
+run 4 120 "$D" $a algorithm.mode=ps-sync ps.servers=2 ps.compress=adacomp-chen ps.bin_fc=100 \
+    run.output_dir="$WORK/adar" run.resume=true
+if ok_run && "$TEST_BIN/ckcmp" same "$(last "$WORK/adar")" "$(last "$WORK/adas")" params momentum >/dev/null &&
+   ! "$TEST_BIN/ckcmp" close "$(last "$WORK/adas")" "$(last "$WORK/ps")" 1e-3 >/dev/null; then
+    pass "ps-sync with adacomp-chen: 10 steps + resume == uninterrupted, bit for bit (and differs from dense pushes)"
+else
+    fail "ps-sync adacomp-chen resume"
 fi
 
 # a slow worker (300 ms per step) does not hold the two others back

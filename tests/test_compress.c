@@ -1,4 +1,4 @@
-/* Top-k compression, its wire format and the staleness scales of the
+/* Top-k and AdaComp compression, their wire formats and the staleness scales of the
  * parameter server (REFERENCE.md §8):
  *  - topk_select picks exactly what a full sort of (|v| descending, index
  *    ascending) picks, on random vectors of many sizes, with heavy ties,
@@ -9,6 +9,12 @@
  *    rounds everything sent plus the final residual equals every gradient;
  *  - sparse_encode / sparse_decode round trip and reject malformed messages
  *    without touching their outputs;
+ *  - adacomp_compress (Chen et al. 2018) on hand-built bins: what it sends
+ *    (|G + g| >= the bin's max |G|), the ternary values +-mean of the bin
+ *    maxima, the residual, a bin longer than the tensor as one bin, a
+ *    non-finite residue sent as it is; error feedback over 50 rounds;
+ *  - qsparse_encode / qsparse_decode round trip bit for bit in the documented
+ *    size and reject malformed messages without touching their outputs;
  *  - staleness scales on a hand-built history and against a brute-force
  *    count over a random one (d = 0 gives 1, d beyond the history clamps). */
 #include <math.h>
@@ -169,7 +175,8 @@ static void test_segments(void)
 {
     enum { N = 1500 };
     /* gaps at 8-9, 1110-1199 and 1233-1499: never sent */
-    dt_segment seg[5] = { { 0, 1 }, { 1, 7 }, { 10, 100 }, { 110, 1000 }, { 1200, 33 } };
+    dt_segment seg[5] = { { 0, 1, 0 },      { 1, 7, 0 },     { 10, 100, 0 },
+                          { 110, 1000, 0 }, { 1200, 33, 0 } };
     size_t expect[5] = { 1, 1, 1, 10, 1 };
     float *g = dt_malloc(N * sizeof *g), *g0 = dt_malloc(N * sizeof *g0);
     float *res = dt_calloc(N, sizeof *res), *acc = dt_malloc(N * sizeof *acc);
@@ -264,7 +271,7 @@ static void test_segments(void)
 static void test_feedback(void)
 {
     enum { N = 1000, ROUNDS = 50 };
-    dt_segment seg[4] = { { 0, 600 }, { 600, 20 }, { 620, 370 }, { 990, 10 } };
+    dt_segment seg[4] = { { 0, 600, 0 }, { 600, 20, 0 }, { 620, 370, 0 }, { 990, 10, 0 } };
     const double ratio = 0.02;
     size_t cap = topk_capacity(seg, 4, ratio); /* 12 + 1 + 7 + 1 = 21 */
     float *g = dt_malloc(N * sizeof *g), *res = dt_calloc(N, sizeof *res);
@@ -407,6 +414,230 @@ static void test_wire(void)
     }
 }
 
+/* ---- AdaComp --------------------------------------------------------------------- */
+
+static size_t sent_at(const uint32_t *idx, size_t k, uint32_t i)
+{
+    for (size_t j = 0; j < k; j++)
+        if (idx[j] == i)
+            return j;
+    return (size_t)-1;
+}
+
+static void test_adacomp_hand(void)
+{
+    /* one tensor of 10 in bins of 5, an empty residual: G = g, H = 2 g, so an
+     * entry goes when |g| >= half its bin's max |g| */
+    float g[12] = { 1.0f, -0.4f, 0.6f, 0.2f, -0.5f, /* bin max 1: sends 0, 2, 4 */
+                    0.0f, 0.3f, -0.3f, 0.1f, 0.05f, /* bin max 0.3: sends 6, 7 */
+                    7.0f, 8.0f };                   /* outside the tensor */
+    float res[12] = { 0 };
+    dt_segment seg[1] = { { 0, 10, 5 } };
+    uint32_t idx[12];
+    float val[12];
+    size_t k = adacomp_compress(g, res, 12, seg, 1, idx, val);
+    const float scale = (float)(((double)1.0f + (double)0.3f) / 2);
+    const uint32_t want[5] = { 0, 2, 4, 6, 7 };
+    const float sign[5] = { 1, 1, -1, 1, -1 };
+    int ok = k == 5;
+    for (size_t j = 0; ok && j < k; j++)
+        ok = idx[j] == want[j] && val[j] == sign[j] * scale;
+    CHECK(ok, "adacomp: bins (1, -0.4, 0.6, 0.2, -0.5) (0, 0.3, -0.3, 0.1, 0.05) send entries "
+              "0 2 4 6 7 as +-%.2f, the mean of the bin maxima (got %zu)", scale, k);
+    int rok = res[10] == 7.0f && res[11] == 8.0f;
+    for (int i = 0; i < 10; i++) {
+        size_t j = sent_at(idx, k, (uint32_t)i);
+        float expect = j == (size_t)-1 ? g[i] : g[i] - val[j];
+        rok = rok && res[i] == expect;
+    }
+    CHECK(rok, "adacomp: the residual is G minus what was sent (overshoot kept), entries "
+               "outside the tensor only accumulate");
+
+    /* the new gradient decides: the bin's largest residue goes only when g
+     * pushes it further; an entry with G = 0 never goes */
+    float r2[5] = { 0.5f, -0.9f, 0.3f, 0.0f, 0.1f };
+    float g2[5] = { 0.4f, 0.2f, -0.1f, 0.0f, 0.0f }; /* G = 0.9 -0.7 0.2 0 0.1 */
+    dt_segment one[1] = { { 0, 5, 5 } };
+    k = adacomp_compress(g2, r2, 5, one, 1, idx, val);
+    CHECK(k == 1 && idx[0] == 0 && val[0] == 0.9f,
+          "adacomp: G (0.9, -0.7, 0.2, 0, 0.1), H (1.3, -0.5, 0.1, 0, 0.1): only entry 0 goes, "
+          "as the bin's max 0.9 (got %zu pairs)", k);
+
+    /* a bin longer than the tensor is one bin; bin 1 sends every entry whose
+     * gradient does not shrink its residue */
+    enum { N = 1000 };
+    float *a = dt_malloc(N * sizeof *a), *ra = dt_calloc(N, sizeof *ra);
+    float *rb = dt_calloc(N, sizeof *rb), *va = dt_malloc(N * sizeof *va);
+    float *vb = dt_malloc(N * sizeof *vb);
+    uint32_t *ia = dt_malloc(N * sizeof *ia), *ib = dt_malloc(N * sizeof *ib);
+    for (size_t i = 0; i < N; i++)
+        a[i] = rng_unit();
+    dt_segment sa[1] = { { 0, N, N } }, sb[1] = { { 0, N, 50 * N } };
+    size_t ka = adacomp_compress(a, ra, N, sa, 1, ia, va);
+    size_t kb = adacomp_compress(a, rb, N, sb, 1, ib, vb);
+    CHECK(ka == kb && ka >= 1 && memcmp(ia, ib, ka * sizeof *ia) == 0 &&
+              memcmp(va, vb, ka * sizeof *va) == 0 && memcmp(ra, rb, N * sizeof *ra) == 0,
+          "adacomp: a bin of 50000 over a tensor of 1000 is one bin of 1000 (%zu pairs)", ka);
+    for (size_t i = 0; i < N; i++) {
+        ra[i] = rng_unit();
+        a[i] = (i % 3 == 0) ? 0.0f : rng_unit();
+    }
+    memcpy(rb, ra, N * sizeof *ra);
+    dt_segment s1[1] = { { 0, N, 1 } };
+    ka = adacomp_compress(a, ra, N, s1, 1, ia, va);
+    size_t expect = 0, bad = 0;
+    for (size_t i = 0; i < N; i++) {
+        float G = rb[i] + a[i];
+        int go = G != 0.0f && fabsf(G + a[i]) >= fabsf(G);
+        size_t j = sent_at(ia, ka, (uint32_t)i);
+        expect += go;
+        bad += go != (j != (size_t)-1);
+    }
+    CHECK(ka == expect && bad == 0, "adacomp: bins of 1 send exactly the %zu entries whose "
+                                    "gradient does not shrink the residue", expect);
+
+    /* a diverged gradient is sent as it is, not hidden in the residual */
+    float gn[6] = { 0.1f, NAN, 0.3f, -INFINITY, 0.2f, 0.1f }, rn[6] = { 0 };
+    dt_segment sn[1] = { { 0, 6, 3 } };
+    k = adacomp_compress(gn, rn, 6, sn, 1, idx, val);
+    size_t jn = sent_at(idx, k, 1), ji = sent_at(idx, k, 3);
+    CHECK(jn != (size_t)-1 && isnan(val[jn]) && ji != (size_t)-1 && val[ji] == -INFINITY &&
+              rn[1] == 0 && rn[3] == 0 && isfinite(val[sent_at(idx, k, 2)]),
+          "adacomp: NaN and -inf are sent as they are, their residual 0, the finite entries "
+          "still quantized");
+    free(a);
+    free(ra);
+    free(rb);
+    free(va);
+    free(vb);
+    free(ia);
+    free(ib);
+}
+
+static void test_adacomp_feedback(void)
+{
+    enum { N = 3000, ROUNDS = 50 };
+    dt_segment seg[3] = { { 0, 288, 50 }, { 288, 32, 50 }, { 400, 2600, 500 } };
+    float *g = dt_malloc(N * sizeof *g), *res = dt_calloc(N, sizeof *res);
+    double *sum_g = dt_calloc(N, sizeof *sum_g), *sum_sent = dt_calloc(N, sizeof *sum_sent);
+    uint32_t *idx = dt_malloc(N * sizeof *idx);
+    float *val = dt_malloc(N * sizeof *val);
+    size_t total = 0, worst_round = 0;
+    int magnitudes_bad = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        float amp = 0.1f + (float)(r % 7);
+        for (size_t i = 0; i < N; i++) {
+            g[i] = amp * rng_unit() * rng_unit() * rng_unit(); /* heavy-tailed */
+            sum_g[i] += g[i];
+        }
+        size_t k = adacomp_compress(g, res, N, seg, 3, idx, val);
+        total += k;
+        worst_round = k > worst_round ? k : worst_round;
+        for (size_t j = 0; j < k; j++) {
+            sum_sent[idx[j]] += val[j];
+            /* one magnitude per tensor */
+            int t = idx[j] < 288 ? 0 : idx[j] < 320 ? 1 : 2;
+            for (size_t q = 0; q < j; q++) {
+                int tq = idx[q] < 288 ? 0 : idx[q] < 320 ? 1 : 2;
+                if (tq == t && fabsf(val[q]) != fabsf(val[j]))
+                    magnitudes_bad++;
+            }
+        }
+    }
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < N; i++) {
+        err = fmax(err, fabs(sum_sent[i] + res[i] - sum_g[i]));
+        scale = fmax(scale, fabs(sum_g[i]));
+    }
+    CHECK(magnitudes_bad == 0, "adacomp: every value a tensor sends in a round has one magnitude");
+    CHECK(err < 1e-5 * scale, "adacomp error feedback: sum of sent updates + final residual == "
+                              "sum of gradients over %d rounds (max |diff| %.2e of %.2f)", ROUNDS,
+          err, scale);
+    CHECK(total > 0 && worst_round < N / 10, "adacomp: sends %.1f%% of the entries a round on "
+                                             "average (at most %zu of %d)",
+          100.0 * (double)total / (ROUNDS * (double)N), worst_round, N);
+    free(g);
+    free(res);
+    free(sum_g);
+    free(sum_sent);
+    free(idx);
+    free(val);
+}
+
+static void test_qsparse(void)
+{
+    enum { M = 300, BASE = 100, CAP = 64 };
+    uint32_t idx[CAP], out[CAP];
+    float val[CAP], vout[CAP];
+    /* three magnitudes (one with a negative zero run), random signs */
+    size_t k = 0;
+    for (uint32_t i = 0; i < M && k < 40; i += 1 + (uint32_t)rng_below(9)) {
+        idx[k] = BASE + i;
+        float mag = k < 15 ? 0.25f : k < 16 ? 0.0f : k < 33 ? 3e-7f : 1e30f;
+        val[k++] = rng_next() & 1 ? -mag : mag;
+    }
+    static unsigned char buf[8 + 12 * CAP + CAP / 8 + 8], shifted[8 + 12 * CAP + CAP / 8 + 8];
+    size_t bytes = qsparse_encode(buf, idx, val, k, BASE), got = 0;
+    int rc = qsparse_decode(buf, bytes, M, CAP, out, vout, &got);
+    int same = rc == 0 && got == k && bytes == 8 + 8 * 4 + 4 * k + (k + 7) / 8;
+    for (size_t j = 0; same && j < k; j++)
+        same = out[j] == idx[j] - BASE && memcmp(&vout[j], &val[j], sizeof(float)) == 0;
+    CHECK(same, "qsparse_encode/decode: %zu pairs in 4 runs round trip bit for bit in "
+                "8 + 8*4 + 4k + ceil(k/8) = %zu bytes", k, bytes);
+    size_t b2 = qsparse_encode(shifted + 3, idx, val, k, BASE);
+    rc = qsparse_decode(shifted + 3, b2, M, CAP, out, vout, &got);
+    CHECK(rc == 0 && got == k && b2 == bytes && memcmp(shifted + 3, buf, bytes) == 0,
+          "qsparse_encode/decode at an unaligned address");
+    for (size_t j = 0; j < k; j++)
+        val[j] = rng_unit();
+    bytes = qsparse_encode(buf, idx, val, k, BASE);
+    rc = qsparse_decode(buf, bytes, M, CAP, out, vout, &got);
+    CHECK(rc == 0 && got == k && bytes == qsparse_bound(k) &&
+              memcmp(vout, val, k * sizeof *val) == 0,
+          "qsparse: %zu distinct values take the bound of %zu bytes and round trip", k, bytes);
+    bytes = qsparse_encode(buf, idx, val, 0, BASE);
+    rc = qsparse_decode(buf, bytes, M, CAP, out, vout, &got);
+    CHECK(rc == 0 && got == 0 && bytes == 8, "qsparse: an empty update is 8 bytes and decodes");
+
+    /* malformed messages; a well-formed one of 10 pairs in 2 runs to patch */
+    for (size_t j = 0; j < 10; j++)
+        val[j] = j < 4 ? 0.5f : -2.0f;
+    const size_t good = qsparse_encode(buf, idx, val, 10, BASE); /* 8 + 16 + 40 + 2 = 66 */
+    struct {
+        const char *what, *msg;
+        size_t bytes, cap;
+        size_t pos;     /* byte offset of a uint32 to overwrite; 0: none */
+        uint32_t v;
+    } bad[] = {
+        { "7 bytes, shorter than the header", "shorter", 7, CAP, 0, 0 },
+        { "count beyond the range", "exceeds", good, 1000, 1, M + 1 },
+        { "count beyond the receiver's capacity", "exceeds", good, 9, 0, 0 },
+        { "more runs than pairs", "runs", good, CAP, 4, 11 },
+        { "no run for 10 pairs", "runs", good, CAP, 4, 0 },
+        { "a run end that does not increase", "ends at", good, CAP, 16, 4 },
+        { "a last run that stops short of the count", "ends at", good, CAP, 16, 9 },
+        { "one byte short", "expected", good - 1, CAP, 0, 0 },
+        { "one byte too many", "expected", good + 1, CAP, 0, 0 },
+        { "an index equal to n", "outside", good, CAP, 24 + 4 * 3, M },
+        { "an index below its predecessor", "does not increase", good, CAP, 24 + 4 * 6, 0 },
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        qsparse_encode(buf, idx, val, 10, BASE);
+        if (bad[c].pos) {
+            size_t at = bad[c].pos == 1 ? 0 : bad[c].pos;
+            memcpy(buf + at, &bad[c].v, 4);
+        }
+        uint32_t o[CAP];
+        for (size_t j = 0; j < CAP; j++)
+            o[j] = 0xdeadbeefu;
+        size_t kk = 777;
+        dt_err_clear();
+        rc = qsparse_decode(buf, bad[c].bytes, M, bad[c].cap, o, vout, &kk);
+        CHECK(rc == -1 && strstr(dt_err_msg(), bad[c].msg) && untouched(o, CAP, kk),
+              "qsparse_decode rejects %s, outputs untouched: %s", bad[c].what, dt_err_msg());
+    }
+}
+
 /* ---- staleness ------------------------------------------------------------------ */
 
 static int all_equal(const float *s, size_t n, float want)
@@ -545,6 +776,9 @@ int main(int argc, char **argv)
     test_segments();
     test_feedback();
     test_wire();
+    test_adacomp_hand();
+    test_adacomp_feedback();
+    test_qsparse();
     test_staleness_hand();
     test_staleness_random();
     MPI_Finalize();

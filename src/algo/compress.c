@@ -96,17 +96,22 @@ size_t topk_select(const float *v, size_t n, size_t k, uint32_t *idx)
     return select_into(v, n, k, idx, 0);
 }
 
-size_t topk_compress(const float *g, float *residual, size_t n, const dt_segment *seg, int nseg,
-                     double ratio, uint32_t *idx, float *val)
+static void check_segments(const dt_segment *seg, int nseg, size_t n, const char *who)
 {
     check_index_range(n);
     size_t end = 0;
     for (int s = 0; s < nseg; s++) {
         if (seg[s].offset < end || seg[s].size > n || seg[s].offset > n - seg[s].size)
-            DT_FATAL("top-k: segment %d [%zu, +%zu) is out of order, overlaps or leaves [0, %zu)",
-                     s, seg[s].offset, seg[s].size, n);
+            DT_FATAL("%s: segment %d [%zu, +%zu) is out of order, overlaps or leaves [0, %zu)",
+                     who, s, seg[s].offset, seg[s].size, n);
         end = seg[s].offset + seg[s].size;
     }
+}
+
+size_t topk_compress(const float *g, float *residual, size_t n, const dt_segment *seg, int nseg,
+                     double ratio, uint32_t *idx, float *val)
+{
+    check_segments(seg, nseg, n, "top-k");
     const float *acc = g;
     if (residual) { /* the residual becomes acc in place; the sent entries are cleared below */
         for (size_t i = 0; i < n; i++)
@@ -124,6 +129,58 @@ size_t topk_compress(const float *g, float *residual, size_t n, const dt_segment
             for (size_t j = m; j < m + got; j++)
                 residual[idx[j]] = 0.0f;
         m += got;
+    }
+    return m;
+}
+
+/* max |G| over [lo, hi); non-finite entries are left out (they are sent as
+ * they are) */
+static float bin_max(const float *G, size_t lo, size_t hi)
+{
+    float m = 0.0f;
+    for (size_t i = lo; i < hi; i++) {
+        float a = fabsf(G[i]);
+        if (a > m && isfinite(a))
+            m = a;
+    }
+    return m;
+}
+
+size_t adacomp_compress(const float *g, float *residual, size_t n, const dt_segment *seg,
+                        int nseg, uint32_t *idx, float *val)
+{
+    check_segments(seg, nseg, n, "adacomp");
+    float *G = residual;
+    for (size_t i = 0; i < n; i++)
+        G[i] += g[i];
+    size_t m = 0;
+    for (int s = 0; s < nseg; s++) {
+        size_t lo = seg[s].offset, hi = lo + seg[s].size, bin = seg[s].bin;
+        if (seg[s].size == 0)
+            continue;
+        if (bin == 0)
+            DT_FATAL("adacomp: segment %d has bin length 0", s);
+        double sum = 0.0;
+        size_t bins = 0;
+        for (size_t b = lo; b < hi; b += bin, bins++)
+            sum += bin_max(G, b, bin < hi - b ? b + bin : hi);
+        const float scale = (float)(sum / (double)bins);
+        for (size_t b = lo; b < hi; b += bin) {
+            size_t e = bin < hi - b ? b + bin : hi;
+            const float gmax = bin_max(G, b, e);
+            for (size_t i = b; i < e; i++) {
+                float v;
+                if (!isfinite(G[i]))
+                    v = G[i];
+                else if (G[i] != 0.0f && fabsf(G[i] + g[i]) >= gmax)
+                    v = copysignf(scale, G[i]);
+                else
+                    continue;
+                idx[m] = (uint32_t)i;
+                val[m++] = v;
+                G[i] = isfinite(G[i]) ? G[i] - v : 0.0f;
+            }
+        }
     }
     return m;
 }
@@ -188,6 +245,119 @@ int sparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t 
         memcpy(idx, ib, (size_t)count * sizeof(uint32_t));
         memcpy(val, ib + (size_t)count * sizeof(uint32_t), (size_t)count * sizeof(float));
     }
+    *k = count;
+    return 0;
+}
+
+/* ---- quantized sparse updates ------------------------------------------------ */
+
+static inline uint32_t float_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+static size_t qsparse_size(size_t k, size_t nrun)
+{
+    return 2 * sizeof(uint32_t) + nrun * (sizeof(uint32_t) + sizeof(float)) +
+           k * sizeof(uint32_t) + (k + 7) / 8;
+}
+
+size_t qsparse_bound(size_t k) { return qsparse_size(k, k); }
+
+size_t qsparse_encode(void *buf, const uint32_t *idx, const float *val, size_t k, uint32_t base)
+{
+    if (k > UINT32_MAX)
+        DT_FATAL("quantized sparse update: %zu pairs do not fit a 32-bit count", k);
+    unsigned char *p = buf;
+    uint32_t nrun = 0;
+    for (size_t j = 0; j < k; j++)
+        if (j == 0 || abs_key(val[j]) != abs_key(val[j - 1]))
+            nrun++;
+    uint32_t head[2] = { (uint32_t)k, nrun };
+    memcpy(p, head, sizeof head);
+    unsigned char *r = p + sizeof head;
+    for (size_t j = 0; j < k; j++) { /* a run ends where the magnitude changes */
+        if (j + 1 == k || abs_key(val[j + 1]) != abs_key(val[j])) {
+            uint32_t end = (uint32_t)(j + 1), mag = abs_key(val[j]);
+            memcpy(r, &end, sizeof end);
+            memcpy(r + sizeof end, &mag, sizeof mag);
+            r += sizeof end + sizeof mag;
+        }
+    }
+    for (size_t j = 0; j < k; j++) {
+        if (idx[j] < base)
+            DT_FATAL("quantized sparse update: index %u below the range start %u", idx[j], base);
+        uint32_t rel = idx[j] - base;
+        memcpy(r + j * sizeof rel, &rel, sizeof rel);
+    }
+    unsigned char *sign = r + k * sizeof(uint32_t);
+    memset(sign, 0, (k + 7) / 8);
+    for (size_t j = 0; j < k; j++)
+        if (float_bits(val[j]) >> 31)
+            sign[j / 8] |= (unsigned char)(1u << (j % 8));
+    return qsparse_size(k, nrun);
+}
+
+int qsparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t *idx, float *val,
+                   size_t *k)
+{
+    const unsigned char *p = buf;
+    uint32_t head[2];
+    if (bytes < sizeof head)
+        return dt_err_set("quantized sparse update: %zu bytes, shorter than its 8-byte header",
+                          bytes);
+    memcpy(head, p, sizeof head);
+    uint32_t count = head[0], nrun = head[1];
+    if (count > n || count > cap)
+        return dt_err_set("quantized sparse update: count %u at byte offset 0 exceeds the range "
+                          "of %zu coordinates or the %zu pairs the receiver holds", count, n, cap);
+    if (nrun > count || (count > 0) != (nrun > 0))
+        return dt_err_set("quantized sparse update: %u runs at byte offset 4 for %u pairs", nrun,
+                          count);
+    if (bytes != qsparse_size(count, nrun))
+        return dt_err_set("quantized sparse update: %zu bytes for count %u and %u runs, expected "
+                          "%zu", bytes, count, nrun, qsparse_size(count, nrun));
+    const unsigned char *r = p + sizeof head;
+    const size_t run_bytes = sizeof(uint32_t) + sizeof(float);
+    uint32_t prev_end = 0;
+    for (uint32_t q = 0; q < nrun; q++) {
+        uint32_t end;
+        memcpy(&end, r + (size_t)q * run_bytes, sizeof end);
+        if (end <= prev_end || end > count || (q + 1 == nrun && end != count))
+            return dt_err_set("quantized sparse update: run %u at byte offset %zu ends at %u "
+                              "(previous end %u, pairs %u)", q, sizeof head + q * run_bytes, end,
+                              prev_end, count);
+        prev_end = end;
+    }
+    const unsigned char *ib = r + (size_t)nrun * run_bytes;
+    uint32_t prev = 0;
+    for (uint32_t j = 0; j < count; j++) {
+        uint32_t i;
+        memcpy(&i, ib + (size_t)j * sizeof i, sizeof i);
+        size_t at = (size_t)(ib - p) + (size_t)j * sizeof i;
+        if (i >= n)
+            return dt_err_set("quantized sparse update: index %u at byte offset %zu (pair %u) is "
+                              "outside the range [0, %zu)", i, at, j, n);
+        if (j > 0 && i <= prev)
+            return dt_err_set("quantized sparse update: index %u at byte offset %zu (pair %u) "
+                              "does not increase (previous %u)", i, at, j, prev);
+        prev = i;
+    }
+    const unsigned char *sign = ib + (size_t)count * sizeof(uint32_t);
+    uint32_t j = 0;
+    for (uint32_t q = 0; q < nrun; q++) {
+        uint32_t end, mag;
+        memcpy(&end, r + (size_t)q * run_bytes, sizeof end);
+        memcpy(&mag, r + (size_t)q * run_bytes + sizeof end, sizeof mag);
+        for (; j < end; j++) {
+            uint32_t bits = (mag & 0x7fffffffu) | ((uint32_t)((sign[j / 8] >> (j % 8)) & 1u) << 31);
+            memcpy(&val[j], &bits, sizeof bits);
+        }
+    }
+    if (count)
+        memcpy(idx, ib, (size_t)count * sizeof(uint32_t));
     *k = count;
     return 0;
 }

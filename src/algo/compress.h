@@ -1,4 +1,6 @@
-/* Top-k sparsification with error feedback for the parameter-server modes
+/* Compressed pushes for the parameter-server modes: top-k and AdaComp.
+ *
+ * Top-k sparsification with error feedback
  * (REFERENCE.md §8, Hardy et al. 2017): each tensor of the flat parameter
  * vector (weights and biases separately) sends its k = max(1, ⌊c·size⌋)
  * entries of largest |g| as (index, value) pairs; what is not sent stays in a
@@ -22,9 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One tensor of the flat parameter vector: entries [offset, offset + size). */
+/* One tensor of the flat parameter vector: entries [offset, offset + size);
+ * bin: AdaComp's bin length for it (unused by top-k). */
 typedef struct dt_segment {
-    size_t offset, size;
+    size_t offset, size, bin;
 } dt_segment;
 
 /* k = max(1, ⌊ratio·size⌋), capped at size (0 for an empty tensor). The
@@ -73,5 +76,56 @@ size_t sparse_encode(void *buf, const uint32_t *idx, const float *val, size_t k,
  * untouched (the message is validated before anything is written). */
 int sparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t *idx, float *val,
                   size_t *k);
+
+/* AdaComp (Chen et al., "AdaComp: Adaptive Residual Gradient Compression
+ * for Data-Parallel Distributed Training", AAAI 2018), one push of g (n):
+ *     G = residual + g,  H = G + g
+ *     per segment, per bin of seg.bin consecutive entries (the last may be
+ *     shorter): gmax = max |G| over the bin
+ *     scale = mean of the segment's bin maxima
+ *     send entry i if G_i != 0 and |H_i| >= gmax of its bin, as the ternary
+ *     value sign(G_i) * scale; residual = G - sent
+ * The threshold adapts to local activity (a bin sends its largest residue
+ * when the new gradient pushes it further; a bin whose residue is quiet may
+ * send nothing); the quantization overshoot stays in the residual, so
+ * sent + new residual == fl(old residual + g) up to one rounding of the
+ * subtraction. A residue that is not finite is sent as it is (a diverged
+ * gradient reaches the model instead of hiding in the residual) and leaves
+ * the residual 0. idx/val need room for n entries; returns the number sent,
+ * in ascending index order. Segments as for topk_compress; a bin of 0 is a
+ * programming error. */
+size_t adacomp_compress(const float *g, float *residual, size_t n, const dt_segment *seg,
+                        int nseg, uint32_t *idx, float *val);
+
+/* Wire format of one quantized sparse update (qsparse_encode / decode): a
+ * lossless encoding of (index, value) pairs whose values take few distinct
+ * magnitudes, as AdaComp's do (one per tensor), host byte order:
+ *     uint32 count
+ *     uint32 nrun
+ *     {uint32 end; float32 magnitude}[nrun]   pairs [previous end, end) have
+ *                                             this |value|; ends strictly
+ *                                             increasing, the last == count
+ *     uint32 index[count]                     strictly increasing, relative
+ *                                             to a base offset
+ *     uint8  sign[ceil(count / 8)]            bit j % 8 of byte j / 8: pair j
+ *                                             is negative (the float's sign bit)
+ * i.e. 8 + 8 nrun + 4 count + ceil(count / 8) bytes: about 4.1 bytes a pair
+ * instead of top-k's 8. Decoding gives back the values bit for bit. */
+
+/* The most bytes an update of k pairs can take (nrun = k). */
+size_t qsparse_bound(size_t k);
+
+/* Encodes k pairs (idx ascending, every idx >= base) into buf
+ * (qsparse_bound(k) bytes suffice); returns the bytes written. */
+size_t qsparse_encode(void *buf, const uint32_t *idx, const float *val, size_t k, uint32_t base);
+
+/* Decodes an update of `bytes` bytes for a range of n coordinates into idx
+ * and val (cap entries each), its pair count into *k. Returns -1 after
+ * dt_err_set() naming the byte offset if the header is short, the count
+ * exceeds n or cap, the runs are empty, do not increase or do not end at the
+ * count, the size is not the one the counts give, or an index is >= n or not
+ * above the previous one; the outputs are then left untouched. */
+int qsparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t *idx, float *val,
+                   size_t *k);
 
 #endif

@@ -1,5 +1,6 @@
 /* Parameter server (REFERENCE.md §8): ps-async (Downpour-style ASGD, with
- * optional staleness scaling and top-k compression with error feedback) and
+ * optional staleness scaling and top-k or AdaComp compression with error
+ * feedback) and
  * ps-sync (TensorFlow's SyncReplicas: R gradients per global step, stale ones
  * dropped, backup workers).
  *
@@ -22,8 +23,9 @@
  * Wire format, one MPI_BYTE message per (worker, server) and direction:
  *   to a server:  ps_msg header (tag REQ); a push's body follows (tag DATA):
  *                 for PUSH_DENSE count floats (the range),
- *                 for PUSH_SPARSE the pairs in algo/compress.h's format
- *                 (indices relative to the server's range);
+ *                 for PUSH_SPARSE the pairs in algo/compress.h's format,
+ *                 for PUSH_QSPARSE its quantized format (indices relative
+ *                 to the server's range; the header's count is the pairs');
  *   to a worker:  ps_msg header (kind REPLY, flags), then count floats. */
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,7 @@
 #include "run/trainer.h"
 
 enum { TAG_REQ = 41, TAG_REP = 42, TAG_FIN = 43, TAG_DATA = 44 };
-enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY };
+enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY, K_PUSH_QSPARSE };
 enum { F_STOP = 1, F_END = 2 };    /* flags: stop requested; the run is over */
 enum { HIST_DELAYS = 64 };
 
@@ -80,7 +82,7 @@ typedef struct ps_state {
     int fetched, stop_sent, ended;
     int64_t seen_clock;            /* clock of the model in params */
     float *acc;                    /* (n) gradients summed since the last push */
-    float *residual;               /* (n) topk: what was not sent yet */
+    float *residual;               /* (n) topk, adacomp-chen: what was not sent yet */
     dt_segment *seg;
     int nseg;
     uint32_t *idx;
@@ -96,6 +98,26 @@ typedef struct ps_state {
 } ps_state;
 
 static const char *const curve_names[4] = { "wall", "clock", "loss", "accuracy" };
+
+/* Room for the body of a push of up to m entries, in any of the formats. */
+static size_t push_bytes(size_t m)
+{
+    size_t d = m * sizeof(float), sp = sparse_bytes(m), q = qsparse_bound(m);
+    return d > sp ? (d > q ? d : q) : (sp > q ? sp : q);
+}
+
+/* Is the tensor a convolution's weight or bias (AdaComp's bin length for
+ * convolutions, ps.bin_conv; the rest take ps.bin_fc)? */
+static int tensor_is_conv(const dt_net *net, const dt_tensor_view *v)
+{
+    for (int i = 0; i < net->nnodes; i++) {
+        const dt_node *d = &net->nodes[i];
+        if (d->op == OP_CONV2D &&
+            (d->w_off == (int64_t)v->offset || (d->b_off >= 0 && d->b_off == (int64_t)v->offset)))
+            return 1;
+    }
+    return 0;
+}
 
 static int ps_check(const dt_config *cfg, int nranks, int sync)
 {
@@ -150,6 +172,7 @@ static void ps_setup(dt_trainer *t)
         s->lo[i] = t->n * (size_t)i / (size_t)s->S;
     MPI_CHECK(MPI_Comm_dup(t->comm, &s->comm));
     int topk = strcmp(c->ps.compress, "topk") == 0;
+    int adacomp = strcmp(c->ps.compress, "adacomp-chen") == 0;
     size_t maxm = 0;
     for (int i = 0; i < s->S; i++)
         maxm = s->lo[i + 1] - s->lo[i] > maxm ? s->lo[i + 1] - s->lo[i] : maxm;
@@ -157,7 +180,7 @@ static void ps_setup(dt_trainer *t)
     if (s->role == ROLE_SERVER) {
         int me = t->rank;
         s->m = s->lo[me + 1] - s->lo[me];
-        s->inbox_bytes = sizeof(ps_msg) + sparse_bytes(s->m);
+        s->inbox_bytes = sizeof(ps_msg) + push_bytes(s->m);
         s->inbox = dt_malloc(s->inbox_bytes);
         s->g = dt_falloc(s->m ? s->m : 1);
         s->opt = t->opt;
@@ -188,14 +211,17 @@ static void ps_setup(dt_trainer *t)
         s->acc = dt_falloc(t->n);
         s->out = dt_calloc((size_t)s->S, sizeof *s->out);
         for (int i = 0; i < s->S; i++)
-            s->out[i] = dt_malloc(sizeof(ps_msg) + sparse_bytes(maxm));
-        if (topk) { /* top-k per tensor: weights and biases separately */
+            s->out[i] = dt_malloc(sizeof(ps_msg) + push_bytes(maxm));
+        if (topk || adacomp) { /* per tensor: weights and biases separately */
             s->residual = dt_falloc(t->n);
             s->nseg = t->net->ntensors;
             s->seg = dt_calloc((size_t)s->nseg, sizeof *s->seg);
-            for (int i = 0; i < s->nseg; i++)
-                s->seg[i] = (dt_segment){ t->net->tensors[i].offset, t->net->tensors[i].count };
-            size_t cap = topk_capacity(s->seg, s->nseg, c->ps.ratio);
+            for (int i = 0; i < s->nseg; i++) {
+                const dt_tensor_view *v = &t->net->tensors[i];
+                size_t bin = (size_t)(tensor_is_conv(t->net, v) ? c->ps.bin_conv : c->ps.bin_fc);
+                s->seg[i] = (dt_segment){ v->offset, v->count, bin < v->count ? bin : v->count };
+            }
+            size_t cap = topk ? topk_capacity(s->seg, s->nseg, c->ps.ratio) : t->n;
             s->idx = dt_malloc(cap * sizeof *s->idx);
             s->val = dt_falloc(cap);
         }
@@ -232,7 +258,8 @@ static int server_decode(ps_state *s, const ps_msg *h, size_t bytes, float *g)
         return 0;
     }
     memset(g, 0, s->m * sizeof(float));
-    if (sparse_decode(p, body, s->m, s->m, s->touched, s->tval, &s->ntouched) != 0)
+    if ((h->kind == K_PUSH_QSPARSE ? qsparse_decode : sparse_decode)(
+            p, body, s->m, s->m, s->touched, s->tval, &s->ntouched) != 0)
         return -1;
     if ((int64_t)s->ntouched != h->count)
         return dt_err_set("sparse push: header says %lld pairs, body %zu", (long long)h->count,
@@ -344,16 +371,19 @@ static void server_run(dt_trainer *t)
                     s->want[w] = h.clock;
                 else
                     server_reply(s, t, src);
-            } else if (h.kind == K_PUSH_DENSE || h.kind == K_PUSH_SPARSE) {
-                size_t body = h.kind == K_PUSH_DENSE ? (size_t)h.count * sizeof(float)
-                                                     : sparse_bytes((size_t)h.count);
-                if (h.count < 0 || (size_t)h.count > s->m || sizeof h + body > s->inbox_bytes)
+            } else if (h.kind == K_PUSH_DENSE || h.kind == K_PUSH_SPARSE ||
+                       h.kind == K_PUSH_QSPARSE) {
+                if (h.count < 0 || (size_t)h.count > s->m)
                     DT_FATAL("server %d: push of %lld entries from rank %d for a range of %zu",
                              t->rank, (long long)h.count, src, s->m);
+                /* the body's length is the message's (decoding checks it) */
+                MPI_Status bs;
+                int body = 0;
                 memcpy(s->inbox, &h, sizeof h);
-                MPI_CHECK(MPI_Recv(s->inbox + sizeof h, (int)body, MPI_BYTE, src, TAG_DATA,
-                                   s->comm, MPI_STATUS_IGNORE));
-                server_push(s, t, (const ps_msg *)s->inbox, sizeof h + body, w);
+                MPI_CHECK(MPI_Recv(s->inbox + sizeof h, (int)(s->inbox_bytes - sizeof h),
+                                   MPI_BYTE, src, TAG_DATA, s->comm, &bs));
+                MPI_CHECK(MPI_Get_count(&bs, MPI_BYTE, &body));
+                server_push(s, t, (const ps_msg *)s->inbox, sizeof h + (size_t)body, w);
             } else if (h.kind == K_DONE) {
                 open--;
                 if (w >= 0 && open == (s->sup >= 0) && s->sup >= 0 && t->rank == 0)
@@ -409,7 +439,10 @@ static void worker_push(dt_trainer *t, ps_state *s)
 {
     double t0 = trainer_clock();
     size_t k = 0;
-    if (s->residual)
+    const int quantized = strcmp(t->cfg->ps.compress, "adacomp-chen") == 0;
+    if (quantized)
+        k = adacomp_compress(s->acc, s->residual, t->n, s->seg, s->nseg, s->idx, s->val);
+    else if (s->residual)
         k = topk_compress(s->acc, s->residual, t->n, s->seg, s->nseg, t->cfg->ps.ratio, s->idx,
                           s->val);
     size_t next = 0; /* the first pair of the next server's range */
@@ -422,10 +455,10 @@ static void worker_push(dt_trainer *t, ps_state *s)
             size_t first = next;
             while (next < k && s->idx[next] < s->lo[i + 1])
                 next++;
-            h->kind = K_PUSH_SPARSE;
+            h->kind = quantized ? K_PUSH_QSPARSE : K_PUSH_SPARSE;
             h->count = (int64_t)(next - first);
-            body = sparse_encode(h + 1, s->idx + first, s->val + first, next - first,
-                                 (uint32_t)s->lo[i]);
+            body = (quantized ? qsparse_encode : sparse_encode)(
+                h + 1, s->idx + first, s->val + first, next - first, (uint32_t)s->lo[i]);
         } else {
             h->kind = K_PUSH_DENSE;
             h->count = (int64_t)m;
@@ -588,7 +621,7 @@ static int ps_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     if (max < 2)
         DT_FATAL("ps: no room for its checkpoint arrays");
     out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6 };
-    if (strcmp(t->cfg->ps.compress, "topk") == 0) {
+    if (strcmp(t->cfg->ps.compress, "none") != 0) {
         if (!s->residual) /* servers and the supervisor: rectangular datasets */
             s->residual = dt_falloc(t->n);
         out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n };

@@ -69,8 +69,9 @@ typedef struct dt_config {
         int64_t fetch_every;      /* worker: steps between fetches of the model */
         int64_t push_every;       /* worker: steps whose gradients one push sums */
         char staleness[16];       /* none | adacomp */
-        char compress[16];        /* none | topk */
+        char compress[16];        /* none | topk | adacomp-chen */
         double ratio;             /* topk: fraction of each tensor sent */
+        int64_t bin_conv, bin_fc; /* adacomp-chen: bin lengths (convolutions, the rest) */
         int64_t replicas;         /* ps-sync: gradients per global step; 0: all workers */
         double eval_seconds;      /* supervisor: seconds between evaluations */
     } ps;

@@ -216,11 +216,16 @@ static const deck_key keys[] = {
     {"ps", "staleness", KT_ENUM, "none", .choices = "none|adacomp", AT(ps.staleness, char *),
      .doc = "ps-async: none, or adacomp: each coordinate's step divided by the number of the "
             "last d updates that touched it (d: the push's delay)"},
-    {"ps", "compress", KT_ENUM, "none", .choices = "none|topk", AT(ps.compress, char *),
-     .doc = "pushes: none (dense), or topk: the ps.ratio largest entries of each tensor, "
-            "the rest kept as the worker's residual (error feedback)"},
+    {"ps", "compress", KT_ENUM, "none", .choices = "none|topk|adacomp-chen",
+     AT(ps.compress, char *),
+     .doc = "pushes: none (dense); topk: per tensor its ps.ratio largest entries; adacomp-chen: "
+            "per bin the residues pushed past the bin's max, as +-scale; the rest stays as residual"},
     {"ps", "ratio", KT_DOUBLE, "0.01", IN_OPEN_CLOSED(0, 1), AT(ps.ratio, double),
      .doc = "topk: fraction of each tensor's entries sent per push (at least one)"},
+    {"ps", "bin_conv", KT_INT, "50", IN_INT(1), AT(ps.bin_conv, int64_t),
+     .doc = "adacomp-chen: bin length for convolution weights and biases (L_T; 50 in the paper)"},
+    {"ps", "bin_fc", KT_INT, "500", IN_INT(1), AT(ps.bin_fc, int64_t),
+     .doc = "adacomp-chen: bin length for the other tensors (fully connected; 500 in the paper)"},
     {"ps", "replicas", KT_INT, "0", IN_INT(0), AT(ps.replicas, int64_t),
      .doc = "ps-sync: gradients aggregated per global step; 0: all workers; fewer than the "
             "workers leaves backup workers"},
