@@ -41,6 +41,7 @@ if (fig eq 'ps') {
     set datafile separator ','
     plot sup('ps-async') using 4:(100*$1) every ::1 with linespoints pt 7 lw 2 title "ps-async", \
          sup('ps-async-topk') using 4:(100*$1) every ::1 with linespoints pt 5 lw 2 title "ps-async + top-k 1%", \
+         sup('ps-async-adacomp') using 4:(100*$1) every ::1 with linespoints pt 13 lw 2 title "ps-async + AdaComp", \
          sup('ps-sync') using 4:(100*$1) every ::1 with linespoints pt 9 lw 2 title "ps-sync", \
          ar using 2:(100*$3) every ::1 with linespoints pt 11 lw 2 title "allreduce (8 ranks, a run per point, training time)"
     # samples consumed: a push is one batch of 32; a ps-sync clock is 6 worker
@@ -48,6 +49,7 @@ if (fig eq 'ps') {
     set xlabel "epochs (samples consumed / 60000)"
     plot sup('ps-async') using ($2*32/60000.0):(100*$1) every ::1 with linespoints pt 7 lw 2 title "ps-async", \
          sup('ps-async-topk') using ($2*32/60000.0):(100*$1) every ::1 with linespoints pt 5 lw 2 title "ps-async + top-k 1%", \
+         sup('ps-async-adacomp') using ($2*32/60000.0):(100*$1) every ::1 with linespoints pt 13 lw 2 title "ps-async + AdaComp", \
          sup('ps-sync') using ($2*6*32/60000.0):(100*$1) every ::1 with linespoints pt 9 lw 2 title "ps-sync", \
          ar using ($1*8*32/60000.0):(100*$3) every ::1 with linespoints pt 11 lw 2 title "allreduce"
     unset multiplot

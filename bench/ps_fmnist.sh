@@ -3,13 +3,14 @@
 # mlp of inputs/ps-tf-mlp.ini; optimizer of inputs/ps-fmnist.ini (batch 32 per
 # worker, lr 0.02, x0.1 at epoch 1.5, momentum 0.9), 2 epochs, seed 1. Parts
 # (PARTS, default all):
-#   curves     8 ranks: ps-async, ps-async + top-k 1%, ps-sync with 1 server +
+#   curves     8 ranks: ps-async, ps-async + top-k 1%, ps-async + AdaComp
+#              (adacomp-chen, bins 500), ps-sync with 1 server +
 #              supervisor (ps.eval_seconds = 3) + 6 workers, the accuracy curve
 #              being the supervisor's; allreduce on 8 ranks, one run per point
 #              stopped at run.max_steps = K (the points of bench/lsgd_fmnist.sh,
 #              shared in bench/out/allreduce-mlp/)  -> bench/ps-fmnist.png
-#   bytes      8 ranks, 1 server + 7 workers (no supervisor), the same three PS
-#              modes: final accuracy and bytes per step, dense and top-k
+#   bytes      8 ranks, 1 server + 7 workers (no supervisor), the same PS
+#              variants: final accuracy and bytes per step, dense and compressed
 #   check      6 ranks, 2 servers + supervisor + 3 workers (ps-async), against
 #              allreduce on 3 and on 6 ranks, 2 epochs: the 2-point check
 #   tf         inputs/ps-tf-mlp.ini (batch 100, SGD lr 0.001, 20 epochs), 1 server
@@ -23,8 +24,9 @@
 # A case whose CSVs are already there is kept unless FORCE=1.
 #
 # Usage: nice -n 19 bench/ps_fmnist.sh [BUILD_DIR]   (default: the source tree)
-# Environment: PARTS, POINTS (allreduce curve, steps per rank; default
-# 58 117 234 351 468), RUNS (run records, /tmp/dtrain-bench-runs), LIMIT
+# Environment: PARTS, VARIANTS (the parameter-server variants of curves and
+# bytes, default ps-async ps-async-topk ps-async-adacomp ps-sync), POINTS
+# (allreduce curve, steps per rank; default 58 117 234 351 468), RUNS (run records, /tmp/dtrain-bench-runs), LIMIT
 # (seconds per run before it is killed as hung, 480), IDLE_MAX (start a run once
 # the machine is at most this % busy, 50), IDLE_WAIT (but wait at most this many
 # seconds, 300), FORCE.
@@ -69,10 +71,11 @@ wait_idle() {
 
 # final_bytes RUN_DIR KEEP: every rank's cumulative bytes_sent at its end, from
 # the last /train row of run.h5 (dtrain-post csv drops the rows padded with
-# step -1, which are the only rows a server or the supervisor gets unless its
-# last clock happens to be a multiple of run.log_every)
+# step -1; records written before every role got a row at its last step have
+# no other row for a server whose last clock is off a multiple of
+# run.log_every)
 final_bytes() {
-    [ -s "$1/run.h5" ] || return 0
+    [ -s "$1/run.h5" ] && command -v h5dump >/dev/null || return 0
     h5dump -d /train/bytes_sent -y -w 0 "$1/run.h5" | /usr/bin/python3 -c '
 import re, sys
 text = sys.stdin.read()
@@ -119,13 +122,20 @@ run_case() {
     echo "$name ($secs s, load $load): $(grep '^done:' "$dest/$name.log")"
 }
 
-ps_modes() { # ps_modes PREFIX NP KEY=VALUE...: the three parameter-server variants
-    local pre=$1 n=$2
+ps_modes() { # ps_modes PREFIX NP KEY=VALUE...: the parameter-server variants (VARIANTS)
+    local pre=$1 n=$2 v
     shift 2
-    run_case "$out" "$pre-ps-async" "$n" ps-fmnist.ini "${common[@]}" algorithm.mode=ps-async "$@"
-    run_case "$out" "$pre-ps-async-topk" "$n" ps-fmnist.ini "${common[@]}" algorithm.mode=ps-async \
-        ps.compress=topk ps.ratio=0.01 "$@"
-    run_case "$out" "$pre-ps-sync" "$n" ps-fmnist.ini "${common[@]}" algorithm.mode=ps-sync "$@"
+    for v in ${VARIANTS:-ps-async ps-async-topk ps-async-adacomp ps-sync}; do
+        local extra
+        case $v in
+        ps-async) extra=(algorithm.mode=ps-async) ;;
+        ps-async-topk) extra=(algorithm.mode=ps-async ps.compress=topk ps.ratio=0.01) ;;
+        ps-async-adacomp) extra=(algorithm.mode=ps-async ps.compress=adacomp-chen) ;;
+        ps-sync) extra=(algorithm.mode=ps-sync) ;;
+        *) echo "unknown variant $v" >&2; exit 2 ;;
+        esac
+        run_case "$out" "$pre-$v" "$n" ps-fmnist.ini "${common[@]}" "${extra[@]}" "$@"
+    done
 }
 
 for part in $parts; do
@@ -178,6 +188,8 @@ for d in sorted(glob.glob(os.path.join(out, "*", "eval.csv"))):
     last = {}
     for r in tr:
         last[r["rank"]] = r
+    if not fb:  # every role's last row is in train.csv (h5dump absent: hdf5-tools)
+        fb = {k: int(r["bytes_sent"]) for k, r in last.items()}
     wk = {k: r for k, r in last.items() if int(r["images"]) > 0}
     steps = {r["rank"]: int(r["step"]) for r in ev if r["rank"] in wk}
     push = sum(fb.get(k, int(r["bytes_sent"])) / steps[k] for k, r in wk.items()) / len(wk)

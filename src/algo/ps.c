@@ -1,8 +1,7 @@
 /* Parameter server (REFERENCE.md §8): ps-async (Downpour-style ASGD, with
  * optional staleness scaling and top-k or AdaComp compression with error
- * feedback) and
- * ps-sync (TensorFlow's SyncReplicas: R gradients per global step, stale ones
- * dropped, backup workers).
+ * feedback) and ps-sync (TensorFlow's SyncReplicas: R gradients per global
+ * step, stale ones dropped, backup workers).
  *
  * Roles (run/roles.c): ranks 0..S-1 are servers, each holding a balanced
  * contiguous range of the flat vector with its momentum; then an optional
