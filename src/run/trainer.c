@@ -443,10 +443,11 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
             rows[nrows++] = take_row(t);
             if (t->rank == 0 && trainer_clock() - last_print > 2.0) {
                 const dt_train_row *r = &rows[nrows - 1];
+                double busy = r->compute_time + r->comm_time + r->wait_time;
                 say("step %lld (rank 0)  global %.0f/%lld  loss %.4f  acc %.2f%%  "
                        "exchange wait %.0f%%\n", (long long)t->step, global,
                        (long long)t->total_steps, r->loss, 100 * r->accuracy,
-                       100 * r->wait_time / (r->compute_time + r->comm_time + r->wait_time));
+                       busy > 0 ? 100 * r->wait_time / busy : 0.0);
                 fflush(stdout);
                 last_print = trainer_clock();
             }
