@@ -68,6 +68,17 @@ if [ "$(echo $curve | cut -d' ' -f1)" -ge 1 ] && [ "$(echo $curve | cut -d' ' -f
 else
     fail "supervisor curve (evaluations, last clock, went back: $curve; final clock $clock)"
 fi
+# the final evaluation is at the run's epoch on every rank (2 epochs, plus
+# the pushes in flight when the budget was reached), not at a server's clock
+# over a worker's steps per epoch (4 here)
+ep=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { n++; e = $col["epoch"] + 0; if (e >= 2 && e < 2.1) ok++ } END { print n + 0, ok + 0, e }' \
+    "$WORK/topk/csv/eval.csv" 2>/dev/null)
+if [ "$(echo $ep | cut -d' ' -f1-2)" = "5 5" ]; then
+    pass "ps-async: the final evaluation of all 5 ranks is at epoch $(echo $ep | cut -d' ' -f3) of 2"
+else
+    fail "ps-async eval epochs: rows, rows at epoch [2, 2.1), last epoch: $ep (want 5 5)"
+fi
 # every push a server applied is in its staleness histogram
 for srv in 0 1; do
     n=$(awk -F, 'NR > 1 { s += $2 } END { print s + 0 }' "$WORK/topk/csv/server${srv}_staleness.csv" 2>/dev/null)

@@ -568,14 +568,14 @@ static void ps_step(dt_trainer *t)
 static int ps_progress(dt_trainer *t, int stop_local, double *global_steps)
 {
     ps_state *s = t->algo_state;
-    if (s->role != ROLE_WORKER) {
-        *global_steps = (double)t->step;
+    /* a worker's steps: one per server clock tick (sync), W / push_every
+     * ticks per step of every worker (async) */
+    int64_t clock = s->role == ROLE_SERVER ? s->clock : s->seen_clock;
+    *global_steps = s->sync ? (double)clock : (double)clock * t->cfg->ps.push_every / s->W;
+    if (s->role != ROLE_WORKER)
         return 1;
-    }
     if (stop_local)
         s->stop_sent = 1;
-    *global_steps = s->sync ? (double)s->seen_clock
-                            : (double)s->seen_clock * t->cfg->ps.push_every / s->W;
     return s->ended;
 }
 

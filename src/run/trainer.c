@@ -185,7 +185,10 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
 static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
 {
     const float *z = t->algo->model(t);
-    dt_eval_row row = { .step = t->step, .epoch = (double)t->step / (double)t->steps_per_epoch,
+    /* the epoch of the run: asynchronous ranks count their own steps (a
+     * parameter server its clock), so they take the group's estimate */
+    double steps = t->algo->async ? t->global_step : (double)t->step;
+    dt_eval_row row = { .step = t->step, .epoch = steps / (double)t->steps_per_epoch,
                         .wall = wall };
     trainer_evaluate(t, z, &row.loss, &row.accuracy);
 
@@ -471,6 +474,8 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
                                   .weight = NAN, .bytes_sent = t->bytes_sent };
     runlog_append_train_rows(log, rows, most);
     free(rows);
+    t->global_step = global;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t->global_step, 1, MPI_DOUBLE, MPI_MAX, t->comm));
     int64_t steps[2] = { t->step, -t->step };
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, steps, 2, MPI_INT64_T, MPI_MAX, t->comm));
     if (t->rank == 0)

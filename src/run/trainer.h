@@ -42,6 +42,8 @@ typedef struct dt_trainer {
     int32_t *y;             /* (B) */
 
     int64_t step;           /* iterations completed by this rank */
+    double global_step;     /* asynchronous modes, at the end: the group's steps per rank
+                             * (the largest estimate of algo->progress over the group) */
     int64_t steps_per_epoch, total_steps;
     float lr;               /* learning rate of the current step */
 
