@@ -213,6 +213,28 @@ size_t sparse_encode(void *buf, const uint32_t *idx, const float *val, size_t k,
     return sparse_bytes(k);
 }
 
+/* The count indices at ib (unaligned uint32) are < n and strictly
+ * increasing; otherwise -1 after dt_err_set() naming the byte offset from
+ * the message start msg. */
+static int check_indices(const char *what, const unsigned char *msg, const unsigned char *ib,
+                         uint32_t count, size_t n)
+{
+    uint32_t prev = 0;
+    for (uint32_t j = 0; j < count; j++) {
+        uint32_t i;
+        memcpy(&i, ib + (size_t)j * sizeof i, sizeof i);
+        size_t at = (size_t)(ib - msg) + (size_t)j * sizeof i;
+        if (i >= n)
+            return dt_err_set("%s: index %u at byte offset %zu (pair %u) is outside the range "
+                              "[0, %zu)", what, i, at, j, n);
+        if (j > 0 && i <= prev)
+            return dt_err_set("%s: index %u at byte offset %zu (pair %u) does not increase "
+                              "(previous %u)", what, i, at, j, prev);
+        prev = i;
+    }
+    return 0;
+}
+
 int sparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t *idx, float *val,
                   size_t *k)
 {
@@ -228,19 +250,8 @@ int sparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t 
         return dt_err_set("sparse update: %zu bytes for count %u, expected 4 + 8 * %u = %zu",
                           bytes, count, count, sparse_bytes(count));
     const unsigned char *ib = p + sizeof count;
-    uint32_t prev = 0;
-    for (uint32_t j = 0; j < count; j++) {
-        uint32_t i;
-        memcpy(&i, ib + (size_t)j * sizeof i, sizeof i);
-        size_t at = sizeof count + (size_t)j * sizeof i;
-        if (i >= n)
-            return dt_err_set("sparse update: index %u at byte offset %zu (pair %u) is outside "
-                              "the range [0, %zu)", i, at, j, n);
-        if (j > 0 && i <= prev)
-            return dt_err_set("sparse update: index %u at byte offset %zu (pair %u) does not "
-                              "increase (previous %u)", i, at, j, prev);
-        prev = i;
-    }
+    if (check_indices("sparse update", p, ib, count, n) != 0)
+        return -1;
     if (count) {
         memcpy(idx, ib, (size_t)count * sizeof(uint32_t));
         memcpy(val, ib + (size_t)count * sizeof(uint32_t), (size_t)count * sizeof(float));
@@ -332,19 +343,8 @@ int qsparse_decode(const void *buf, size_t bytes, size_t n, size_t cap, uint32_t
         prev_end = end;
     }
     const unsigned char *ib = r + (size_t)nrun * run_bytes;
-    uint32_t prev = 0;
-    for (uint32_t j = 0; j < count; j++) {
-        uint32_t i;
-        memcpy(&i, ib + (size_t)j * sizeof i, sizeof i);
-        size_t at = (size_t)(ib - p) + (size_t)j * sizeof i;
-        if (i >= n)
-            return dt_err_set("quantized sparse update: index %u at byte offset %zu (pair %u) is "
-                              "outside the range [0, %zu)", i, at, j, n);
-        if (j > 0 && i <= prev)
-            return dt_err_set("quantized sparse update: index %u at byte offset %zu (pair %u) "
-                              "does not increase (previous %u)", i, at, j, prev);
-        prev = i;
-    }
+    if (check_indices("quantized sparse update", p, ib, count, n) != 0)
+        return -1;
     const unsigned char *sign = ib + (size_t)count * sizeof(uint32_t);
     uint32_t j = 0;
     for (uint32_t q = 0; q < nrun; q++) {
