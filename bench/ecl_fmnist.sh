@@ -43,50 +43,12 @@ runs=${RUNS:-/tmp/dtrain-bench-runs}
 limit=${LIMIT:-900}
 out=$here/out/ecl-fmnist
 mkdir -p "$out" "$runs"
-export OPENBLAS_NUM_THREADS=1 UCX_TLS=${UCX_TLS:-self,sm} UCX_WARN_UNUSED_ENV_VARS=n
-failed=0
-
-# CPU busy share (%) of the whole machine over 3 s, from /proc/stat.
-busy() {
-    local a b
-    a=($(head -n1 /proc/stat)); sleep 3; b=($(head -n1 /proc/stat))
-    local tot=0 i
-    for i in 1 2 3 4 5 6 7 8; do tot=$((tot + b[i] - a[i])); done
-    echo $((100 - 100 * (b[4] - a[4] + b[5] - a[5]) / (tot > 0 ? tot : 1)))
-}
-
-# run_case NAME NP DECK KEY=VALUE...: one dtrain run; its CSVs go to $out/NAME.
 # Accuracy against epochs is what is measured, so runs do not wait for an idle
-# machine; the load before each run is recorded.
-run_case() {
-    local name=$1 n=$2 deck=$3
-    shift 3
-    local dir=$runs/ecl-$name keep=$out/$name
-    if [ -z "${FORCE:-}" ] && [ -s "$keep/eval.csv" ]; then
-        echo "$name: kept from an earlier run ($keep)"
-        return 0
-    fi
-    local cmd=(mpiexec -n "$n" "$build/src/dtrain" "$src/inputs/$deck" run.output_dir="$dir"
-               run.overwrite=true "$@")
-    local load t0 rc=0
-    load="$(cut -d' ' -f1 /proc/loadavg)/$(busy)%"
-    t0=$(date +%s.%N)
-    timeout -k 30 "$limit" "${cmd[@]}" >"$out/$name.log" 2>&1 || rc=$?
-    local secs
-    secs=$(echo "$(date +%s.%N) - $t0" | bc)
-    printf '%s\t%s\t%d\t%.1f\t%s\t%s\n' "$name" "$(date -u +%H:%M:%S)" "$rc" "$secs" "$load" \
-        "${cmd[*]}" >>"$out/runs.tsv"
-    if [ "$rc" -ne 0 ]; then
-        echo "FAILED (exit $rc after $secs s): ${cmd[*]}"
-        tail -n 25 "$out/$name.log"
-        failed=$((failed + 1))
-        return 0
-    fi
-    rm -rf "$keep" && mkdir -p "$keep"
-    "$build/src/dtrain-post" csv "$dir/run.h5" -o "$keep" >/dev/null
-    rm -rf "$dir/checkpoints"
-    echo "$name ($secs s, load $load): $(grep '^done:' "$out/$name.log")"
-}
+# machine (IDLE_WAIT 0); the load before each run is recorded.
+IDLE_WAIT=${IDLE_WAIT:-0}
+run_prefix=ecl-
+# shellcheck source=bench/runs.sh
+. "$here/runs.sh"
 
 # the reference: the pdmm-isvr deck on one rank with all the data, iid
 local_keys=(algorithm.mode=local data.partition=iid)
@@ -99,9 +61,9 @@ for model in $models; do
                    run.log_every=5) ;;
     *) echo "unknown model $model (logreg, resnet)"; exit 2 ;;
     esac
-    run_case "$model-local" 1 pdmm-isvr-fmnist.ini "${local_keys[@]}" "${extra[@]}"
+    run_case "$out" "$model-local" 1 pdmm-isvr-fmnist.ini "${local_keys[@]}" "${extra[@]}"
     for mode in pdmm-isvr admm-isvr dsgd-ecl; do
-        run_case "$model-$mode" 8 "$mode-fmnist.ini" "${extra[@]}"
+        run_case "$out" "$model-$mode" 8 "$mode-fmnist.ini" "${extra[@]}"
     done
 done
 

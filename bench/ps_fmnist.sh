@@ -41,33 +41,12 @@ limit=${LIMIT:-480}
 out=$here/out/ps-fmnist
 ar_out=$here/out/allreduce-mlp
 mkdir -p "$out" "$ar_out" "$runs"
-export OPENBLAS_NUM_THREADS=1 UCX_TLS=${UCX_TLS:-self,sm} UCX_WARN_UNUSED_ENV_VARS=n
-failed=0
+# shellcheck source=bench/runs.sh
+. "$here/runs.sh"
 
 mlp=(model.name=mlp model.hidden=100 model.activation=sigmoid)
 common=("${mlp[@]}" run.seed=1 run.epochs=2
         optim.lr=0.02 optim.batch_size=32 optim.momentum=0.9 optim.decay_epochs=1.5)
-
-# CPU busy share (%) of the whole machine over 3 s, from /proc/stat.
-busy() {
-    local a b
-    read -ra a </proc/stat; sleep 3; read -ra b </proc/stat
-    local tot=0 i
-    for i in 1 2 3 4 5 6 7 8; do tot=$((tot + b[i] - a[i])); done
-    echo $((100 - 100 * (b[4] - a[4] + b[5] - a[5]) / (tot > 0 ? tot : 1)))
-}
-
-# Wait (at most IDLE_WAIT s, default 300) until the other users of the machine
-# leave at least half of it idle: the runs are niced and would otherwise
-# measure someone else's job.
-wait_idle() {
-    local waited=0 b
-    while b=$(busy) && [ "$b" -gt "${IDLE_MAX:-50}" ] && [ "$waited" -lt "${IDLE_WAIT:-300}" ]; do
-        sleep 12
-        waited=$((waited + 15))
-    done
-    echo "$b"
-}
 
 # final_bytes RUN_DIR KEEP: every rank's cumulative bytes_sent at its end, from
 # the last /train row of run.h5 (dtrain-post csv drops the rows padded with
@@ -88,39 +67,8 @@ for r, v in enumerate(vals[-ranks:]):
     print("%d,%s" % (r, v))' >"$2/final_bytes.csv"
 }
 
-# run_case DEST NAME NP DECK KEY=VALUE...: one dtrain run; its CSVs go to DEST/NAME
-run_case() {
-    local dest=$1 name=$2 n=$3 deck=$4
-    shift 4
-    local dir=$runs/$name keep=$dest/$name
-    if [ -z "${FORCE:-}" ] && [ -s "$keep/eval.csv" ]; then
-        echo "$name: kept from an earlier run ($keep)"
-        [ -s "$keep/final_bytes.csv" ] || final_bytes "$dir" "$keep"
-        return 0
-    fi
-    local cmd=(mpiexec -n "$n" "$build/src/dtrain" "$src/inputs/$deck" run.output_dir="$dir"
-               run.overwrite=true "$@")
-    local load t0 rc=0 idle
-    idle=$(wait_idle)
-    load="$(cut -d' ' -f1 /proc/loadavg)/$idle%"
-    t0=$(date +%s.%N)
-    timeout -k 30 "$limit" "${cmd[@]}" >"$dest/$name.log" 2>&1 || rc=$?
-    local secs
-    secs=$(echo "$(date +%s.%N) - $t0" | bc)
-    printf '%s\t%s\t%d\t%.1f\t%s\t%s\n' "$name" "$(date -u +%H:%M:%S)" "$rc" "$secs" "$load" \
-        "${cmd[*]}" >>"$dest/runs.tsv"
-    if [ "$rc" -ne 0 ]; then
-        echo "FAILED (exit $rc after $secs s): ${cmd[*]}"
-        tail -n 25 "$dest/$name.log"
-        failed=$((failed + 1))
-        return 0
-    fi
-    rm -rf "$keep" && mkdir -p "$keep"
-    "$build/src/dtrain-post" csv "$dir/run.h5" -o "$keep" >/dev/null
-    final_bytes "$dir" "$keep"
-    rm -rf "$dir/checkpoints"
-    echo "$name ($secs s, load $load): $(grep '^done:' "$dest/$name.log")"
-}
+# after each run (and for a kept one without them): the final bytes
+case_done() { [ -s "$2/final_bytes.csv" ] || final_bytes "$1" "$2"; }
 
 ps_modes() { # ps_modes PREFIX NP KEY=VALUE...: the parameter-server variants (VARIANTS)
     local pre=$1 n=$2 v
