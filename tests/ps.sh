@@ -124,6 +124,23 @@ else
     fail "ps-sync adacomp-chen resume"
 fi
 
+# the bin lengths reach their tensors: on a CNN, ps.bin_conv changes the
+# result and so does ps.bin_fc (each would be inert if the tensors were
+# classified wrongly)
+cnn="model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 run.max_steps=6"
+for b in base conv fc; do
+    case $b in base) kv= ;; conv) kv=ps.bin_conv=7 ;; fc) kv=ps.bin_fc=7 ;; esac
+    run 4 120 "$D" algorithm.mode=ps-sync ps.servers=2 ps.compress=adacomp-chen $cnn $kv \
+        run.output_dir="$WORK/bin-$b"
+    ok_run || break
+done
+if ok_run && ! "$TEST_BIN/ckcmp" same "$(last "$WORK/bin-conv")" "$(last "$WORK/bin-base")" params >/dev/null 2>&1 &&
+   ! "$TEST_BIN/ckcmp" same "$(last "$WORK/bin-fc")" "$(last "$WORK/bin-base")" params >/dev/null 2>&1; then
+    pass "adacomp-chen on mnist_cnn: ps.bin_conv and ps.bin_fc each change the pushes"
+else
+    fail "adacomp-chen bin lengths on mnist_cnn"
+fi
+
 # a slow worker (300 ms per step) does not hold the two others back
 run 4 120 "$D" algorithm.mode=ps-async run.output_dir="$WORK/slow" run.test_delay_rank=1 \
     run.test_delay_ms=300 model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 \
