@@ -720,9 +720,14 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     if (res)
         result_fill(t, mean_acc, res);
     if (t->rank == 0 && status == 0) {
-        say("done: %lld steps in %.1f s, final test accuracy %.2f%% (mean over ranks); "
-               "record %s\n", (long long)t->step, trainer_clock() - t->wall_start,
-               100 * mean_acc, rec);
+        char steps[64];
+        if (t->algo->async) /* rank 0's own count may be a server's clock */
+            snprintf(steps, sizeof steps, "%.0f steps per rank (rank 0: %lld)", t->global_step,
+                     (long long)t->step);
+        else
+            snprintf(steps, sizeof steps, "%lld steps", (long long)t->step);
+        say("done: %s in %.1f s, final test accuracy %.2f%% (mean over ranks); record %s\n",
+            steps, trainer_clock() - t->wall_start, 100 * mean_acc, rec);
         fflush(stdout);
     }
     trainer_free(t);
