@@ -13,6 +13,10 @@
 #              variants: final accuracy and bytes per step, dense and compressed
 #   check      6 ranks, 2 servers + supervisor + 3 workers (ps-async), against
 #              allreduce on 3 and on 6 ranks, 2 epochs: the 2-point check
+#   slow       4 ranks, 1 server + 3 workers, 400 steps per worker (ps-async:
+#              1200 pushes in all), worker rank 1 sleeping
+#              SLOW_MS (100) ms per step or not: ps-async, ps-sync with a backup
+#              (R = 2), ps-sync with R = all; the workers' steps per second
 #   tf         inputs/ps-tf-mlp.ini (batch 100, SGD lr 0.001, 20 epochs), 1 server
 #              + supervisor + W = 1, 2, 3 workers, each worker on its shard
 #              ("shard") and each worker taking 60000 samples per epoch, as every
@@ -101,6 +105,20 @@ for part in $parts; do
             ps.eval_seconds=3
         run_case "$out" check-ar3 3 allreduce-fmnist.ini "${common[@]}" run.log_every=50
         run_case "$out" check-ar6 6 allreduce-fmnist.ini "${common[@]}" run.log_every=50 ;;
+    slow)
+        # 1 server + 3 workers, 400 steps; worker rank 1 sleeping SLOW_MS per step or not
+        for v in async sync-backup sync-all; do
+            case $v in
+            async) extra=(algorithm.mode=ps-async) ;;
+            sync-backup) extra=(algorithm.mode=ps-sync ps.replicas=2) ;;
+            sync-all) extra=(algorithm.mode=ps-sync) ;;
+            esac
+            for d in 0 "${SLOW_MS:-100}"; do
+                run_case "$out" "slow-$v-d$d" 4 ps-fmnist.ini "${common[@]}" "${extra[@]}" \
+                    ps.servers=1 ps.supervisor=false run.max_steps=400 run.log_every=25 \
+                    run.test_delay_rank=1 run.test_delay_ms="$d"
+            done
+        done ;;
     tf)
         for w in 1 2 3; do
             run_case "$out" "tf-shard-w$w" $((w + 2)) ps-tf-mlp.ini ps.supervisor=true \
@@ -149,6 +167,19 @@ for d in sorted(glob.glob(os.path.join(out, "*", "eval.csv"))):
           "%.2f" % (100 * float(sup[-1]["accuracy"])) if sup else "-", train,
           "%.0f" % push if is_ps else "-", "%.0f" % fetch if is_ps else "-",
           min(steps.values()), max(steps.values())))
+# the slow-worker series: steps per second of the fast workers (ranks 2, 3)
+# and of the slow one (rank 1), from their last /train rows
+for v in ("async", "sync-backup", "sync-all"):
+    cases = [p for p in glob.glob(os.path.join(out, "slow-%s-d*" % v)) if os.path.isdir(p)]
+    for d in sorted(cases, key=lambda p: int(p.rsplit("-d", 1)[1])):
+        last = {}
+        for r in rows(d + "/train.csv"):
+            last[r["rank"]] = r
+        if not last:
+            continue
+        rate = {k: int(r["step"]) / float(r["wall"]) for k, r in last.items() if k in "123"}
+        print("%-22s fast workers %6.1f %6.1f steps/s, slow worker %6.1f steps/s" % (
+            os.path.basename(d), rate["2"], rate["3"], rate["1"]))
 # the TensorFlow example's final accuracies against the worker count, with the
 # blog's MNIST numbers (1/2/3 workers: 0.42, 0.58, 0.65) for the trend
 blog = {1: 0.42, 2: 0.58, 3: 0.65}

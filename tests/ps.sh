@@ -6,7 +6,8 @@
 # resumes bit for bit; top-k pushes with error feedback send about ps.ratio
 # of the bytes and still learn; the supervisor's curve is in the record;
 # AdaComp pushes learn in far fewer bytes and resume bit for bit; a slow
-# worker does not hold the others back in ps-async; bad settings fail.
+# worker does not hold the others back in ps-async, nor, as a backup worker,
+# in ps-sync; bad settings fail.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -151,6 +152,21 @@ if ok_run && echo "$steps" | awk '{ exit !($1 * 3 < $2 && $1 * 3 < $3) }'; then
     pass "ps-async: slow worker $(echo $steps | cut -d' ' -f1) steps, the others $(echo $steps | cut -d' ' -f2-) (not held back)"
 else
     fail "ps-async slow worker: steps per worker $steps"
+fi
+
+# ps-sync with a backup worker (R = 2 of 3): a slow worker (200 ms per step)
+# is not waited for; its gradients, computed on old steps, are dropped
+run 4 120 "$D" algorithm.mode=ps-sync ps.replicas=2 run.output_dir="$WORK/backup" \
+    run.test_delay_rank=1 run.test_delay_ms=200 model.name=mnist_cnn data.synthetic_height=12 \
+    data.synthetic_width=12 run.log_every=1
+"$DTRAIN_POST" csv "$WORK/backup/run.h5" -o "$WORK/backup/csv" >/dev/null || true
+steps=$(awk -F, 'NR > 1 { if ($1 > s[$3]) s[$3] = $1 } END { print s[1], s[2], s[3] }' "$WORK/backup/csv/train.csv" 2>/dev/null)
+dropped=$(grep -o '[0-9]* stale gradient(s) dropped' "$WORK/out.txt" | grep -o '^[0-9]*' || echo 0)
+if ok_run && echo "$steps" | awk '{ exit !($2 == 20 && $3 == 20 && $1 * 3 < $2) }' &&
+   [ "$dropped" -ge 1 ]; then
+    pass "ps-sync with a backup worker: the slow worker made $(echo $steps | cut -d' ' -f1) steps, the others all 20 global steps; $dropped stale gradient(s) dropped"
+else
+    fail "ps-sync backup worker: steps per worker $steps (want slow, 20, 20), dropped $dropped"
 fi
 
 # bad settings
