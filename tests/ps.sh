@@ -14,6 +14,11 @@ D=$WORK/deck.ini
 small_deck "$WORK/unused" >"$D"
 a="optim.decay_epochs=1 optim.decay_factor=0.5"
 last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
+# the last step of ranks 1, 2, 3 in a run's train.csv
+worker_steps() {
+    awk -F, 'NR > 1 { if ($1 > s[$3]) s[$3] = $1 } END { print s[1], s[2], s[3] }' \
+        "$1/csv/train.csv" 2>/dev/null
+}
 ok_run() { [ "$RC" -eq 0 ] || { tail -5 "$WORK/out.txt" | sed 's/^/#   /'; return 1; }; }
 
 run 1 120 "$D" $a algorithm.mode=local run.output_dir="$WORK/local"
@@ -147,7 +152,7 @@ run 4 120 "$D" algorithm.mode=ps-async run.output_dir="$WORK/slow" run.test_dela
     run.test_delay_ms=300 model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 \
     run.max_steps=40 run.log_every=1
 "$DTRAIN_POST" csv "$WORK/slow/run.h5" -o "$WORK/slow/csv" >/dev/null
-steps=$(awk -F, 'NR > 1 { if ($1 > s[$3]) s[$3] = $1 } END { print s[1], s[2], s[3] }' "$WORK/slow/csv/train.csv")
+steps=$(worker_steps "$WORK/slow")
 if ok_run && echo "$steps" | awk '{ exit !($1 * 3 < $2 && $1 * 3 < $3) }'; then
     pass "ps-async: slow worker $(echo $steps | cut -d' ' -f1) steps, the others $(echo $steps | cut -d' ' -f2-) (not held back)"
 else
@@ -160,13 +165,15 @@ run 4 120 "$D" algorithm.mode=ps-sync ps.replicas=2 run.output_dir="$WORK/backup
     run.test_delay_rank=1 run.test_delay_ms=200 model.name=mnist_cnn data.synthetic_height=12 \
     data.synthetic_width=12 run.log_every=1
 "$DTRAIN_POST" csv "$WORK/backup/run.h5" -o "$WORK/backup/csv" >/dev/null || true
-steps=$(awk -F, 'NR > 1 { if ($1 > s[$3]) s[$3] = $1 } END { print s[1], s[2], s[3] }' "$WORK/backup/csv/train.csv" 2>/dev/null)
+steps=$(worker_steps "$WORK/backup")
 dropped=$(grep -o '[0-9]* stale gradient(s) dropped' "$WORK/out.txt" | grep -o '^[0-9]*' || echo 0)
-if ok_run && echo "$steps" | awk '{ exit !($2 == 20 && $3 == 20 && $1 * 3 < $2) }' &&
+# (of the 20 global steps a fast worker may miss the last: the run ended
+# while its gradient was on the way)
+if ok_run && echo "$steps" | awk '{ exit !($2 >= 19 && $3 >= 19 && $1 * 3 < $2 && $1 * 3 < $3) }' &&
    [ "$dropped" -ge 1 ]; then
-    pass "ps-sync with a backup worker: the slow worker made $(echo $steps | cut -d' ' -f1) steps, the others all 20 global steps; $dropped stale gradient(s) dropped"
+    pass "ps-sync with a backup worker: the slow worker made $(echo $steps | cut -d' ' -f1) steps, the others $(echo $steps | cut -d' ' -f2-) of the 20 global steps; $dropped stale gradient(s) dropped"
 else
-    fail "ps-sync backup worker: steps per worker $steps (want slow, 20, 20), dropped $dropped"
+    fail "ps-sync backup worker: steps per worker $steps (want slow, >= 19, >= 19), dropped $dropped"
 fi
 
 # bad settings
