@@ -155,30 +155,32 @@ size_t adacomp_compress(const float *g, float *residual, size_t n, const dt_segm
         G[i] += g[i];
     size_t m = 0;
     for (int s = 0; s < nseg; s++) {
-        size_t lo = seg[s].offset, hi = lo + seg[s].size, bin = seg[s].bin;
+        size_t lo = seg[s].offset, hi = lo + seg[s].size, bin = seg[s].bin, first = m;
         if (seg[s].size == 0)
             continue;
         if (bin == 0)
             DT_FATAL("adacomp: segment %d has bin length 0", s);
+        /* select bin by bin (the bin is still in cache for its second scan);
+         * the values need the segment's scale, known once every bin is seen */
         double sum = 0.0;
         size_t bins = 0;
-        for (size_t b = lo; b < hi; b += bin, bins++)
-            sum += bin_max(G, b, bin < hi - b ? b + bin : hi);
-        const float scale = (float)(sum / (double)bins);
-        for (size_t b = lo; b < hi; b += bin) {
+        for (size_t b = lo; b < hi; b += bin, bins++) {
             size_t e = bin < hi - b ? b + bin : hi;
             const float gmax = bin_max(G, b, e);
-            for (size_t i = b; i < e; i++) {
-                float v;
-                if (!isfinite(G[i]))
-                    v = G[i];
-                else if (G[i] != 0.0f && fabsf(G[i] + g[i]) >= gmax)
-                    v = copysignf(scale, G[i]);
-                else
-                    continue;
-                idx[m] = (uint32_t)i;
-                val[m++] = v;
-                G[i] = isfinite(G[i]) ? G[i] - v : 0.0f;
+            sum += gmax;
+            for (size_t i = b; i < e; i++)
+                if (!isfinite(G[i]) || (G[i] != 0.0f && fabsf(G[i] + g[i]) >= gmax))
+                    idx[m++] = (uint32_t)i;
+        }
+        const float scale = (float)(sum / (double)bins);
+        for (size_t j = first; j < m; j++) {
+            float *r = &G[idx[j]];
+            if (isfinite(*r)) {
+                val[j] = copysignf(scale, *r);
+                *r -= val[j];
+            } else {
+                val[j] = *r;
+                *r = 0.0f;
             }
         }
     }

@@ -42,6 +42,7 @@
 enum { TAG_REQ = 41, TAG_REP = 42, TAG_FIN = 43, TAG_DATA = 44 };
 enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY, K_PUSH_QSPARSE };
 enum { F_STOP = 1, F_END = 2 };    /* flags: stop requested; the run is over */
+enum { C_NONE, C_TOPK, C_ADACOMP }; /* ps.compress */
 enum { HIST_DELAYS = 64 };
 
 typedef struct ps_msg {
@@ -52,6 +53,7 @@ typedef struct ps_msg {
 
 typedef struct ps_state {
     int sync, S, sup, W, R;        /* sup: the supervisor's rank, -1 none */
+    int compress;                  /* C_* */
     size_t *lo;                    /* (S + 1) range bounds: server s holds [lo[s], lo[s+1]) */
     int64_t budget;                /* server clock at which the run ends */
     MPI_Comm comm;
@@ -170,8 +172,9 @@ static void ps_setup(dt_trainer *t)
     for (int i = 0; i <= s->S; i++)
         s->lo[i] = t->n * (size_t)i / (size_t)s->S;
     MPI_CHECK(MPI_Comm_dup(t->comm, &s->comm));
-    int topk = strcmp(c->ps.compress, "topk") == 0;
-    int adacomp = strcmp(c->ps.compress, "adacomp-chen") == 0;
+    s->compress = strcmp(c->ps.compress, "topk") == 0           ? C_TOPK
+                  : strcmp(c->ps.compress, "adacomp-chen") == 0 ? C_ADACOMP
+                                                                : C_NONE;
     size_t maxm = 0;
     for (int i = 0; i < s->S; i++)
         maxm = s->lo[i + 1] - s->lo[i] > maxm ? s->lo[i + 1] - s->lo[i] : maxm;
@@ -211,7 +214,7 @@ static void ps_setup(dt_trainer *t)
         s->out = dt_calloc((size_t)s->S, sizeof *s->out);
         for (int i = 0; i < s->S; i++)
             s->out[i] = dt_malloc(sizeof(ps_msg) + push_bytes(maxm));
-        if (topk || adacomp) { /* per tensor: weights and biases separately */
+        if (s->compress != C_NONE) { /* per tensor: weights and biases separately */
             s->residual = dt_falloc(t->n);
             s->nseg = t->net->ntensors;
             s->seg = dt_calloc((size_t)s->nseg, sizeof *s->seg);
@@ -220,7 +223,8 @@ static void ps_setup(dt_trainer *t)
                 size_t bin = (size_t)(tensor_is_conv(t->net, v) ? c->ps.bin_conv : c->ps.bin_fc);
                 s->seg[i] = (dt_segment){ v->offset, v->count, bin < v->count ? bin : v->count };
             }
-            size_t cap = topk ? topk_capacity(s->seg, s->nseg, c->ps.ratio) : t->n;
+            size_t cap = s->compress == C_TOPK ? topk_capacity(s->seg, s->nseg, c->ps.ratio)
+                                               : t->n;
             s->idx = dt_malloc(cap * sizeof *s->idx);
             s->val = dt_falloc(cap);
         }
@@ -438,10 +442,10 @@ static void worker_push(dt_trainer *t, ps_state *s)
 {
     double t0 = trainer_clock();
     size_t k = 0;
-    const int quantized = strcmp(t->cfg->ps.compress, "adacomp-chen") == 0;
+    const int quantized = s->compress == C_ADACOMP;
     if (quantized)
         k = adacomp_compress(s->acc, s->residual, t->n, s->seg, s->nseg, s->idx, s->val);
-    else if (s->residual)
+    else if (s->compress == C_TOPK)
         k = topk_compress(s->acc, s->residual, t->n, s->seg, s->nseg, t->cfg->ps.ratio, s->idx,
                           s->val);
     size_t next = 0; /* the first pair of the next server's range */
@@ -450,7 +454,7 @@ static void worker_push(dt_trainer *t, ps_state *s)
         size_t m = s->lo[i + 1] - s->lo[i], body;
         h->flags = s->stop_sent ? F_STOP : 0;
         h->clock = s->seen_clock;
-        if (s->residual) {
+        if (s->compress != C_NONE) {
             size_t first = next;
             while (next < k && s->idx[next] < s->lo[i + 1])
                 next++;
@@ -620,7 +624,7 @@ static int ps_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     if (max < 2)
         DT_FATAL("ps: no room for its checkpoint arrays");
     out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6 };
-    if (strcmp(t->cfg->ps.compress, "none") != 0) {
+    if (s->compress != C_NONE) {
         if (!s->residual) /* servers and the supervisor: rectangular datasets */
             s->residual = dt_falloc(t->n);
         out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n };
