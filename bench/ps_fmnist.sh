@@ -29,8 +29,9 @@
 #
 # Usage: nice -n 19 bench/ps_fmnist.sh [BUILD_DIR]   (default: the source tree)
 # Environment: PARTS, VARIANTS (the parameter-server variants of curves and
-# bytes, default ps-async ps-async-topk ps-async-adacomp ps-sync), POINTS
-# (allreduce curve, steps per rank; default 58 117 234 351 468), RUNS (run records, /tmp/dtrain-bench-runs), LIMIT
+# bytes, default ps-async ps-async-topk ps-async-adacomp ps-sync), SLOW_MS,
+# POINTS (allreduce curve, steps per rank; default 58 117 234 351 468), RUNS
+# (run records, /tmp/dtrain-bench-runs), LIMIT
 # (seconds per run before it is killed as hung, 480), IDLE_MAX (start a run once
 # the machine is at most this % busy, 50), IDLE_WAIT (but wait at most this many
 # seconds, 300), FORCE.
@@ -84,6 +85,7 @@ ps_modes() { # ps_modes PREFIX NP KEY=VALUE...: the parameter-server variants (V
         ps-async-topk) extra=(algorithm.mode=ps-async ps.compress=topk ps.ratio=0.01) ;;
         ps-async-adacomp) extra=(algorithm.mode=ps-async ps.compress=adacomp-chen) ;;
         ps-sync) extra=(algorithm.mode=ps-sync) ;;
+        ps-sync-backup) extra=(algorithm.mode=ps-sync ps.replicas=2) ;; # of 3 workers
         *) echo "unknown variant $v" >&2; exit 2 ;;
         esac
         run_case "$out" "$pre-$v" "$n" ps-fmnist.ini "${common[@]}" "${extra[@]}" "$@"
@@ -107,17 +109,10 @@ for part in $parts; do
         run_case "$out" check-ar6 6 allreduce-fmnist.ini "${common[@]}" run.log_every=50 ;;
     slow)
         # 1 server + 3 workers, 400 steps; worker rank 1 sleeping SLOW_MS per step or not
-        for v in async sync-backup sync-all; do
-            case $v in
-            async) extra=(algorithm.mode=ps-async) ;;
-            sync-backup) extra=(algorithm.mode=ps-sync ps.replicas=2) ;;
-            sync-all) extra=(algorithm.mode=ps-sync) ;;
-            esac
-            for d in 0 "${SLOW_MS:-100}"; do
-                run_case "$out" "slow-$v-d$d" 4 ps-fmnist.ini "${common[@]}" "${extra[@]}" \
-                    ps.servers=1 ps.supervisor=false run.max_steps=400 run.log_every=25 \
-                    run.test_delay_rank=1 run.test_delay_ms="$d"
-            done
+        for d in 0 "${SLOW_MS:-100}"; do
+            VARIANTS="ps-async ps-sync-backup ps-sync" ps_modes "slow-d$d" 4 ps.servers=1 \
+                ps.supervisor=false run.max_steps=400 run.log_every=25 run.test_delay_rank=1 \
+                run.test_delay_ms="$d"
         done ;;
     tf)
         for w in 1 2 3; do
@@ -169,16 +164,16 @@ for d in sorted(glob.glob(os.path.join(out, "*", "eval.csv"))):
           min(steps.values()), max(steps.values())))
 # the slow-worker series: steps per second of the fast workers (ranks 2, 3)
 # and of the slow one (rank 1), from their last /train rows
-for v in ("async", "sync-backup", "sync-all"):
-    cases = [p for p in glob.glob(os.path.join(out, "slow-%s-d*" % v)) if os.path.isdir(p)]
-    for d in sorted(cases, key=lambda p: int(p.rsplit("-d", 1)[1])):
+for v in ("ps-async", "ps-sync-backup", "ps-sync"):
+    cases = [p for p in glob.glob(os.path.join(out, "slow-d*-" + v)) if os.path.isdir(p)]
+    for d in sorted(cases, key=lambda p: int(os.path.basename(p).split("-")[1][1:])):
         last = {}
         for r in rows(d + "/train.csv"):
             last[r["rank"]] = r
         if not last:
             continue
-        rate = {k: int(r["step"]) / float(r["wall"]) for k, r in last.items() if k in "123"}
-        print("%-22s fast workers %6.1f %6.1f steps/s, slow worker %6.1f steps/s" % (
+        rate = {k: int(r["step"]) / float(r["wall"]) for k, r in last.items() if k in ("1", "2", "3")}
+        print("%-24s fast workers %6.1f %6.1f steps/s, slow worker %6.1f steps/s" % (
             os.path.basename(d), rate["2"], rate["3"], rate["1"]))
 # the TensorFlow example's final accuracies against the worker count, with the
 # blog's MNIST numbers (1/2/3 workers: 0.42, 0.58, 0.65) for the trend
