@@ -145,14 +145,17 @@ static int ps_check(const dt_config *cfg, int nranks, int sync)
 static int ps_async_check(const dt_config *cfg, int nranks) { return ps_check(cfg, nranks, 0); }
 static int ps_sync_check(const dt_config *cfg, int nranks) { return ps_check(cfg, nranks, 1); }
 
-/* The learning rate at server clock c: a clock tick is one push (async) or
- * one global step (sync); an epoch is every worker's shard once. */
+/* Steps of each worker at server clock c: a clock tick is one global step
+ * (sync) or one push of push_every steps by one of the W workers (async). */
+static double worker_steps_at(const dt_trainer *t, const ps_state *s, int64_t c)
+{
+    return s->sync ? (double)c : (double)c * (double)t->cfg->ps.push_every / s->W;
+}
+
+/* The learning rate at server clock c; an epoch is every worker's shard once. */
 static float lr_at(dt_trainer *t, const ps_state *s, int64_t c)
 {
-    double epoch = s->sync ? (double)c / (double)t->steps_per_epoch
-                           : (double)c * (double)t->cfg->ps.push_every /
-                                 ((double)t->steps_per_epoch * s->W);
-    return (float)schedule_lr(&t->sched, epoch);
+    return (float)schedule_lr(&t->sched, worker_steps_at(t, s, c) / (double)t->steps_per_epoch);
 }
 
 static void ps_setup(dt_trainer *t)
@@ -572,10 +575,7 @@ static void ps_step(dt_trainer *t)
 static int ps_progress(dt_trainer *t, int stop_local, double *global_steps)
 {
     ps_state *s = t->algo_state;
-    /* a worker's steps: one per server clock tick (sync), W / push_every
-     * ticks per step of every worker (async) */
-    int64_t clock = s->role == ROLE_SERVER ? s->clock : s->seen_clock;
-    *global_steps = s->sync ? (double)clock : (double)clock * t->cfg->ps.push_every / s->W;
+    *global_steps = worker_steps_at(t, s, s->role == ROLE_SERVER ? s->clock : s->seen_clock);
     if (s->role != ROLE_WORKER)
         return 1;
     if (stop_local)
