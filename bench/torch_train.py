@@ -99,12 +99,56 @@ class MnistCnn(nn.Module):
         return self.fc2(x)
 
 
+class BasicBlock(nn.Module):
+    """dtrain's resnet block: conv3x3(stride) GN ReLU conv3x3 GN, plus the
+    shortcut (1x1 conv + GN where the shape changes), ReLU."""
+
+    def __init__(self, cin, width, stride, groups):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, width, 3, stride, 1, bias=False)
+        self.gn1 = nn.GroupNorm(groups, width)
+        self.conv2 = nn.Conv2d(width, width, 3, 1, 1, bias=False)
+        self.gn2 = nn.GroupNorm(groups, width)
+        self.shortcut = None
+        if stride != 1 or cin != width:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, width, 1, stride, 0, bias=False),
+                                          nn.GroupNorm(groups, width))
+
+    def forward(self, x):
+        y = self.gn2(self.conv2(F.relu(self.gn1(self.conv1(x)))))
+        return F.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
+
+
+def resnet_gn(depth, groups=2, classes=10):
+    """dtrain's resnet20_gn / resnet32_gn (CIFAR layout, GroupNorm with `groups` groups)."""
+    blocks, layers, cin = (depth - 2) // 6, [], 16
+    layers += [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.GroupNorm(groups, 16), nn.ReLU()]
+    for s, width in enumerate((16, 32, 64)):
+        for b in range(blocks):
+            layers.append(BasicBlock(cin, width, 2 if s > 0 and b == 0 else 1, groups))
+            cin = width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes)]
+    return nn.Sequential(*layers)
+
+
+def synthetic(n, seed, classes=10):
+    """(n, 3, 32, 32) float32 images and labels: one Gaussian cluster per class,
+    like dtrain's data.name = synthetic (the values do not change the speed)."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(classes, 3, 32, 32, generator=g)
+    y = torch.randint(0, classes, (n,), generator=g)
+    x = centres.index_select(0, y)
+    x.add_(torch.randn(x.shape, generator=g))
+    return x, y
+
+
 class Batches:
     """Shuffled minibatches, reshuffled every epoch, dropping the last partial batch."""
 
-    def __init__(self, x, y, batch, seed, as_float):
-        self.x = normalise(x) if as_float else x
-        self.as_float = as_float
+    def __init__(self, x, y, batch, seed, as_float, ready=False):
+        # ready: x already holds the model's float inputs (synthetic data)
+        self.x = x if ready else normalise(x) if as_float else x
+        self.as_float = as_float or ready
         self.y, self.batch = y, batch
         self.gen = torch.Generator().manual_seed(seed)
         self.per_epoch = len(y) // batch
@@ -136,6 +180,11 @@ def parse_args(argv, ddp=False):
     ap.add_argument("--data", choices=("float", "uint8"), default="float",
                     help="float: normalise the whole set up front; uint8: per batch, like dtrain")
     ap.add_argument("--path", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--model", choices=("mnist_cnn", "resnet20_gn", "resnet32_gn"),
+                    default="mnist_cnn",
+                    help="the resnets train on synthetic 3x32x32 data held as float32")
+    ap.add_argument("--synthetic", type=int, default=4096,
+                    help="resnets: training samples of the synthetic set")
     if not ddp:
         ap.add_argument("--profile", action="store_true",
                         help="print torch.profiler's per-operator table for 20 timed steps")
@@ -155,10 +204,16 @@ def main(argv):
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(a.seed)
-    x, y = load_train(a.path)
-    data = Batches(x, y, a.batch, a.seed, a.data == "float")
-    del x
-    model = MnistCnn()
+    if a.model == "mnist_cnn":
+        x, y = load_train(a.path)
+        data = Batches(x, y, a.batch, a.seed, a.data == "float")
+        del x
+        model = MnistCnn()
+    else:
+        x, y = synthetic(a.synthetic, a.seed)
+        data = Batches(x, y, a.batch, a.seed, True, ready=True)
+        del x
+        model = resnet_gn(20 if a.model == "resnet20_gn" else 32)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
 

@@ -197,7 +197,7 @@ static double conv_obj(void *p)
 static dt_conv_shape conv_shape(int B, int C, int H, int W, int K, int R, int S, int stride,
                                 int pad)
 {
-    dt_conv_shape s = { B, C, H, W, K, R, S, stride, pad, 0, 0 };
+    dt_conv_shape s = { B, C, H, W, K, R, S, stride, pad, 0, 0, 0, 0 };
     s.P = (H + 2 * pad - R) / stride + 1;
     s.Q = (W + 2 * pad - S) / stride + 1;
     return s;
@@ -271,8 +271,8 @@ static void test_conv(dt_conv_shape s, int bias, int fd)
     vec_fill(dx1, nx, 1.0f);
     vec_fill(dw, nw, 1e3f);
     vec_fill(db, s.K, 1e3f);
-    be->conv2d_backward(&s, c.x, c.w, c.r, dx0, dw, bias ? db : NULL, c.work);
-    be->conv2d_backward(&s, c.x, c.w, c.r, dx1, dw2, bias ? db2 : NULL, c.work);
+    be->conv2d_backward(&s, c.x, c.w, c.r, dx0, 0, dw, bias ? db : NULL, c.work);
+    be->conv2d_backward(&s, c.x, c.w, c.r, dx1, 0, dw2, bias ? db2 : NULL, c.work);
     CHECK(accumulated(dx0, dx1, nx), "%s: dx accumulates", name);
     CHECK(rel_err(dx0, dxr, nx) < TOL_REF, "%s: dx vs direct adjoint (rel err %.2e)", name,
           rel_err(dx0, dxr, nx));
@@ -283,7 +283,7 @@ static void test_conv(dt_conv_shape s, int bias, int fd)
     else
         CHECK(db[0] == 1e3f, "%s: db NULL leaves the caller's buffer alone", name);
     vec_fill(dw2, nw, -7.0f);
-    be->conv2d_backward(&s, c.x, c.w, c.r, NULL, dw2, bias ? db2 : NULL, c.work);
+    be->conv2d_backward(&s, c.x, c.w, c.r, NULL, 0, dw2, bias ? db2 : NULL, c.work);
     CHECK(memcmp(dw, dw2, nw * sizeof(float)) == 0, "%s: same dW with dx NULL", name);
 
     if (fd) {
@@ -332,7 +332,7 @@ static void vec_spread(float *v, size_t n)
 
 static void test_maxpool(int B, int C, int H, int W, int k, int stride)
 {
-    dt_pool_shape s = { B, C, H, W, k, stride, (H - k) / stride + 1, (W - k) / stride + 1 };
+    dt_pool_shape s = { B, C, H, W, k, stride, (H - k) / stride + 1, (W - k) / stride + 1, 0 };
     char name[96];
     snprintf(name, sizeof name, "maxpool B=%d C=%d %dx%d k=%d st=%d", B, C, H, W, k, stride);
     pool_ctx c = { s, NULL, NULL, NULL, NULL };
@@ -379,7 +379,7 @@ static void test_maxpool_special(void)
 {
     for (int kk = 0; kk < 2; kk++) { // the 2x2 fast path and the generic loop
         const int k = kk ? 3 : 2, st = kk ? 1 : 2, H = 6, W = 6;
-        dt_pool_shape s = { 1, 1, H, W, k, st, (H - k) / st + 1, (W - k) / st + 1 };
+        dt_pool_shape s = { 1, 1, H, W, k, st, (H - k) / st + 1, (W - k) / st + 1, 0 };
         float x[36], y[36];
         int32_t arg[36];
         for (int i = 0; i < 36; i++)
@@ -420,7 +420,7 @@ typedef struct avg_ctx {
 static double avgpool_obj(void *p)
 {
     avg_ctx *c = p;
-    be->avgpool_forward(c->B, c->C, c->HW, c->x, c->y);
+    be->avgpool_forward(c->B, c->C, c->HW, 0, c->x, c->y);
     return dot_r(c->y, c->r, (size_t)c->B * c->C);
 }
 
@@ -433,7 +433,7 @@ static void test_avgpool(int B, int C, int HW)
     c.r = vec_new(ny);
     vec_normal(c.x, nx, 1.0, 0.5);
     vec_normal(c.r, ny, 1.0, 0.0);
-    be->avgpool_forward(B, C, HW, c.x, c.y);
+    be->avgpool_forward(B, C, HW, 0, c.x, c.y);
     double *ref = dt_malloc(ny * sizeof(double));
     for (size_t pl = 0; pl < ny; pl++) {
         double s = 0.0;
@@ -445,8 +445,8 @@ static void test_avgpool(int B, int C, int HW)
           HW);
     float *dx0 = vec_new(nx), *dx1 = vec_new(nx);
     vec_fill(dx1, nx, 1.0f);
-    be->avgpool_backward(B, C, HW, c.r, dx0);
-    be->avgpool_backward(B, C, HW, c.r, dx1);
+    be->avgpool_backward(B, C, HW, 0, c.r, dx0);
+    be->avgpool_backward(B, C, HW, 0, c.r, dx1);
     CHECK(accumulated(dx0, dx1, nx), "avgpool B=%d C=%d HW=%d: dx accumulates", B, C, HW);
     double e = fd_rel_err(avgpool_obj, &c, c.x, nx, 1e-2, dx0);
     CHECK(e < TOL_FD, "avgpool B=%d C=%d HW=%d: dx vs finite differences (rel err %.2e)", B, C,
@@ -627,7 +627,7 @@ typedef struct gn_ctx {
 static double gn_obj(void *p)
 {
     gn_ctx *c = p;
-    be->groupnorm_forward(c->B, c->C, c->HW, c->G, c->x, c->gamma, c->beta, c->y, c->mean,
+    be->groupnorm_forward(c->B, c->C, c->HW, c->G, 0, c->x, c->gamma, c->beta, c->y, c->mean,
                           c->rstd);
     return dot_r(c->y, c->r, (size_t)c->B * c->C * c->HW);
 }
@@ -643,7 +643,7 @@ static void test_groupnorm(int B, int C, int HW, int G)
     vec_normal(c.gamma, C, 0.5, 1.0);
     vec_normal(c.beta, C, 0.5, 0.0);
     vec_normal(c.r, nx, 1.0, 0.0);
-    be->groupnorm_forward(B, C, HW, G, c.x, c.gamma, c.beta, c.y, c.mean, c.rstd);
+    be->groupnorm_forward(B, C, HW, G, 0, c.x, c.gamma, c.beta, c.y, c.mean, c.rstd);
 
     // reference with the biased variance, as torch.nn.GroupNorm
     const int Cg = C / G, n = Cg * HW;
@@ -677,12 +677,12 @@ static void test_groupnorm(int B, int C, int HW, int G)
     vec_fill(dx1, nx, 1.0f);
     vec_fill(dg, C, 1e3f);
     vec_fill(dbt, C, 1e3f);
-    be->groupnorm_backward(B, C, HW, G, c.x, c.gamma, c.mean, c.rstd, c.r, dx0, dg, dbt);
-    be->groupnorm_backward(B, C, HW, G, c.x, c.gamma, c.mean, c.rstd, c.r, dx1, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, c.r, dx0, dg, dbt);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, c.r, dx1, dg2, dbt2);
     CHECK(accumulated(dx0, dx1, nx), "%s: dx accumulates", name);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: dgamma, dbeta overwritten", name);
-    be->groupnorm_backward(B, C, HW, G, c.x, c.gamma, c.mean, c.rstd, c.r, NULL, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, c.r, NULL, dg2, dbt2);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: same dgamma, dbeta with dx NULL", name);
     double e;

@@ -11,9 +11,13 @@
 #include "models/models.h"
 #include "tap.h"
 
+/* The backend under test: the native one, then oneDNN's when built in (the
+ * gradient checks and the PyTorch comparison run for each). */
+static const dt_backend *be;
+
 static dt_net *build(const char *name, int c, int h, int w)
 {
-    dt_net *n = model_build(backend_cpu(), name, "100", "sigmoid", 2, c, h, w, 10);
+    dt_net *n = model_build(be, name, "100", "sigmoid", 2, c, h, w, 10);
     if (!n)
         printf("# model_build(%s): %s\n", name, dt_err_msg());
     return n;
@@ -415,12 +419,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [--dump DIR]\n", argv[0]);
         return 2;
     }
-    test_counts();
-    test_init();
-    gradcheck("logreg", 1, 6, 5, 3, 200, 1e-2);
-    gradcheck("mlp", 1, 7, 7, 3, 200, 1e-2);
-    gradcheck("mnist_cnn", 1, 10, 9, 2, 200, 2e-2);
-    gradcheck("resnet20_gn", 3, 8, 8, 2, 200, 2e-2);
-    test_torch_reference(argv[0]);
+    const dt_backend *backends[2] = { backend_cpu(), backend_cpu_dnnl() };
+    for (int k = 0; k < 2; k++) {
+        be = backends[k];
+        if (!be) {
+            printf("# backend dnnl: not built (no oneDNN), its model checks skipped\n");
+            continue;
+        }
+        printf("# backend %s\n", be->name);
+        if (k == 0) {
+            test_counts();
+            test_init();
+        }
+        gradcheck("logreg", 1, 6, 5, 3, 200, 1e-2);
+        gradcheck("mlp", 1, 7, 7, 3, 200, 1e-2);
+        gradcheck("mnist_cnn", 1, 10, 9, 2, 200, 2e-2);
+        gradcheck("resnet20_gn", 3, 8, 8, 2, 200, 2e-2);
+        test_torch_reference(argv[0]);
+    }
     return tap_done();
 }

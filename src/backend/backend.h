@@ -11,6 +11,13 @@
  *    exactly one consumer;
  *  - a NULL dx means "no input gradient needed" (the first layer) and the
  *    kernel skips that work.
+ *
+ * Activation layouts. A (B, C, H, W) activation is stored either plain (NCHW)
+ * or channel-blocked, "nChw16c": (B, C/16, H, W, 16), the layout oneDNN's
+ * AVX-512 convolutions read and write without a reorder. A backend whose
+ * cblock is 16 may be handed blocked tensors (C a multiple of 16) wherever a
+ * kernel takes a layout flag (`blk`: 0 plain, 16 blocked); element-wise
+ * kernels do not care. The engine decides each node's layout (nn/net.c).
  */
 #ifndef DT_BACKEND_H
 #define DT_BACKEND_H
@@ -25,16 +32,19 @@ typedef struct dt_conv_shape {
     int R, S;       /* kernel height, width */
     int stride, pad;
     int P, Q;       /* output height, width: (H + 2 pad - R) / stride + 1 */
+    int xblk, yblk; /* layout of x (and dx) and of y (and dy): 0 plain, 16 blocked */
 } dt_conv_shape;
 
 typedef struct dt_pool_shape {
     int B, C, H, W;
     int k, stride;  /* window k x k, no padding */
     int P, Q;       /* output height, width: (H - k) / stride + 1 */
+    int blk;        /* layout of x and dx (0 plain, 16 blocked); y is always plain */
 } dt_pool_shape;
 
 typedef struct dt_backend {
     const char *name;
+    int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
 
     /* y (B, out) = x (B, in) W^T + b;  W (out, in), b (out) or NULL */
     void (*linear_forward)(int B, int in, int out, const float *x, const float *W,
@@ -45,11 +55,14 @@ typedef struct dt_backend {
 
     /* Floats of scratch the conv kernels need for shape s (im2col etc.). */
     size_t (*conv2d_workspace)(const dt_conv_shape *s);
-    /* y (B, K, P, Q) = conv(x (B, C, H, W), W (K, C, R, S)) + b (K) or NULL */
+    /* y (B, K, P, Q) = conv(x (B, C, H, W), W (K, C, R, S)) + b (K) or NULL;
+     * W and b are plain whatever the activations' layout. */
     void (*conv2d_forward)(const dt_conv_shape *s, const float *x, const float *w,
                            const float *b, float *y, float *work);
+    /* dx_fresh: dx holds nothing yet (the engine has not zeroed it), so the
+     * kernel writes dx = ... instead of dx += ... */
     void (*conv2d_backward)(const dt_conv_shape *s, const float *x, const float *w,
-                            const float *dy, float *dx, float *dw, float *db,
+                            const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                             float *work);
 
     /* y (B, C, P, Q) = max over windows; arg (B, C, P, Q) = flat index into the
@@ -58,9 +71,9 @@ typedef struct dt_backend {
     void (*maxpool_backward)(const dt_pool_shape *s, const float *dy, const int32_t *arg,
                              float *dx);
 
-    /* y (B, C) = mean over (H, W) of x (B, C, H, W) */
-    void (*avgpool_forward)(int B, int C, int HW, const float *x, float *y);
-    void (*avgpool_backward)(int B, int C, int HW, const float *dy, float *dx);
+    /* y (B, C) = mean over (H, W) of x (B, C, H, W) in layout blk */
+    void (*avgpool_forward)(int B, int C, int HW, int blk, const float *x, float *y);
+    void (*avgpool_backward)(int B, int C, int HW, int blk, const float *dy, float *dx);
 
     /* Element-wise on n floats. Backward uses the forward OUTPUT y. relu_forward
      * must allow y == x (the engine runs ReLU in place when it can). */
@@ -75,12 +88,12 @@ typedef struct dt_backend {
                             float *mask);
     void (*dropout_backward)(size_t n, const float *mask, const float *dy, float *dx);
 
-    /* GroupNorm over (B, C, HW) with G groups, eps 1e-5, affine gamma/beta (C).
-     * mean, rstd (B, G) are saved for backward. */
-    void (*groupnorm_forward)(int B, int C, int HW, int G, const float *x,
+    /* GroupNorm over (B, C, HW) in layout blk with G groups, eps 1e-5, affine
+     * gamma/beta (C). mean, rstd (B, G) are saved for backward. */
+    void (*groupnorm_forward)(int B, int C, int HW, int G, int blk, const float *x,
                               const float *gamma, const float *beta, float *y,
                               float *mean, float *rstd);
-    void (*groupnorm_backward)(int B, int C, int HW, int G, const float *x,
+    void (*groupnorm_backward)(int B, int C, int HW, int G, int blk, const float *x,
                                const float *gamma, const float *mean, const float *rstd,
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
@@ -95,7 +108,17 @@ typedef struct dt_backend {
                            float *dlogits, int *correct);
 } dt_backend;
 
-/* The CPU backend (OpenBLAS sgemm + plain C loops). */
+/* The CPU backend (OpenBLAS sgemm + plain C loops, all tensors plain): the
+ * reference every faster path is tested against. */
 const dt_backend *backend_cpu(void);
+/* The CPU backend with oneDNN's convolutions on channel-blocked activations
+ * (direct AVX-512/AVX2 kernels, Winograd where it wins); NULL when dtrain was
+ * built without oneDNN. */
+const dt_backend *backend_cpu_dnnl(void);
+/* By name ("native", "dnnl", or "auto": dnnl when built in); NULL if unknown
+ * or not built. */
+const dt_backend *backend_cpu_by_name(const char *name);
+/* Threads of the compute kernels (OpenBLAS, oneDNN, the engine's own loops). */
+void backend_set_threads(int threads);
 
 #endif

@@ -1,28 +1,69 @@
+/* The CPU backends: the native one (every kernel ours, plain layout) and, when
+ * built with oneDNN, the same table with oneDNN's convolutions and the
+ * channel-blocked layout they read and write. */
+#include "config.h"
+
 #include "backend/backend.h"
 #include "nn/kernels_cpu.h"
 
+#include <cblas.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define CPU_KERNELS                                                                      \
+    .linear_forward = cpu_linear_forward, .linear_backward = cpu_linear_backward,        \
+    .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
+    .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \
+    .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                \
+    .sigmoid_forward = cpu_sigmoid_forward, .sigmoid_backward = cpu_sigmoid_backward,    \
+    .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,    \
+    .groupnorm_forward = cpu_groupnorm_forward,                                          \
+    .groupnorm_backward = cpu_groupnorm_backward, .add_forward = cpu_add_forward,        \
+    .add_backward = cpu_add_backward, .softmax_xent = cpu_softmax_xent
+
 static const dt_backend cpu = {
-    .name = "cpu",
-    .linear_forward = cpu_linear_forward,
-    .linear_backward = cpu_linear_backward,
+    .name = "native",
+    .cblock = 0,
     .conv2d_workspace = cpu_conv2d_workspace,
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,
-    .maxpool_forward = cpu_maxpool_forward,
-    .maxpool_backward = cpu_maxpool_backward,
-    .avgpool_forward = cpu_avgpool_forward,
-    .avgpool_backward = cpu_avgpool_backward,
-    .relu_forward = cpu_relu_forward,
-    .relu_backward = cpu_relu_backward,
-    .sigmoid_forward = cpu_sigmoid_forward,
-    .sigmoid_backward = cpu_sigmoid_backward,
-    .dropout_forward = cpu_dropout_forward,
-    .dropout_backward = cpu_dropout_backward,
-    .groupnorm_forward = cpu_groupnorm_forward,
-    .groupnorm_backward = cpu_groupnorm_backward,
-    .add_forward = cpu_add_forward,
-    .add_backward = cpu_add_backward,
-    .softmax_xent = cpu_softmax_xent,
+    CPU_KERNELS,
 };
 
 const dt_backend *backend_cpu(void) { return &cpu; }
+
+#ifdef HAVE_DNNL
+static const dt_backend cpu_dnnl = {
+    .name = "dnnl",
+    .cblock = 16,
+    .conv2d_workspace = dnnl_conv2d_workspace,
+    .conv2d_forward = dnnl_conv2d_forward,
+    .conv2d_backward = dnnl_conv2d_backward,
+    CPU_KERNELS,
+};
+
+const dt_backend *backend_cpu_dnnl(void) { return &cpu_dnnl; }
+#else
+const dt_backend *backend_cpu_dnnl(void) { return NULL; }
+#endif
+
+const dt_backend *backend_cpu_by_name(const char *name)
+{
+    if (strcmp(name, "native") == 0)
+        return backend_cpu();
+    if (strcmp(name, "dnnl") == 0)
+        return backend_cpu_dnnl();
+    if (strcmp(name, "auto") == 0)
+        return backend_cpu_dnnl() ? backend_cpu_dnnl() : backend_cpu();
+    return NULL;
+}
+
+void backend_set_threads(int threads)
+{
+    openblas_set_num_threads(threads);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+}

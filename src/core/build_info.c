@@ -6,6 +6,9 @@
 #include <mpi.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 const char *build_version(void) { return PACKAGE_VERSION; }
 const char *build_git_revision(void) { return DT_GIT_REVISION; }
@@ -38,5 +41,12 @@ void build_print(FILE *f)
     fprintf(f, "  HDF5:      %u.%u.%u (parallel)\n", maj, min, rel);
     fprintf(f, "  BLAS:      %s\n", openblas_get_config());
     fprintf(f, "  zlib:      %s\n", zlibVersion());
+#ifdef HAVE_DNNL
+    const dnnl_version_t *dv = dnnl_version();
+    fprintf(f, "  oneDNN:    %d.%d.%d (convolutions, compute.kernels = auto|dnnl)\n", dv->major,
+            dv->minor, dv->patch);
+#else
+    fprintf(f, "  oneDNN:    not built (compute.kernels = native only)\n");
+#endif
     fprintf(f, "  backends:  cpu (CUDA and NCCL: not built)\n");
 }

@@ -95,7 +95,8 @@ typedef struct dt_config {
     } ecl;
     struct {
         char device[16];          /* cpu (cuda: a later backend) */
-        int64_t threads;          /* BLAS threads per rank */
+        int64_t threads;          /* compute threads per rank */
+        char kernels[16];         /* auto | dnnl | native (backend/cpu.c) */
     } compute;
 } dt_config;
 

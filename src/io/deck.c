@@ -274,7 +274,11 @@ static const deck_key keys[] = {
     {"compute", "device", KT_ENUM, "cpu", .choices = "cpu", AT(compute.device, char *),
      .hint = "cuda is not built in this release", .doc = "where the model runs"},
     {"compute", "threads", KT_INT, "1", IN_INT(1), AT(compute.threads, int64_t),
-     .doc = "BLAS threads per rank"},
+     .doc = "compute threads per rank (OpenBLAS, oneDNN and the engine's own loops)"},
+    {"compute", "kernels", KT_ENUM, "auto", .choices = "auto|dnnl|native",
+     AT(compute.kernels, char *),
+     .doc = "CPU convolutions: dnnl (oneDNN on channel-blocked activations), native "
+            "(dtrain's im2col + OpenBLAS, the reference), auto (dnnl when built with it)"},
 };
 
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))

@@ -15,7 +15,10 @@
  * (4x4 and 2x2 maps: 1.1x and 2x faster grouped; 8x8 is neutral, 16x16 worse);
  * their output then goes through a (K, nb*PQ) staging buffer.
  *
- * A 1x1, stride 1, unpadded conv needs no lowering: x[b] (C, HW) is cols. */
+ * A 1x1, stride 1, unpadded conv needs no lowering: x[b] (C, HW) is cols.
+ *
+ * Plain layout only (the native backend's cblock is 0): this is the reference
+ * the oneDNN path (conv2d_dnnl.c) is tested against. */
 #include "nn/kernels_cpu.h"
 
 #include <cblas.h>
@@ -293,7 +296,8 @@ void cpu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
  * same product as dy cols^T, but OpenBLAS runs this orientation ~8% faster for
  * the mnist_cnn conv2 (7.0 against 7.6 ms a batch). */
 void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
-                         const float *dy, float *dx, float *dw, float *db, float *work)
+                         const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                         float *work)
 {
     const conv_plan pl = conv_plan_make(s);
     const int nb = pl.nb, K = s->K;
@@ -304,6 +308,8 @@ void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
     float *stage = nb > 1 ? work + pl.stage : NULL;
     float *dwt = work + pl.dwt;
 
+    if (dx && dx_fresh)
+        memset(dx, 0, (size_t)s->B * chw * sizeof(float));
     // parameter gradients are overwritten, even when there is nothing to sum over
     if (db)
         memset(db, 0, (size_t)K * sizeof(float));

@@ -9,6 +9,8 @@
  * double per group; the element-wise loops load a block of four before storing
  * it, which the -O2 vectorizer turns into packed SSE. */
 #include "nn/kernels_cpu.h"
+#include "core/simd.h"
+#include "nn/layout.h"
 
 #include <math.h>
 #include <string.h>
@@ -64,8 +66,9 @@ static void gn_sum_grad(const float *x, const float *dy, int n, float m, double 
     *sdyx = (double)((b[0] + b[1]) + (b[2] + b[3]));
 }
 
-void cpu_groupnorm_forward(int B, int C, int HW, int G, const float *x, const float *gamma,
-                           const float *beta, float *y, float *mean, float *rstd)
+static void groupnorm_forward_plain(int B, int C, int HW, int G, const float *x,
+                                    const float *gamma, const float *beta, float *y,
+                                    float *mean, float *rstd)
 {
     const int Cg = C / G;
     const double n = (double)Cg * HW;
@@ -106,16 +109,12 @@ void cpu_groupnorm_forward(int B, int C, int HW, int G, const float *x, const fl
 /* With xhat = (x - mean) rstd and gd = dy * gamma, over the N = (C/G) HW values
  * of a group:  dx = rstd (gd - mean(gd) - xhat mean(gd xhat)),
  *              dgamma[c] = sum_{b,hw} dy xhat,  dbeta[c] = sum_{b,hw} dy. */
-void cpu_groupnorm_backward(int B, int C, int HW, int G, const float *x,
-                            const float *gamma, const float *mean, const float *rstd,
-                            const float *dy, float *dx, float *dgamma, float *dbeta)
+static void groupnorm_backward_plain(int B, int C, int HW, int G, const float *x,
+                                     const float *gamma, const float *mean, const float *rstd,
+                                     const float *dy, float *dx, float *dgamma, float *dbeta)
 {
     const int Cg = C / G;
     const double n = (double)Cg * HW;
-    if (dgamma)
-        memset(dgamma, 0, (size_t)C * sizeof(float));
-    if (dbeta)
-        memset(dbeta, 0, (size_t)C * sizeof(float));
     for (int b = 0; b < B; b++) {
         for (int g = 0; g < G; g++) {
             const size_t c0 = (size_t)b * C + (size_t)g * Cg;
@@ -157,4 +156,219 @@ void cpu_groupnorm_backward(int B, int C, int HW, int G, const float *x,
             }
         }
     }
+}
+
+/* ---- channel-blocked layout -------------------------------------------------
+ * One sample's (C/16, HW, 16) values: the sixteen channels of a block sit side
+ * by side, so every loop below runs over one block's HW pixels with the sixteen
+ * lanes as one v16f and per-lane constants (the group of lane l is that of
+ * channel 16 cb + l). Per-channel sums are taken in float over GN_CHUNK pixels
+ * at a time and gathered in double, as precise as the plain kernel's
+ * eight-lane sums. */
+#define L DT_CBLOCK
+#define GN_CHUNK 64
+
+#define ld v16_ld
+#define st v16_st
+
+/* out[l] += a[l] */
+#define gather(out, a)                                                                   \
+    do {                                                                                 \
+        const v16f a_ = (a);                                                             \
+        for (int l_ = 0; l_ < L; l_++)                                                   \
+            (out)[l_] += a_[l_];                                                         \
+    } while (0)
+
+/* out[l] = sum_j (v[j][l] - c[l]) (sq: its square) over the block's HW pixels */
+DT_CLONES static void gn_blk_sums(const float *v, int HW, const float *c, int sq, double *out)
+{
+    const v16f cv = ld(c);
+    for (int l = 0; l < L; l++)
+        out[l] = 0.0;
+    for (int j0 = 0; j0 < HW; j0 += GN_CHUNK) {
+        const int j1 = j0 + GN_CHUNK < HW ? j0 + GN_CHUNK : HW;
+        v16f a = v16_splat(0.0f), b = v16_splat(0.0f);
+        if (sq) {
+            int j = j0;
+            for (; j + 2 <= j1; j += 2) { // two chains: the add latency, not the loads, bounds one
+                const v16f d0 = ld(v + (size_t)j * L) - cv, d1 = ld(v + (size_t)(j + 1) * L) - cv;
+                a += d0 * d0;
+                b += d1 * d1;
+            }
+            for (; j < j1; j++) {
+                const v16f d = ld(v + (size_t)j * L) - cv;
+                a += d * d;
+            }
+        } else {
+            int j = j0;
+            for (; j + 2 <= j1; j += 2) {
+                a += ld(v + (size_t)j * L) - cv;
+                b += ld(v + (size_t)(j + 1) * L) - cv;
+            }
+            for (; j < j1; j++)
+                a += ld(v + (size_t)j * L) - cv;
+        }
+        gather(out, a + b);
+    }
+}
+
+/* sdy[l] = sum_j dy, sdyx[l] = sum_j dy (x - m[l]) over the block's pixels */
+DT_CLONES static void gn_blk_grad_sums(const float *x, const float *dy, int HW, const float *m,
+                                       double *sdy, double *sdyx)
+{
+    const v16f mv = ld(m);
+    for (int l = 0; l < L; l++)
+        sdy[l] = sdyx[l] = 0.0;
+    for (int j0 = 0; j0 < HW; j0 += GN_CHUNK) {
+        const int j1 = j0 + GN_CHUNK < HW ? j0 + GN_CHUNK : HW;
+        v16f a = v16_splat(0.0f), c = v16_splat(0.0f);
+        for (int j = j0; j < j1; j++) {
+            const v16f g = ld(dy + (size_t)j * L);
+            a += g;
+            c += g * (ld(x + (size_t)j * L) - mv);
+        }
+        gather(sdy, a);
+        gather(sdyx, c);
+    }
+}
+
+/* y = x a + sh over the block's pixels */
+DT_CLONES static void gn_blk_affine(const float *x, int HW, const float *a, const float *sh,
+                                    float *y)
+{
+    const v16f av = ld(a), sv = ld(sh);
+    for (int j = 0; j < HW; j++)
+        st(y + (size_t)j * L, ld(x + (size_t)j * L) * av + sv);
+}
+
+/* dx += k1 dy - k2 (x - m) + k0 over the block's pixels */
+DT_CLONES static void gn_blk_dx(const float *x, const float *dy, int HW, const float *k0,
+                                const float *k1, const float *k2, const float *m, float *dx)
+{
+    const v16f v0 = ld(k0), v1 = ld(k1), v2 = ld(k2), vm = ld(m);
+    for (int j = 0; j < HW; j++) {
+        const size_t i = (size_t)j * L;
+        st(dx + i, ld(dx + i) + (v1 * ld(dy + i) - v2 * (ld(x + i) - vm) + v0));
+    }
+}
+
+static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *x,
+                                      const float *gamma, const float *beta, float *y,
+                                      float *mean, float *rstd)
+{
+    const int Cg = C / G, CB = C / L;
+    const double n = (double)Cg * HW;
+    double cs[C];
+    float m[G], rs[G];
+    float lane[L] __attribute__((aligned(64)));
+    for (int b = 0; b < B; b++) {
+        const size_t off = (size_t)b * C * HW;
+        const float *xs = x + off;
+        // two passes, the second about the group mean (see the plain kernel)
+        for (int l = 0; l < L; l++)
+            lane[l] = 0.0f;
+        for (int cb = 0; cb < CB; cb++)
+            gn_blk_sums(xs + (size_t)cb * HW * L, HW, lane, 0, cs + cb * L);
+        for (int g = 0; g < G; g++) {
+            double s = 0.0;
+            for (int c = 0; c < Cg; c++)
+                s += cs[g * Cg + c];
+            m[g] = n > 0.0 ? (float)(s / n) : 0.0f;
+        }
+        for (int cb = 0; cb < CB; cb++) {
+            for (int l = 0; l < L; l++)
+                lane[l] = m[(cb * L + l) / Cg];
+            gn_blk_sums(xs + (size_t)cb * HW * L, HW, lane, 1, cs + cb * L);
+        }
+        for (int g = 0; g < G; g++) {
+            double ss = 0.0;
+            for (int c = 0; c < Cg; c++)
+                ss += cs[g * Cg + c];
+            rs[g] = (float)(1.0 / sqrt((n > 0.0 ? ss / n : 0.0) + GN_EPS));
+            mean[(size_t)b * G + g] = m[g];
+            rstd[(size_t)b * G + g] = rs[g];
+        }
+        for (int cb = 0; cb < CB; cb++) {
+            float a[L] __attribute__((aligned(64))), sh[L] __attribute__((aligned(64)));
+            for (int l = 0; l < L; l++) {
+                const int c = cb * L + l, g = c / Cg;
+                a[l] = rs[g] * gamma[c];
+                sh[l] = beta[c] - m[g] * a[l];
+            }
+            gn_blk_affine(xs + (size_t)cb * HW * L, HW, a, sh, y + off + (size_t)cb * HW * L);
+        }
+    }
+}
+
+static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float *x,
+                                       const float *gamma, const float *mean,
+                                       const float *rstd, const float *dy, float *dx,
+                                       float *dgamma, float *dbeta)
+{
+    const int Cg = C / G, CB = C / L;
+    const double n = (double)Cg * HW;
+    double sdy[C], sdyx[C], sum_gd[G], sum_gdx[G];
+    float lane[L] __attribute__((aligned(64)));
+    for (int b = 0; b < B; b++) {
+        const size_t off = (size_t)b * C * HW;
+        const float *m = mean + (size_t)b * G, *rs = rstd + (size_t)b * G;
+        for (int cb = 0; cb < CB; cb++) {
+            for (int l = 0; l < L; l++)
+                lane[l] = m[(cb * L + l) / Cg];
+            gn_blk_grad_sums(x + off + (size_t)cb * HW * L, dy + off + (size_t)cb * HW * L, HW,
+                             lane, sdy + cb * L, sdyx + cb * L);
+        }
+        for (int g = 0; g < G; g++)
+            sum_gd[g] = sum_gdx[g] = 0.0;
+        for (int c = 0; c < C; c++) {
+            const int g = c / Cg;
+            sdyx[c] *= rs[g]; // sum dy xhat
+            if (dgamma)
+                dgamma[c] += (float)sdyx[c];
+            if (dbeta)
+                dbeta[c] += (float)sdy[c];
+            sum_gd[g] += gamma[c] * sdy[c];
+            sum_gdx[g] += gamma[c] * sdyx[c];
+        }
+        if (!dx || n == 0.0)
+            continue;
+        for (int cb = 0; cb < CB; cb++) {
+            float k0[L] __attribute__((aligned(64))), k1[L] __attribute__((aligned(64)));
+            float k2[L] __attribute__((aligned(64))), ml[L] __attribute__((aligned(64)));
+            for (int l = 0; l < L; l++) {
+                const int c = cb * L + l, g = c / Cg;
+                const float mgd = (float)(sum_gd[g] / n), mgdx = (float)(sum_gdx[g] / n);
+                k1[l] = rs[g] * gamma[c];
+                k2[l] = rs[g] * rs[g] * mgdx;
+                k0[l] = -rs[g] * mgd;
+                ml[l] = m[g];
+            }
+            const size_t o = off + (size_t)cb * HW * L;
+            gn_blk_dx(x + o, dy + o, HW, k0, k1, k2, ml, dx + o);
+        }
+    }
+}
+
+void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
+                           const float *gamma, const float *beta, float *y, float *mean,
+                           float *rstd)
+{
+    if (blk)
+        groupnorm_forward_blocked(B, C, HW, G, x, gamma, beta, y, mean, rstd);
+    else
+        groupnorm_forward_plain(B, C, HW, G, x, gamma, beta, y, mean, rstd);
+}
+
+void cpu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
+                            const float *gamma, const float *mean, const float *rstd,
+                            const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    if (dgamma)
+        memset(dgamma, 0, (size_t)C * sizeof(float));
+    if (dbeta)
+        memset(dbeta, 0, (size_t)C * sizeof(float));
+    if (blk)
+        groupnorm_backward_blocked(B, C, HW, G, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    else
+        groupnorm_backward_plain(B, C, HW, G, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }

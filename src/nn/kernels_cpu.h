@@ -15,13 +15,21 @@ size_t cpu_conv2d_workspace(const dt_conv_shape *s);
 void cpu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                         const float *b, float *y, float *work);
 void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
-                         const float *dy, float *dx, float *dw, float *db, float *work);
+                         const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                         float *work);
+/* conv2d_dnnl.c (oneDNN; both layouts) */
+size_t dnnl_conv2d_workspace(const dt_conv_shape *s);
+void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                         const float *b, float *y, float *work);
+void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                          const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                          float *work);
 /* pool.c */
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg);
 void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
                           float *dx);
-void cpu_avgpool_forward(int B, int C, int HW, const float *x, float *y);
-void cpu_avgpool_backward(int B, int C, int HW, const float *dy, float *dx);
+void cpu_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y);
+void cpu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float *dx);
 /* activation.c */
 void cpu_relu_forward(size_t n, const float *x, float *y);
 void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx);
@@ -32,9 +40,10 @@ void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
                          float *mask);
 void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx);
 /* groupnorm.c */
-void cpu_groupnorm_forward(int B, int C, int HW, int G, const float *x, const float *gamma,
-                           const float *beta, float *y, float *mean, float *rstd);
-void cpu_groupnorm_backward(int B, int C, int HW, int G, const float *x,
+void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
+                           const float *gamma, const float *beta, float *y, float *mean,
+                           float *rstd);
+void cpu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                             const float *gamma, const float *mean, const float *rstd,
                             const float *dy, float *dx, float *dgamma, float *dbeta);
 /* add.c */

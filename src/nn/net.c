@@ -133,6 +133,74 @@ static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
     n->nparams += count;
 }
 
+/* Ops that read a channel-blocked input (conv, pooling: a layout flag;
+ * element-wise ops: layout-blind), and those whose output has their input's
+ * layout. Dropout is not layout-blind: its mask is a function of the element
+ * index, which must stay the plain one so that runs agree across backends. */
+static int reads_blocked(dt_op op)
+{
+    return op == OP_CONV2D || op == OP_MAXPOOL || op == OP_AVGPOOL || op == OP_RELU ||
+           op == OP_SIGMOID || op == OP_GROUPNORM || op == OP_ADD;
+}
+
+static int keeps_layout(dt_op op)
+{
+    return op == OP_RELU || op == OP_SIGMOID || op == OP_GROUPNORM || op == OP_ADD;
+}
+
+static void force_plain(const dt_net *n, char *plain, int j)
+{
+    if (j <= 0 || plain[j])
+        return;
+    plain[j] = 1;
+    const dt_node *d = &n->nodes[j];
+    if (keeps_layout(d->op)) {
+        force_plain(n, plain, d->in0);
+        if (d->op == OP_ADD)
+            force_plain(n, plain, d->in1);
+    }
+}
+
+/* Layouts: with a blocking backend, a conv whose K is a multiple of the block
+ * writes blocked output, which flows through GroupNorm, ReLU and residual adds
+ * to the next conv or pooling without a reorder. Wherever a consumer cannot
+ * read it (dropout, flatten, linear; an add of mixed layouts) the producing
+ * chain is made plain instead, back to its convs; repeat until consistent. */
+static void plan_layouts(dt_net *n)
+{
+    const int cb = n->be->cblock;
+    char *plain = dt_calloc((size_t)n->nnodes, 1);
+    for (int changed = 1; changed;) {
+        for (int i = 1; i < n->nnodes; i++) {
+            dt_node *d = &n->nodes[i];
+            const dt_node *a = &n->nodes[d->in0];
+            d->blk = 0;
+            if (!cb || plain[i])
+                continue;
+            if (d->op == OP_CONV2D)
+                d->blk = d->c % cb == 0 ? cb : 0;
+            else if (d->op == OP_ADD)
+                d->blk = a->blk && n->nodes[d->in1].blk ? cb : 0;
+            else if (keeps_layout(d->op))
+                d->blk = a->blk;
+        }
+        changed = 0;
+        for (int i = 1; i < n->nnodes; i++) {
+            const dt_node *d = &n->nodes[i];
+            for (int k = 0; k < 2; k++) {
+                const int in = k ? d->in1 : d->in0;
+                if (in <= 0 || !n->nodes[in].blk)
+                    continue;
+                if (!reads_blocked(d->op) || (keeps_layout(d->op) && !d->blk)) {
+                    force_plain(n, plain, in);
+                    changed = 1;
+                }
+            }
+        }
+    }
+    free(plain);
+}
+
 void net_finish(dt_net *n, int classes)
 {
     const dt_node *last = &n->nodes[n->nnodes - 1];
@@ -176,6 +244,7 @@ void net_finish(dt_net *n, int classes)
             break;
         }
     }
+    plan_layouts(n);
 }
 
 void net_init_params(const dt_net *n, float *params, uint64_t seed)
@@ -201,14 +270,15 @@ static dt_conv_shape conv_shape(const dt_net *n, const dt_node *d, int B)
 {
     const dt_node *x = &n->nodes[d->in0];
     return (dt_conv_shape){ .B = B, .C = x->c, .H = x->h, .W = x->w, .K = d->c, .R = d->k,
-                            .S = d->k, .stride = d->stride, .pad = d->pad, .P = d->h, .Q = d->w };
+                            .S = d->k, .stride = d->stride, .pad = d->pad, .P = d->h, .Q = d->w,
+                            .xblk = x->blk, .yblk = d->blk };
 }
 
 static dt_pool_shape pool_shape(const dt_net *n, const dt_node *d, int B)
 {
     const dt_node *x = &n->nodes[d->in0];
     return (dt_pool_shape){ .B = B, .C = x->c, .H = x->h, .W = x->w, .k = d->k,
-                            .stride = d->stride, .P = d->h, .Q = d->w };
+                            .stride = d->stride, .P = d->h, .Q = d->w, .blk = x->blk };
 }
 
 static void release_buffers(dt_net *n)
@@ -383,7 +453,7 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
         }
         case OP_AVGPOOL: {
             const dt_node *xi = &n->nodes[d->in0];
-            be->avgpool_forward(B, xi->c, xi->h * xi->w, in, out);
+            be->avgpool_forward(B, xi->c, xi->h * xi->w, xi->blk, in, out);
             break;
         }
         case OP_RELU: be->relu_forward(sz, in, out); break;
@@ -397,7 +467,8 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             break;
         case OP_GROUPNORM: {
             float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
-            be->groupnorm_forward(B, d->c, d->h * d->w, d->groups, in, W, b, out, mean, rstd);
+            be->groupnorm_forward(B, d->c, d->h * d->w, d->groups, d->blk, in, W, b, out, mean,
+                                  rstd);
             break;
         }
         case OP_ADD: be->add_forward(sz, in, n->act[d->in1], out); break;
@@ -433,11 +504,17 @@ void net_backward(dt_net *n, const float *params, float *grads)
         size_t sz = (size_t)B * node_size(d);
         if (d->op == OP_FLATTEN)
             continue;
+        // a gradient buffer becomes live here: zeroed, unless a conv overwrites it
+        int dx_fresh = 0;
         for (int k = 0; k < 2; k++) {
             int in = k ? d->in1 : d->in0;
             int b = in > 0 ? base_of(n, in) : 0;
-            if (b > 0 && n->first_use[b] == i)
-                memset(n->dact[b], 0, (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
+            if (b > 0 && n->first_use[b] == i) {
+                if (d->op == OP_CONV2D)
+                    dx_fresh = 1;
+                else
+                    memset(n->dact[b], 0, (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
+            }
         }
         const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
         float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
@@ -448,7 +525,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);
-            be->conv2d_backward(&s, x, W, dy, dx, dW, db, n->work);
+            be->conv2d_backward(&s, x, W, dy, dx, dx_fresh, dW, db, n->work);
             break;
         }
         case OP_MAXPOOL:
@@ -459,7 +536,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
             break;
         case OP_AVGPOOL:
             if (dx)
-                be->avgpool_backward(B, xi->c, xi->h * xi->w, dy, dx);
+                be->avgpool_backward(B, xi->c, xi->h * xi->w, xi->blk, dy, dx);
             break;
         case OP_RELU:
             if (dx)
@@ -477,7 +554,8 @@ void net_backward(dt_net *n, const float *params, float *grads)
             break;
         case OP_GROUPNORM: {
             const float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
-            be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, x, W, mean, rstd, dy, dx, dW, db);
+            be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd, dy,
+                                   dx, dW, db);
             break;
         }
         case OP_ADD: be->add_backward(sz, dy, dx, n->dact[d->in1]); break;

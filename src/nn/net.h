@@ -27,6 +27,8 @@ typedef struct dt_node {
     int groups;            /* GroupNorm groups */
     int bias;              /* conv: has a bias */
     float p;               /* dropout probability */
+    int blk;               /* layout of the output (and its gradient): 0 plain NCHW, or the
+                            * channel block of nChw16c (backend/backend.h); net_finish */
     int64_t w_off, b_off;  /* offsets of weight and bias in the flat vector, -1: none */
     size_t w_n, b_n;
 } dt_node;

@@ -1,8 +1,10 @@
 /* Pooling: k x k max-pool with stride s and no padding (the winner's index in
  * its (H, W) plane is saved for backward), and global average pooling. */
 #include "nn/kernels_cpu.h"
+#include "nn/layout.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* The max-pool loops use selects and arithmetic instead of branches: on
  * activations a compare-and-branch mispredicts about half the time (the
@@ -82,12 +84,22 @@ static void maxpool_nan(const float *xp, int W, int P, int Q, int k, int st, flo
                         yp[p * Q + q] = NAN;
 }
 
+/* A blocked input is pooled plane by plane through a gathered copy of the
+ * plane, so both layouts share the kernels above and pick the same winners. */
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
 {
     const int H = s->H, W = s->W, P = s->P, Q = s->Q, k = s->k, st = s->stride;
     const size_t planes = (size_t)s->B * s->C, hw = (size_t)H * W, pq = (size_t)P * Q;
+    float *plane = s->blk ? malloc(hw * sizeof *plane) : NULL;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * hw;
+        if (s->blk) {
+            const float *xb = x + layout_index(s->blk, s->C, (int)hw, (int)(pl / s->C),
+                                               (int)(pl % s->C), 0);
+            for (size_t j = 0; j < hw; j++)
+                plane[j] = xb[j * s->blk];
+            xp = plane;
+        }
         float *yp = y + pl * pq;
         int32_t *ap = arg + pl * pq;
         if (k == 2 && st == 2)
@@ -97,6 +109,7 @@ void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32
         if (plane_nonfinite(xp, hw))
             maxpool_nan(xp, W, P, Q, k, st, yp);
     }
+    free(plane);
 }
 
 void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
@@ -107,17 +120,41 @@ void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t
     const size_t planes = (size_t)s->B * s->C;
     const size_t hw = (size_t)s->H * s->W, pq = (size_t)s->P * s->Q;
     // overlapping windows (stride < k) can route several outputs to one input
+    const size_t step = s->blk ? (size_t)s->blk : 1;
     for (size_t pl = 0; pl < planes; pl++) {
-        float *dxp = dx + pl * hw;
+        float *dxp = dx + (s->blk ? layout_index(s->blk, s->C, (int)hw, (int)(pl / s->C),
+                                                 (int)(pl % s->C), 0)
+                                  : pl * hw);
         const float *dyp = dy + pl * pq;
         const int32_t *ap = arg + pl * pq;
         for (size_t j = 0; j < pq; j++)
-            dxp[ap[j]] += dyp[j];
+            dxp[(size_t)ap[j] * step] += dyp[j];
     }
 }
 
-void cpu_avgpool_forward(int B, int C, int HW, const float *x, float *y)
+/* Blocked: the sixteen channels of a block are summed side by side, each in
+ * the same order as the plain loop, so both layouts give the same bits. */
+static void avgpool_forward_blocked(int B, int C, int HW, const float *x, float *y)
 {
+    const int CB = C / DT_CBLOCK;
+    for (int b = 0; b < B; b++)
+        for (int cb = 0; cb < CB; cb++) {
+            const float *xb = x + ((size_t)b * CB + cb) * (size_t)HW * DT_CBLOCK;
+            double acc[DT_CBLOCK] = { 0.0 };
+            for (int j = 0; j < HW; j++)
+                for (int l = 0; l < DT_CBLOCK; l++)
+                    acc[l] += xb[(size_t)j * DT_CBLOCK + l];
+            for (int l = 0; l < DT_CBLOCK; l++)
+                y[(size_t)b * C + (size_t)cb * DT_CBLOCK + l] = HW > 0 ? (float)(acc[l] / HW) : 0.0f;
+        }
+}
+
+void cpu_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y)
+{
+    if (blk) {
+        avgpool_forward_blocked(B, C, HW, x, y);
+        return;
+    }
     const size_t planes = (size_t)B * C;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * HW;
@@ -128,12 +165,26 @@ void cpu_avgpool_forward(int B, int C, int HW, const float *x, float *y)
     }
 }
 
-void cpu_avgpool_backward(int B, int C, int HW, const float *dy, float *dx)
+void cpu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float *dx)
 {
     if (!dx || HW <= 0)
         return;
     const size_t planes = (size_t)B * C;
     const float inv = 1.0f / (float)HW;
+    if (blk) {
+        const int CB = C / DT_CBLOCK;
+        for (int b = 0; b < B; b++)
+            for (int cb = 0; cb < CB; cb++) {
+                float *dxb = dx + ((size_t)b * CB + cb) * (size_t)HW * DT_CBLOCK;
+                float g[DT_CBLOCK];
+                for (int l = 0; l < DT_CBLOCK; l++)
+                    g[l] = dy[(size_t)b * C + (size_t)cb * DT_CBLOCK + l] * inv;
+                for (int j = 0; j < HW; j++)
+                    for (int l = 0; l < DT_CBLOCK; l++)
+                        dxb[(size_t)j * DT_CBLOCK + l] += g[l];
+            }
+        return;
+    }
     for (size_t pl = 0; pl < planes; pl++) {
         float *dxp = dx + pl * HW;
         const float g = dy[pl] * inv;

@@ -597,7 +597,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         t->nworkers += roles->role[i] == ROLE_WORKER;
     t->B = (int)cfg->optim.batch_size;
     t->weight = 1.0f;
-    openblas_set_num_threads((int)cfg->compute.threads);
+    backend_set_threads((int)cfg->compute.threads);
 
     int rc = 0;
     t->algo = algo_find(cfg->algorithm.mode);
@@ -612,8 +612,11 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     }
 
-    const dt_backend *be = backend_cpu();
-    t->net = model_build(be, cfg->model.name, cfg->model.hidden, cfg->model.activation,
+    const dt_backend *be = backend_cpu_by_name(cfg->compute.kernels);
+    if (!be)
+        dt_err_set("compute.kernels = %s: this dtrain was built without oneDNN (configure "
+                   "found no libdnnl-dev); use native or auto", cfg->compute.kernels);
+    t->net = !be ? NULL : model_build(be, cfg->model.name, cfg->model.hidden, cfg->model.activation,
                          (int)cfg->model.gn_groups, t->train.c, t->train.h, t->train.w,
                          t->train.classes);
     if (agree(comm, t->rank, t->net ? 0 : -1, "") != 0) {

@@ -1,0 +1,306 @@
+/* 2-D convolution through oneDNN, on plain or channel-blocked activations.
+ *
+ * oneDNN's AVX-512 (AVX2 on older nodes; the library picks at run time) direct
+ * kernels read and write nChw16c activations; given plain NCHW tensors they
+ * fall back to a lowering like ours. So the engine keeps the activations of a
+ * conv-GroupNorm-ReLU chain blocked (nn/net.c) and this file only reorders the
+ * weights, which are small, between the flat vector's OIHW and the primitive's
+ * own format: once per call, since the parameters change every step.
+ *
+ * The algorithm is fixed by the shape, never by timing, so that a run and its
+ * resume (another process) take the same arithmetic: Winograd F(4x4, 3x3) for
+ * 3x3, stride-1 convolutions between blocked tensors where it won on this
+ * machine (bench/RESULTS.md §3: 1.5-1.9x for 32 and 64 channels in every pass,
+ * and for the weight gradient at 16 channels, where the direct kernel is
+ * faster in the other two passes), direct otherwise. A conv between plain
+ * tensors goes to the native im2col kernel (conv2d.c), which is as fast there.
+ *
+ * Primitives are created on first use of a shape (batch size included) and
+ * kept for the life of the process. */
+#include "config.h"
+
+#include "nn/kernels_cpu.h"
+
+#ifdef HAVE_DNNL
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <pthread.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/error.h"
+
+#define DNNL_CHECK(call)                                                                 \
+    do {                                                                                 \
+        dnnl_status_t dnnl_rc_ = (call);                                                 \
+        if (dnnl_rc_ != dnnl_success)                                                    \
+            DT_FATAL("oneDNN: %s failed: %s", #call, dnnl_status2str(dnnl_rc_));         \
+    } while (0)
+
+enum { PASS_FWD, PASS_BWD_DATA, PASS_BWD_WEIGHTS };
+
+/* One primitive with its weights in the primitive's own format. */
+typedef struct conv_prim {
+    dnnl_primitive_t p;
+    dnnl_memory_t w;          /* (diff) weights as the primitive wants them */
+    dnnl_memory_t w_user;     /* the flat vector's OIHW view (handle set per call) */
+    dnnl_primitive_t reorder; /* w_user -> w (fwd, bwd data), w -> w_user (bwd weights);
+                               * NULL when the formats agree and w is w_user */
+} conv_prim;
+
+typedef struct conv_entry {
+    dt_conv_shape s;
+    int bias;
+    int threads;   /* oneDNN fixes a primitive's work split at creation */
+    conv_prim pass[3];
+    dnnl_primitive_desc_t fwd_pd;
+    dnnl_memory_t src, dst, bias_m;  /* x / dx, y / dy, bias / diff bias (handles per call) */
+    struct conv_entry *next;
+} conv_entry;
+
+static dnnl_engine_t engine;
+static dnnl_stream_t stream;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static conv_entry *cache;
+
+static void engine_init(void)
+{
+    DNNL_CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0));
+    DNNL_CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
+}
+
+static int shape_equal(const dt_conv_shape *a, const dt_conv_shape *b)
+{
+    return a->B == b->B && a->C == b->C && a->H == b->H && a->W == b->W && a->K == b->K &&
+           a->R == b->R && a->S == b->S && a->stride == b->stride && a->pad == b->pad &&
+           a->P == b->P && a->Q == b->Q && a->xblk == b->xblk && a->yblk == b->yblk;
+}
+
+static int use_winograd(const dt_conv_shape *s, int pass)
+{
+    if (s->R != 3 || s->S != 3 || s->stride != 1 || s->pad != 1 || !s->xblk || !s->yblk ||
+        s->C % 16 || s->K % 16)
+        return 0;
+    return pass == PASS_BWD_WEIGHTS || (s->C >= 32 && s->K >= 32);
+}
+
+static void md_act(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk)
+{
+    dnnl_dims_t d = { B, C, H, W };
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, blk ? dnnl_nChw16c : dnnl_nchw));
+}
+
+/* The primitive's weights memory and the reorder between it and the user's
+ * OIHW weights (to_prim: user -> primitive). */
+static void prim_weights(conv_prim *cp, const dnnl_memory_desc_t *want, const dt_conv_shape *s,
+                         int to_prim)
+{
+    dnnl_memory_desc_t user;
+    dnnl_dims_t d = { s->K, s->C, s->R, s->S };
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&user, 4, d, dnnl_f32, dnnl_oihw));
+    DNNL_CHECK(dnnl_memory_create(&cp->w_user, &user, engine, DNNL_MEMORY_NONE));
+    if (dnnl_memory_desc_equal(want, &user)) {
+        cp->w = cp->w_user;
+        cp->reorder = NULL;
+        return;
+    }
+    DNNL_CHECK(dnnl_memory_create(&cp->w, want, engine, DNNL_MEMORY_ALLOCATE));
+    dnnl_primitive_desc_t rpd;
+    if (to_prim)
+        DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, &user, engine, want, engine, NULL));
+    else
+        DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, want, engine, &user, engine, NULL));
+    DNNL_CHECK(dnnl_primitive_create(&cp->reorder, rpd));
+    DNNL_CHECK(dnnl_primitive_desc_destroy(rpd));
+}
+
+static void run_reorder(conv_prim *cp, int to_prim)
+{
+    if (!cp->reorder)
+        return;
+    dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, to_prim ? cp->w_user : cp->w },
+                             { DNNL_ARG_TO, to_prim ? cp->w : cp->w_user } };
+    DNNL_CHECK(dnnl_primitive_execute(cp->reorder, stream, 2, a));
+}
+
+/* Create the primitive of one pass; Winograd where chosen and available (it
+ * needs AVX-512), else direct. */
+static void make_pass(conv_entry *e, int pass)
+{
+    const dt_conv_shape *s = &e->s;
+    dnnl_memory_desc_t src, dst, wts, bias;
+    md_act(&src, s->B, s->C, s->H, s->W, s->xblk);
+    md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk);
+    dnnl_dims_t wd = { s->K, s->C, s->R, s->S }, bd = { s->K };
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&wts, 4, wd, dnnl_f32, dnnl_format_tag_any));
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x));
+    dnnl_dims_t strides = { s->stride, s->stride }, pad = { s->pad, s->pad };
+    dnnl_dims_t pad_r = { (s->P - 1) * s->stride + s->R - s->H - s->pad,
+                          (s->Q - 1) * s->stride + s->S - s->W - s->pad };
+    dnnl_primitive_desc_t pd = NULL;
+    for (int wino = use_winograd(s, pass); wino >= 0 && !pd; wino--) {
+        dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
+        dnnl_convolution_desc_t cd;
+        dnnl_status_t rc;
+        if (pass == PASS_FWD)
+            rc = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, &src, &wts,
+                                                    e->bias ? &bias : NULL, &dst, strides, pad,
+                                                    pad_r);
+        else if (pass == PASS_BWD_DATA)
+            rc = dnnl_convolution_backward_data_desc_init(&cd, alg, &src, &wts, &dst, strides,
+                                                          pad, pad_r);
+        else
+            rc = dnnl_convolution_backward_weights_desc_init(&cd, alg, &src, &wts,
+                                                             e->bias ? &bias : NULL, &dst,
+                                                             strides, pad, pad_r);
+        if (rc != dnnl_success)
+            continue;
+        if (dnnl_primitive_desc_create(&pd, &cd, NULL, engine,
+                                       pass == PASS_FWD ? NULL : e->fwd_pd) != dnnl_success)
+            pd = NULL;
+    }
+    if (!pd)
+        DT_FATAL("oneDNN has no convolution (pass %d) for B %d, %dx%dx%d -> %dx%dx%d, %dx%d "
+                 "stride %d pad %d", pass, s->B, s->C, s->H, s->W, s->K, s->P, s->Q, s->R, s->S,
+                 s->stride, s->pad);
+    conv_prim *cp = &e->pass[pass];
+    const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(
+        pd, pass == PASS_BWD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
+    prim_weights(cp, w_md, s, pass != PASS_BWD_WEIGHTS);
+    DNNL_CHECK(dnnl_primitive_create(&cp->p, pd));
+    if (pass == PASS_FWD)
+        e->fwd_pd = pd;
+    else
+        DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+}
+
+static conv_entry *entry_get(const dt_conv_shape *s, int bias)
+{
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+#else
+    const int threads = 1;
+#endif
+    pthread_once(&engine_once, engine_init);
+    pthread_mutex_lock(&cache_lock);
+    conv_entry *e = cache;
+    while (e && !(shape_equal(&e->s, s) && e->bias == bias && e->threads == threads))
+        e = e->next;
+    if (!e) {
+        e = dt_calloc(1, sizeof *e);
+        e->s = *s;
+        e->bias = bias;
+        e->threads = threads;
+        dnnl_memory_desc_t src, dst, b;
+        md_act(&src, s->B, s->C, s->H, s->W, s->xblk);
+        md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk);
+        dnnl_dims_t bd = { s->K };
+        DNNL_CHECK(dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_x));
+        DNNL_CHECK(dnnl_memory_create(&e->src, &src, engine, DNNL_MEMORY_NONE));
+        DNNL_CHECK(dnnl_memory_create(&e->dst, &dst, engine, DNNL_MEMORY_NONE));
+        DNNL_CHECK(dnnl_memory_create(&e->bias_m, &b, engine, DNNL_MEMORY_NONE));
+        make_pass(e, PASS_FWD);
+        e->next = cache;
+        cache = e;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return e;
+}
+
+static void set(dnnl_memory_t m, const void *p)
+{
+    DNNL_CHECK(dnnl_memory_set_data_handle(m, (void *)p));
+}
+
+static int plain_pair(const dt_conv_shape *s) { return !s->xblk && !s->yblk; }
+
+size_t dnnl_conv2d_workspace(const dt_conv_shape *s)
+{
+    if (plain_pair(s))
+        return cpu_conv2d_workspace(s);
+    // dx of a pass that must add into an input gradient already holding values
+    return (size_t)s->B * s->C * s->H * s->W;
+}
+
+void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                         const float *b, float *y, float *work)
+{
+    if (plain_pair(s)) {
+        cpu_conv2d_forward(s, x, w, b, y, work);
+        return;
+    }
+    if (s->B == 0)
+        return;
+    conv_entry *e = entry_get(s, b != NULL);
+    conv_prim *cp = &e->pass[PASS_FWD];
+    set(cp->w_user, w);
+    run_reorder(cp, 1);
+    set(e->src, x);
+    set(e->dst, y);
+    dnnl_exec_arg_t a[4] = { { DNNL_ARG_SRC, e->src }, { DNNL_ARG_WEIGHTS, cp->w },
+                             { DNNL_ARG_DST, e->dst }, { DNNL_ARG_BIAS, e->bias_m } };
+    if (b)
+        set(e->bias_m, b);
+    DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, b ? 4 : 3, a));
+    DNNL_CHECK(dnnl_stream_wait(stream));
+}
+
+void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                          const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                          float *work)
+{
+    if (plain_pair(s)) {
+        cpu_conv2d_backward(s, x, w, dy, dx, dx_fresh, dw, db, work);
+        return;
+    }
+    const size_t nx = (size_t)s->B * s->C * s->H * s->W;
+    if (s->B == 0) {
+        if (dw)
+            memset(dw, 0, (size_t)s->K * s->C * s->R * s->S * sizeof(float));
+        if (db)
+            memset(db, 0, (size_t)s->K * sizeof(float));
+        return;
+    }
+    conv_entry *e = entry_get(s, db != NULL);
+    pthread_mutex_lock(&cache_lock);
+    if (dx && !e->pass[PASS_BWD_DATA].p)
+        make_pass(e, PASS_BWD_DATA);
+    if (dw && !e->pass[PASS_BWD_WEIGHTS].p)
+        make_pass(e, PASS_BWD_WEIGHTS);
+    pthread_mutex_unlock(&cache_lock);
+    set(e->dst, dy);
+    if (dw) {
+        conv_prim *cp = &e->pass[PASS_BWD_WEIGHTS];
+        set(cp->w_user, dw);
+        set(e->src, x);
+        dnnl_exec_arg_t a[4] = { { DNNL_ARG_SRC, e->src }, { DNNL_ARG_DIFF_DST, e->dst },
+                                 { DNNL_ARG_DIFF_WEIGHTS, cp->w },
+                                 { DNNL_ARG_DIFF_BIAS, e->bias_m } };
+        if (db)
+            set(e->bias_m, db);
+        DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, db ? 4 : 3, a));
+        run_reorder(cp, 0);
+    } else if (db) { // a bias without a weight gradient does not occur in the engine
+        DT_FATAL("dnnl_conv2d_backward: a bias gradient needs the weight gradient");
+    }
+    if (dx) {
+        conv_prim *cp = &e->pass[PASS_BWD_DATA];
+        set(cp->w_user, w);
+        run_reorder(cp, 1);
+        float *out = dx_fresh ? dx : work;
+        set(e->src, out);
+        dnnl_exec_arg_t a[3] = { { DNNL_ARG_DIFF_SRC, e->src }, { DNNL_ARG_WEIGHTS, cp->w },
+                                 { DNNL_ARG_DIFF_DST, e->dst } };
+        DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, 3, a));
+        if (!dx_fresh)
+            for (size_t i = 0; i < nx; i++)
+                dx[i] += work[i];
+    }
+    DNNL_CHECK(dnnl_stream_wait(stream));
+}
+
+#endif /* HAVE_DNNL */

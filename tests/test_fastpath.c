@@ -1,0 +1,339 @@
+/* The fast compute paths against the reference ones.
+ *
+ *  - oneDNN convolutions (backend "dnnl", every layout pair it is handed:
+ *    plain -> blocked as the first layer, blocked -> blocked, blocked ->
+ *    plain, and the Winograd shapes) against the native im2col kernel, to 1e-5
+ *    relative: forward, input gradient (overwritten and accumulated) and weight
+ *    and bias gradients, on odd sizes, padding 0/1, stride 1/2, batch 1, and
+ *    channel counts that are not multiples of the vector width;
+ *  - the channel-blocked GroupNorm, max- and average-pooling kernels against
+ *    the plain ones on the same values;
+ *  - whole models: a training step of each model with several threads against
+ *    one thread (float tolerance), and two one-thread steps bit for bit.
+ * Skips the oneDNN cases (saying so) in a build without oneDNN. */
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "models/models.h"
+#include "nn/layout.h"
+#include "nn/net.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static dt_rng rng;
+
+static float *vec_rand(size_t n, double scale)
+{
+    float *v = dt_calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(scale * rng_normal(&rng));
+    return v;
+}
+
+static float *vec_const(size_t n, float a)
+{
+    float *v = dt_calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = a;
+    return v;
+}
+
+/* ||a - b|| / ||b|| in double (NaN anywhere gives infinity) */
+static double rel(const float *a, const float *b, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    if (isnan(num))
+        return INFINITY;
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* A (B, C, HW) tensor from plain into layout blk (a new buffer), and back. */
+static float *to_layout(int blk, int B, int C, int HW, const float *plain)
+{
+    const size_t n = (size_t)B * C * HW;
+    float *v = dt_calloc(n ? n : 1, sizeof(float));
+    if (blk)
+        layout_to_blocked(B, C, HW, plain, v);
+    else
+        memcpy(v, plain, n * sizeof(float));
+    return v;
+}
+
+static float *from_layout(int blk, int B, int C, int HW, const float *v)
+{
+    const size_t n = (size_t)B * C * HW;
+    float *p = dt_calloc(n ? n : 1, sizeof(float));
+    if (blk)
+        layout_to_plain(B, C, HW, v, p);
+    else
+        memcpy(p, v, n * sizeof(float));
+    return p;
+}
+
+static void layout_roundtrip(void)
+{
+    const int B = 2, C = 32, HW = 5;
+    float *x = vec_rand((size_t)B * C * HW, 1.0);
+    float *b = to_layout(16, B, C, HW, x), *p = from_layout(16, B, C, HW, b);
+    int ok = memcmp(x, p, (size_t)B * C * HW * sizeof(float)) == 0;
+    // element (1, 17, 3) sits in block 1 of sample 1, pixel 3, lane 1
+    ok = ok && b[((1 * 2 + 1) * HW + 3) * 16 + 1] == x[(1 * C + 17) * HW + 3];
+    ok = ok && layout_index(16, C, HW, 1, 17, 3) == (size_t)((1 * 2 + 1) * HW + 3) * 16 + 1;
+    CHECK(ok, "layout: plain -> nChw16c -> plain is the identity, element (1, 17, 3) where expected");
+    free(x), free(b), free(p);
+}
+
+/* ---- convolutions ------------------------------------------------------------ */
+
+static dt_conv_shape shape(int B, int C, int H, int W, int K, int R, int stride, int pad,
+                           int xblk, int yblk)
+{
+    dt_conv_shape s = { .B = B, .C = C, .H = H, .W = W, .K = K, .R = R, .S = R,
+                        .stride = stride, .pad = pad, .xblk = xblk, .yblk = yblk };
+    s.P = (H + 2 * pad - R) / stride + 1;
+    s.Q = (W + 2 * pad - R) / stride + 1;
+    return s;
+}
+
+static void test_conv(const dt_backend *fast, dt_conv_shape s, int bias)
+{
+    const dt_backend *ref = backend_cpu();
+    char name[160];
+    snprintf(name, sizeof name, "%s conv B=%d C=%d %dx%d K=%d %dx%d st=%d pad=%d %s->%s%s",
+             fast->name, s.B, s.C, s.H, s.W, s.K, s.R, s.S, s.stride, s.pad,
+             s.xblk ? "blk" : "plain", s.yblk ? "blk" : "plain", bias ? " bias" : "");
+    dt_conv_shape sp = s; // the reference's plain shape
+    sp.xblk = sp.yblk = 0;
+    const int HWx = s.H * s.W, HWy = s.P * s.Q;
+    const size_t nx = (size_t)s.B * s.C * HWx, ny = (size_t)s.B * s.K * HWy;
+    const size_t nw = (size_t)s.K * s.C * s.R * s.S;
+    float *x = vec_rand(nx, 1.0), *w = vec_rand(nw, 0.3), *b = bias ? vec_rand(s.K, 1.0) : NULL;
+    float *dy = vec_rand(ny, 1.0);
+    float *work_ref = vec_const(ref->conv2d_workspace(&sp), 0.0f);
+    float *work = vec_const(fast->conv2d_workspace(&s), 0.0f);
+
+    // reference: plain, dx written fresh
+    float *y_ref = vec_const(ny, 0.0f), *dx_ref = vec_const(nx, NAN);
+    float *dw_ref = vec_const(nw, 0.0f), *db_ref = vec_const(s.K, 0.0f);
+    ref->conv2d_forward(&sp, x, w, b, y_ref, work_ref);
+    ref->conv2d_backward(&sp, x, w, dy, dx_ref, 1, dw_ref, bias ? db_ref : NULL, work_ref);
+
+    float *xl = to_layout(s.xblk, s.B, s.C, HWx, x), *dyl = to_layout(s.yblk, s.B, s.K, HWy, dy);
+    float *yl = vec_const(ny, NAN); // every output must be written
+    fast->conv2d_forward(&s, xl, w, b, yl, work);
+    float *y = from_layout(s.yblk, s.B, s.K, HWy, yl);
+    CHECK(rel(y, y_ref, ny) < 1e-5, "%s: forward (rel err %.2e)", name, rel(y, y_ref, ny));
+
+    float *dxl = vec_const(nx, NAN), *dw = vec_const(nw, 1e3f), *db = vec_const(s.K, 1e3f);
+    fast->conv2d_backward(&s, xl, w, dyl, dxl, 1, dw, bias ? db : NULL, work);
+    float *dx = from_layout(s.xblk, s.B, s.C, HWx, dxl);
+    CHECK(rel(dx, dx_ref, nx) < 1e-5, "%s: dx written over NaN (rel err %.2e)", name,
+          rel(dx, dx_ref, nx));
+    CHECK(rel(dw, dw_ref, nw) < 1e-5, "%s: dW over 1e3 (rel err %.2e)", name,
+          rel(dw, dw_ref, nw));
+    if (bias)
+        CHECK(rel(db, db_ref, s.K) < 1e-5, "%s: db over 1e3 (rel err %.2e)", name,
+              rel(db, db_ref, s.K));
+
+    // accumulated: dx = 1 + (the gradient), dW the same as without dx
+    float *ones = vec_const(nx, 1.0f), *dxl1 = to_layout(s.xblk, s.B, s.C, HWx, ones);
+    float *dw2 = vec_const(nw, -7.0f), *db2 = vec_const(s.K, -7.0f);
+    fast->conv2d_backward(&s, xl, w, dyl, dxl1, 0, dw2, bias ? db2 : NULL, work);
+    float *dx1 = from_layout(s.xblk, s.B, s.C, HWx, dxl1);
+    for (size_t i = 0; i < nx; i++)
+        dx1[i] -= 1.0f;
+    CHECK(rel(dx1, dx_ref, nx) < 1e-5 && memcmp(dw, dw2, nw * sizeof(float)) == 0,
+          "%s: dx accumulates onto ones (rel err %.2e), same dW", name, rel(dx1, dx_ref, nx));
+    memset(dw2, 0, nw * sizeof(float));
+    fast->conv2d_backward(&s, xl, w, dyl, NULL, 0, dw2, bias ? db2 : NULL, work);
+    CHECK(memcmp(dw, dw2, nw * sizeof(float)) == 0, "%s: same dW with dx NULL", name);
+
+    free(x), free(w), free(b), free(dy), free(work_ref), free(work), free(y_ref), free(dx_ref);
+    free(dw_ref), free(db_ref), free(xl), free(dyl), free(yl), free(y), free(dxl), free(dw);
+    free(db), free(dx), free(ones), free(dxl1), free(dw2), free(db2), free(dx1);
+}
+
+static void test_convs(const dt_backend *fast)
+{
+    // first layers: plain input with 1 or 3 channels, blocked output
+    test_conv(fast, shape(3, 1, 28, 28, 32, 3, 1, 0, 0, 16), 1);
+    test_conv(fast, shape(2, 3, 9, 7, 16, 3, 1, 1, 0, 16), 0);
+    test_conv(fast, shape(1, 3, 11, 11, 16, 3, 2, 1, 0, 16), 0);
+    // blocked to blocked: direct (odd sizes, stride 2, pad 0, 1x1 shortcuts)
+    test_conv(fast, shape(2, 16, 9, 7, 16, 3, 1, 1, 16, 16), 0);
+    test_conv(fast, shape(1, 16, 9, 9, 32, 3, 2, 1, 16, 16), 0);
+    test_conv(fast, shape(3, 32, 7, 5, 16, 3, 1, 0, 16, 16), 1);
+    test_conv(fast, shape(2, 16, 9, 9, 32, 1, 2, 0, 16, 16), 0);
+    test_conv(fast, shape(1, 32, 5, 5, 64, 1, 1, 0, 16, 16), 0);
+    // the Winograd shapes (3x3, stride 1, pad 1, 32 and more channels)
+    test_conv(fast, shape(2, 32, 7, 9, 32, 3, 1, 1, 16, 16), 0);
+    test_conv(fast, shape(1, 64, 8, 8, 48, 3, 1, 1, 16, 16), 0);
+    test_conv(fast, shape(3, 32, 26, 26, 64, 3, 1, 0, 16, 16), 1); // mnist_cnn conv2, pad 0
+    // blocked input, output channels that are not a multiple of 16: plain output
+    test_conv(fast, shape(2, 16, 6, 5, 5, 3, 1, 1, 16, 0), 1);
+    // plain to plain goes to the native kernel
+    test_conv(fast, shape(2, 5, 6, 7, 3, 3, 2, 1, 0, 0), 1);
+}
+
+/* ---- blocked layer kernels against plain ----------------------------------------- */
+
+static void test_groupnorm_blocked(int B, int C, int HW, int G)
+{
+    const dt_backend *be = backend_cpu();
+    char name[96];
+    snprintf(name, sizeof name, "groupnorm B=%d C=%d HW=%d G=%d", B, C, HW, G);
+    const size_t n = (size_t)B * C * HW, ns = (size_t)B * G;
+    float *x = vec_rand(n, 2.0), *gamma = vec_rand(C, 0.5), *beta = vec_rand(C, 0.5);
+    float *dy = vec_rand(n, 1.0);
+    for (size_t i = 0; i < n; i++)
+        x[i] += 3.0f; // off-centre
+    float *y = vec_const(n, 0.0f), *m = vec_const(ns, 0), *r = vec_const(ns, 0);
+    float *dx = vec_const(n, 0.5f), *dg = vec_const(C, 0), *dbt = vec_const(C, 0);
+    be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, y, m, r);
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, dy, dx, dg, dbt);
+
+    float *xb = to_layout(16, B, C, HW, x), *dyb = to_layout(16, B, C, HW, dy);
+    float *half = vec_const(n, 0.5f), *dxb = to_layout(16, B, C, HW, half);
+    float *yb = vec_const(n, NAN), *mb = vec_const(ns, 0), *rb = vec_const(ns, 0);
+    float *dg2 = vec_const(C, 1e3f), *dbt2 = vec_const(C, 1e3f);
+    be->groupnorm_forward(B, C, HW, G, 16, xb, gamma, beta, yb, mb, rb);
+    be->groupnorm_backward(B, C, HW, G, 16, xb, gamma, mb, rb, dyb, dxb, dg2, dbt2);
+    float *y2 = from_layout(16, B, C, HW, yb), *dx2 = from_layout(16, B, C, HW, dxb);
+    CHECK(rel(y2, y, n) < 1e-6 && rel(mb, m, ns) < 1e-6 && rel(rb, r, ns) < 1e-6,
+          "%s blocked: forward and saved statistics as plain (rel err %.2e)", name, rel(y2, y, n));
+    CHECK(rel(dx2, dx, n) < 1e-5, "%s blocked: dx accumulated as plain (rel err %.2e)", name,
+          rel(dx2, dx, n));
+    CHECK(rel(dg2, dg, C) < 1e-5 && rel(dbt2, dbt, C) < 1e-5,
+          "%s blocked: dgamma, dbeta overwritten as plain (rel err %.2e, %.2e)", name,
+          rel(dg2, dg, C), rel(dbt2, dbt, C));
+    free(x), free(gamma), free(beta), free(dy), free(y), free(m), free(r), free(dx), free(dg);
+    free(dbt), free(xb), free(dyb), free(half), free(dxb), free(yb), free(mb), free(rb);
+    free(dg2), free(dbt2), free(y2), free(dx2);
+}
+
+static void test_pools_blocked(void)
+{
+    const dt_backend *be = backend_cpu();
+    const int B = 2, C = 32, H = 7, W = 6, HW = H * W;
+    const size_t n = (size_t)B * C * HW;
+    float *x = vec_rand(n, 1.0), *xb = to_layout(16, B, C, HW, x);
+
+    // average pooling: the same bits in both layouts
+    float *y = vec_const((size_t)B * C, 0), *y2 = vec_const((size_t)B * C, 0);
+    be->avgpool_forward(B, C, HW, 0, x, y);
+    be->avgpool_forward(B, C, HW, 16, xb, y2);
+    float *g = vec_rand((size_t)B * C, 1.0), *dx = vec_const(n, 1.0f), *ones = vec_const(n, 1.0f);
+    float *dxb = to_layout(16, B, C, HW, ones);
+    be->avgpool_backward(B, C, HW, 0, g, dx);
+    be->avgpool_backward(B, C, HW, 16, g, dxb);
+    float *dx2 = from_layout(16, B, C, HW, dxb);
+    CHECK(memcmp(y, y2, (size_t)B * C * sizeof(float)) == 0 &&
+              memcmp(dx, dx2, n * sizeof(float)) == 0,
+          "avgpool blocked: forward and accumulated dx identical to plain");
+
+    // max pooling (3x3 windows, stride 2: overlapping; plain output either way)
+    dt_pool_shape s = { .B = B, .C = C, .H = H, .W = W, .k = 3, .stride = 2 };
+    s.P = (H - 3) / 2 + 1;
+    s.Q = (W - 3) / 2 + 1;
+    const size_t ny = (size_t)B * C * s.P * s.Q;
+    float *py = vec_const(ny, 0), *py2 = vec_const(ny, 0), *pg = vec_rand(ny, 1.0);
+    int32_t *arg = dt_calloc(ny, sizeof *arg), *arg2 = dt_calloc(ny, sizeof *arg2);
+    be->maxpool_forward(&s, x, py, arg);
+    float *pdx = vec_const(n, 1.0f), *pdxb = to_layout(16, B, C, HW, ones);
+    be->maxpool_backward(&s, pg, arg, pdx);
+    dt_pool_shape sb = s;
+    sb.blk = 16;
+    be->maxpool_forward(&sb, xb, py2, arg2);
+    be->maxpool_backward(&sb, pg, arg2, pdxb);
+    float *pdx2 = from_layout(16, B, C, HW, pdxb);
+    CHECK(memcmp(py, py2, ny * sizeof(float)) == 0 && memcmp(arg, arg2, ny * sizeof *arg) == 0 &&
+              memcmp(pdx, pdx2, n * sizeof(float)) == 0,
+          "maxpool blocked input: same maxima, winners and accumulated dx as plain");
+    free(x), free(xb), free(y), free(y2), free(g), free(dx), free(ones), free(dxb), free(dx2);
+    free(py), free(py2), free(pg), free(arg), free(arg2), free(pdx), free(pdxb), free(pdx2);
+}
+
+/* ---- whole models: layouts, threads, reproducibility ---------------------------- */
+
+/* One training step's loss and gradient of model name on backend be. */
+static double model_step(const dt_backend *be, const char *name, int c, int hw, int B,
+                         float **grad, size_t *np)
+{
+    dt_net *n = model_build(be, name, "100", "relu", 2, c, hw, hw, 10);
+    if (!n)
+        DT_FATAL("model_build(%s): %s", name, dt_err_msg());
+    float *p = dt_falloc(n->nparams);
+    *grad = dt_falloc(n->nparams);
+    *np = n->nparams;
+    net_init_params(n, p, 3);
+    dt_rng r = rng_make(5, 0, 0, 0);
+    float *x = dt_falloc((size_t)B * c * hw * hw);
+    int32_t *y = dt_calloc((size_t)B, sizeof *y);
+    for (size_t i = 0; i < (size_t)B * c * hw * hw; i++)
+        x[i] = (float)rng_normal(&r);
+    for (int i = 0; i < B; i++)
+        y[i] = (int32_t)rng_below(&r, 10);
+    double loss = net_forward(n, p, x, y, B, 1, 77, NULL);
+    net_backward(n, p, *grad);
+    free(p), free(x), free(y);
+    net_free(n);
+    return loss;
+}
+
+static void test_models(const dt_backend *fast)
+{
+    struct { const char *name; int c, hw, B; } m[] = {
+        { "mnist_cnn", 1, 28, 8 }, { "resnet20_gn", 3, 32, 8 }, { "resnet32_gn", 3, 16, 4 },
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        float *g_ref, *g1, *g1b, *g2;
+        size_t np;
+        backend_set_threads(1);
+        const double l_ref = model_step(backend_cpu(), m[i].name, m[i].c, m[i].hw, m[i].B, &g_ref, &np);
+        const double l1 = model_step(fast, m[i].name, m[i].c, m[i].hw, m[i].B, &g1, &np);
+        const double l1b = model_step(fast, m[i].name, m[i].c, m[i].hw, m[i].B, &g1b, &np);
+        backend_set_threads(2);
+        const double l2 = model_step(fast, m[i].name, m[i].c, m[i].hw, m[i].B, &g2, &np);
+        backend_set_threads(1);
+        if (fast != backend_cpu())
+            CHECK(fabs(l1 - l_ref) <= 1e-5 * fabs(l_ref) && rel(g1, g_ref, np) < 1e-4,
+                  "%s %s: loss and gradient as the native backend's (loss %.9g vs %.9g, grad "
+                  "rel err %.2e)", fast->name, m[i].name, l1, l_ref, rel(g1, g_ref, np));
+        CHECK(l1 == l1b && memcmp(g1, g1b, np * sizeof(float)) == 0,
+              "%s %s: one thread, two steps bit for bit", fast->name, m[i].name);
+        CHECK(fabs(l2 - l1) <= 1e-5 * fabs(l1) && rel(g2, g1, np) < 1e-4,
+              "%s %s: two threads agree with one (grad rel err %.2e)", fast->name, m[i].name,
+              rel(g2, g1, np));
+        free(g_ref), free(g1), free(g1b), free(g2);
+    }
+}
+
+int main(void)
+{
+    rng = rng_make(20261124, 4, 5, 6);
+    layout_roundtrip();
+    test_groupnorm_blocked(2, 16, 25, 2);
+    test_groupnorm_blocked(3, 32, 64, 4);  // groups of 8 channels: two per block
+    test_groupnorm_blocked(1, 64, 130, 2); // groups across blocks, a partial chunk
+    test_groupnorm_blocked(2, 48, 9, 3);   // 16-channel groups
+    test_pools_blocked();
+    const dt_backend *fast = backend_cpu_dnnl();
+    if (!fast) {
+        printf("ok %d - # SKIP oneDNN convolutions: dtrain was built without oneDNN\n", ++tap_count_);
+        test_models(backend_cpu());
+        return tap_done();
+    }
+    test_convs(fast);
+    test_models(fast);
+    test_models(backend_cpu());
+    return tap_done();
+}
