@@ -3,7 +3,9 @@
  * SSE even though the arrays may alias (y == a is a valid call). */
 #include "nn/kernels_cpu.h"
 
-void cpu_add_forward(size_t n, const float *a, const float *b, float *y)
+#include "core/simd.h"
+
+DT_CLONES static void add_range(size_t n, const float *a, const float *b, float *y)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -19,7 +21,7 @@ void cpu_add_forward(size_t n, const float *a, const float *b, float *y)
 }
 
 /* d += dy over n floats */
-static void add_into(size_t n, const float *dy, float *d)
+DT_CLONES static void add_into(size_t n, const float *dy, float *d)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -34,10 +36,15 @@ static void add_into(size_t n, const float *dy, float *d)
         d[i] += dy[i];
 }
 
+void cpu_add_forward(size_t n, const float *a, const float *b, float *y)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, add_range(len, a + i0, b + i0, y + i0));
+}
+
 void cpu_add_backward(size_t n, const float *dy, float *da, float *db)
 {
     if (da)
-        add_into(n, dy, da);
+        DT_PARALLEL_CHUNKS(n, i0, len, add_into(len, dy + i0, da + i0));
     if (db)
-        add_into(n, dy, db);
+        DT_PARALLEL_CHUNKS(n, i0, len, add_into(len, dy + i0, db + i0));
 }

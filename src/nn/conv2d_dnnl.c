@@ -297,8 +297,7 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
                                  { DNNL_ARG_DIFF_DST, e->dst } };
         DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, 3, a));
         if (!dx_fresh)
-            for (size_t i = 0; i < nx; i++)
-                dx[i] += work[i];
+            cpu_add_backward(nx, work, dx, NULL);
     }
     DNNL_CHECK(dnnl_stream_wait(stream));
 }

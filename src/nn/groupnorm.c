@@ -9,10 +9,12 @@
  * double per group; the element-wise loops load a block of four before storing
  * it, which the -O2 vectorizer turns into packed SSE. */
 #include "nn/kernels_cpu.h"
+#include "core/error.h"
 #include "core/simd.h"
 #include "nn/layout.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GN_EPS 1e-5
@@ -252,16 +254,18 @@ DT_CLONES static void gn_blk_dx(const float *x, const float *dy, int HW, const f
     }
 }
 
+/* Samples are independent: with compute.threads > 1 they are shared out. */
 static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *x,
                                       const float *gamma, const float *beta, float *y,
                                       float *mean, float *rstd)
 {
     const int Cg = C / G, CB = C / L;
     const double n = (double)Cg * HW;
-    double cs[C];
-    float m[G], rs[G];
-    float lane[L] __attribute__((aligned(64)));
+#pragma omp parallel for if (B > 1 && (size_t)C * HW >= DT_PAR_CHUNK / 4) schedule(static)
     for (int b = 0; b < B; b++) {
+        double cs[C];
+        float m[G], rs[G];
+        float lane[L] __attribute__((aligned(64)));
         const size_t off = (size_t)b * C * HW;
         const float *xs = x + off;
         // two passes, the second about the group mean (see the plain kernel)
@@ -300,6 +304,9 @@ static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *
     }
 }
 
+/* Per sample in parallel: the channel sums and dx; then dgamma and dbeta are
+ * summed over the samples in order, so the result does not depend on how
+ * many threads ran. */
 static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float *x,
                                        const float *gamma, const float *mean,
                                        const float *rstd, const float *dy, float *dx,
@@ -307,9 +314,12 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
 {
     const int Cg = C / G, CB = C / L;
     const double n = (double)Cg * HW;
-    double sdy[C], sdyx[C], sum_gd[G], sum_gdx[G];
-    float lane[L] __attribute__((aligned(64)));
+    double *part = dt_malloc(2 * (size_t)B * C * sizeof *part); // (B, 2, C): sdy, sdyx
+#pragma omp parallel for if (B > 1 && (size_t)C * HW >= DT_PAR_CHUNK / 4) schedule(static)
     for (int b = 0; b < B; b++) {
+        double *sdy = part + 2 * (size_t)b * C, *sdyx = sdy + C;
+        double sum_gd[G], sum_gdx[G];
+        float lane[L] __attribute__((aligned(64)));
         const size_t off = (size_t)b * C * HW;
         const float *m = mean + (size_t)b * G, *rs = rstd + (size_t)b * G;
         for (int cb = 0; cb < CB; cb++) {
@@ -323,10 +333,6 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
         for (int c = 0; c < C; c++) {
             const int g = c / Cg;
             sdyx[c] *= rs[g]; // sum dy xhat
-            if (dgamma)
-                dgamma[c] += (float)sdyx[c];
-            if (dbeta)
-                dbeta[c] += (float)sdy[c];
             sum_gd[g] += gamma[c] * sdy[c];
             sum_gdx[g] += gamma[c] * sdyx[c];
         }
@@ -347,6 +353,14 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
             gn_blk_dx(x + o, dy + o, HW, k0, k1, k2, ml, dx + o);
         }
     }
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++) {
+            if (dgamma)
+                dgamma[c] += (float)part[(2 * (size_t)b + 1) * C + c];
+            if (dbeta)
+                dbeta[c] += (float)part[2 * (size_t)b * C + c];
+        }
+    free(part);
 }
 
 void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
