@@ -9,10 +9,10 @@
  *
  * The algorithm is fixed by the shape, never by timing, so that a run and its
  * resume (another process) take the same arithmetic: Winograd F(4x4, 3x3) for
- * 3x3, stride-1 convolutions between blocked tensors where it won on this
- * machine (bench/RESULTS.md §3: 1.5-1.9x for 32 and 64 channels in every pass,
- * and for the weight gradient at 16 channels, where the direct kernel is
- * faster in the other two passes), direct otherwise. A conv between plain
+ * 3x3, stride-1 convolutions (padding 0 or 1) between blocked tensors where it
+ * won on this machine (bench/RESULTS.md §3: 1.5-2.4x for 32 and 64 channels in
+ * every pass, and for the weight gradient at 16 channels, where the direct
+ * kernel is faster in the other two passes), direct otherwise. A conv between plain
  * tensors goes to the native im2col kernel (conv2d.c), which is as fast there.
  *
  * Primitives are created on first use of a shape (batch size included) and
@@ -82,7 +82,7 @@ static int shape_equal(const dt_conv_shape *a, const dt_conv_shape *b)
 
 static int use_winograd(const dt_conv_shape *s, int pass)
 {
-    if (s->R != 3 || s->S != 3 || s->stride != 1 || s->pad != 1 || !s->xblk || !s->yblk ||
+    if (s->R != 3 || s->S != 3 || s->stride != 1 || s->pad > 1 || !s->xblk || !s->yblk ||
         s->C % 16 || s->K % 16)
         return 0;
     return pass == PASS_BWD_WEIGHTS || (s->C >= 32 && s->K >= 32);

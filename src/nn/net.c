@@ -286,13 +286,20 @@ static void release_buffers(dt_net *n)
     if (!n->act)
         return;
     for (int i = 1; i < n->nnodes; i++) {
-        if (n->nodes[i].op != OP_FLATTEN && n->act[i] != n->act[n->nodes[i].in0])
+        if (n->act_own[i])
             free(n->act[i]);
         free(n->aux[i]);
     }
     for (int p = 0; p < n->npool; p++)
         free(n->pool[p]);
+    for (int p = 0; p < n->nfpool; p++)
+        free(n->fpool[p]);
     free(n->pool);
+    free(n->fpool);
+    free(n->act_own);
+    n->fpool = NULL;
+    n->act_own = NULL;
+    n->nfpool = 0;
     free(n->first_use);
     free(n->act);
     free(n->dact);
@@ -387,6 +394,82 @@ static void plan_gradients(dt_net *n, int B)
     free(busy);
 }
 
+/* Whether an op's backward reads its own output, or its input. */
+static int bwd_reads_output(dt_op op) { return op == OP_RELU || op == OP_SIGMOID; }
+static int bwd_reads_input(dt_op op)
+{
+    return op == OP_CONV2D || op == OP_LINEAR || op == OP_GROUPNORM;
+}
+
+/* The node whose buffer holds node j's output (views and in-place ReLUs share). */
+static int act_owner(const dt_net *n, int j)
+{
+    while (j > 0 && (n->nodes[j].op == OP_FLATTEN || relu_in_place(n, j)))
+        j = n->nodes[j].in0;
+    return j;
+}
+
+/* Forward activations: an output that no backward reads (a GroupNorm feeding
+ * only a residual add, a pooling feeding only dropout) is needed only until
+ * its last consumer's forward, so such outputs share a few buffers by the
+ * same greedy interval colouring as the gradients, in forward order. The
+ * others, and the logits, get their own buffer. */
+static void plan_activations(dt_net *n, int B)
+{
+    const int N = n->nnodes;
+    char *keep = dt_calloc((size_t)N, 1);
+    int *last = dt_calloc((size_t)N, sizeof *last);
+    keep[act_owner(n, N - 1)] = 1;
+    for (int i = 1; i < N; i++) {
+        const dt_node *d = &n->nodes[i];
+        if (bwd_reads_output(d->op))
+            keep[act_owner(n, i)] = 1;
+        for (int k = 0; k < 2; k++) {
+            const int in = k ? d->in1 : d->in0;
+            if (in <= 0)
+                continue;
+            const int o = act_owner(n, in);
+            if (bwd_reads_input(d->op))
+                keep[o] = 1;
+            if (i > last[o])
+                last[o] = i;
+        }
+    }
+    size_t *cap = NULL;
+    int *busy_until = NULL;
+    n->act_own = dt_calloc((size_t)N, 1);
+    for (int j = 1; j < N; j++) {
+        if (act_owner(n, j) != j)
+            continue;
+        const size_t need = (size_t)B * node_size(&n->nodes[j]);
+        if (keep[j] || last[j] == 0) {
+            n->act[j] = dt_falloc(need);
+            n->act_own[j] = 1;
+            continue;
+        }
+        int pick = -1; // the smallest free buffer that fits
+        for (int p = 0; p < n->nfpool; p++)
+            if (busy_until[p] < j && cap[p] >= need && (pick < 0 || cap[p] < cap[pick]))
+                pick = p;
+        if (pick < 0) {
+            n->fpool = dt_realloc(n->fpool, (size_t)(n->nfpool + 1) * sizeof *n->fpool);
+            cap = dt_realloc(cap, (size_t)(n->nfpool + 1) * sizeof *cap);
+            busy_until = dt_realloc(busy_until, (size_t)(n->nfpool + 1) * sizeof *busy_until);
+            n->fpool[n->nfpool] = dt_falloc(need);
+            cap[n->nfpool] = need;
+            pick = n->nfpool++;
+        }
+        busy_until[pick] = last[j];
+        n->act[j] = n->fpool[pick];
+    }
+    for (int j = 1; j < N; j++)
+        n->act[j] = n->act[act_owner(n, j)];
+    free(keep);
+    free(last);
+    free(cap);
+    free(busy_until);
+}
+
 void net_reserve(dt_net *n, int B)
 {
     if (n->act && B <= n->B)
@@ -397,14 +480,12 @@ void net_reserve(dt_net *n, int B)
     n->dact = dt_calloc((size_t)n->nnodes, sizeof *n->dact);
     n->aux = dt_calloc((size_t)n->nnodes, sizeof *n->aux);
     n->work_n = 0;
+    plan_activations(n, B);
     for (int i = 1; i < n->nnodes; i++) {
         const dt_node *d = &n->nodes[i];
         size_t sz = (size_t)B * node_size(d);
-        if (d->op == OP_FLATTEN) { /* a view of its input */
-            n->act[i] = n->act[d->in0];
+        if (d->op == OP_FLATTEN) /* a view of its input */
             continue;
-        }
-        n->act[i] = relu_in_place(n, i) ? n->act[d->in0] : dt_falloc(sz);
         if (d->op == OP_MAXPOOL)
             n->aux[i] = dt_calloc(sz, sizeof(int32_t));
         else if (d->op == OP_DROPOUT)

@@ -56,6 +56,9 @@ typedef struct dt_net {
                             * share pooled buffers where their lifetimes allow */
     float **pool;          /* the gradient buffers */
     int npool;
+    float **fpool;         /* activation buffers shared by outputs no backward reads */
+    int nfpool;
+    char *act_own;         /* per node: act[i] is a buffer of its own (freed with the net) */
     int *first_use;        /* per node: the backward step at which dact becomes live */
     void **aux;            /* per node: pool argmax, dropout mask, GroupNorm mean/rstd */
     float *work;           /* conv scratch */
