@@ -1,16 +1,17 @@
-/* conv_bench: single-core GFLOP/s of the CPU backend's conv2d kernels on the two
- * mnist_cnn convolutions, against OpenBLAS sgemm.
+/* conv_bench: single-core GFLOP/s of the CPU backends' conv2d kernels on every
+ * convolution of mnist_cnn and resnet20_gn, against OpenBLAS sgemm: the native
+ * im2col path (plain layout) and oneDNN's (the layouts the engine gives those
+ * layers: blocked wherever the channel count allows), when built in.
  *
  * Build and run (see bench/README.md):
- *   mpicc -O2 -std=c11 -D_GNU_SOURCE -I/work/main/src bench/conv_bench.c \
- *         /tmp/build/src/libdtrain.a -lopenblas -lm -o /tmp/conv_bench
+ *   mpicc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -I/work/main/src bench/conv_bench.c \
+ *         /tmp/build/src/libdtrain.a -lopenblas -ldnnl -lm -o /tmp/conv_bench
  *   OPENBLAS_NUM_THREADS=1 /tmp/conv_bench [min_seconds_per_rep]
  *
- * FLOPs counted: forward 2*K*CRS*B*PQ (the GEMM of the im2col lowering; bias
- * and im2col copies are not counted). Backward: the dW GEMM, plus the dx GEMM
- * when dx is computed, so 2x forward for conv2 and 1x for conv1 (the first
- * layer, dx NULL, exactly as the network calls it). Both GEMMs have the same
- * size as the forward one.
+ * FLOPs counted: forward 2*K*CRS*B*PQ (the direct convolution's multiply-adds,
+ * whatever the algorithm: Winograd does fewer, so its "GFLOP/s" can pass the
+ * sgemm peak). Backward: dW, plus dx when computed, so 2x forward, 1x for a
+ * first layer (dx NULL, exactly as the network calls it).
  *
  * References printed beside the kernels:
  *   - a 2048^3 sgemm: the single-core peak the fractions are relative to;
@@ -34,6 +35,8 @@ typedef struct bench_case {
     dt_conv_shape s;
     int need_dx;
 } bench_case;
+
+static const dt_backend *be; /* the backend being timed */
 
 typedef struct conv_bufs {
     float *x, *w, *b, *y, *dy, *dx, *dw, *db, *work, *cols;
@@ -102,22 +105,13 @@ static double bench_time(bench_fn fn, const bench_case *c, conv_bufs *m, double 
 
 static void run_forward(const bench_case *c, conv_bufs *m)
 {
-    backend_cpu()->conv2d_forward(&c->s, m->x, m->w, m->b, m->y, m->work);
+    be->conv2d_forward(&c->s, m->x, m->w, m->b, m->y, m->work);
 }
 
 static void run_backward(const bench_case *c, conv_bufs *m)
 {
-    backend_cpu()->conv2d_backward(&c->s, m->x, m->w, m->dy, c->need_dx ? m->dx : NULL,
-                                   m->dw, m->db, m->work);
-}
-
-/* The forward GEMM alone: y (K, B*PQ) = W (K, CRS) x cols (CRS, B*PQ). */
-static void run_gemm_only(const bench_case *c, conv_bufs *m)
-{
-    const dt_conv_shape *s = &c->s;
-    int crs = s->C * s->R * s->S, n = s->B * s->P * s->Q;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->K, n, crs, 1.0f, m->w, crs,
-                m->cols, n, 0.0f, m->y, n);
+    be->conv2d_backward(&c->s, m->x, m->w, m->dy, c->need_dx ? m->dx : NULL, 1, m->dw, m->db,
+                        m->work);
 }
 
 /* Square sgemm for the single-core peak; the case's shape fields are reused
@@ -154,7 +148,6 @@ static double peak_gflops(double min_s)
 static void bench_conv(const bench_case *c, double peak, double min_s)
 {
     const dt_conv_shape *s = &c->s;
-    const dt_backend *be = backend_cpu();
     size_t nx = (size_t)s->B * s->C * s->H * s->W;
     size_t nw = (size_t)s->K * s->C * s->R * s->S;
     size_t ny = (size_t)s->B * s->K * s->P * s->Q;
@@ -181,12 +174,12 @@ static void bench_conv(const bench_case *c, double peak, double min_s)
     double gemm_flop = 2.0 * (double)s->K * (double)crs * (double)npq;
     double tf = bench_time(run_forward, c, &m, min_s);
     double tb = bench_time(run_backward, c, &m, min_s);
-    double tg = bench_time(run_gemm_only, c, &m, min_s);
     double fb = gemm_flop * (c->need_dx ? 2.0 : 1.0);
-    double gff = gemm_flop / tf * 1e-9, gfb = fb / tb * 1e-9, gfg = gemm_flop / tg * 1e-9;
-    printf("%-6s B=%-4d %9.3f %9.1f %7.2f | %9.3f %9.1f %7.2f | %9.3f %9.1f %7.2f\n", c->name,
-           s->B, tf * 1e3, gff, gff / peak, tb * 1e3, gfb, gfb / peak, tg * 1e3, gfg,
-           gfg / peak);
+    double gff = gemm_flop / tf * 1e-9, gfb = fb / tb * 1e-9;
+    printf("| %s | %s | %d | %s | %.3f | %.1f | %.2f | %.3f | %.1f | %.2f |\n", c->name, be->name,
+           s->B, s->xblk || s->yblk ? (s->xblk ? (s->yblk ? "blk->blk" : "blk->plain") : "plain->blk")
+                                    : "plain",
+           tf * 1e3, gff, gff / peak, tb * 1e3, gfb, gfb / peak);
 
     free(m.x);
     free(m.w);
@@ -207,22 +200,43 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: conv_bench [min_seconds_per_rep > 0]\n");
         return 2;
     }
-    printf("conv_bench: backend %s, %s, %d thread(s)\n", backend_cpu()->name,
-           openblas_get_config(), openblas_get_num_threads());
+    backend_set_threads(1);
+    printf("conv_bench: %s, 1 thread\n", openblas_get_config());
     double peak = peak_gflops(min_s);
 
+    /* name, C, H, K, kernel, stride, pad, dx needed: every distinct layer */
+    static const struct { const char *name; int C, H, K, k, st, pad, dx; } L[] = {
+        { "mnist conv1 1->32 28x28", 1, 28, 32, 3, 1, 0, 0 },
+        { "mnist conv2 32->64 26x26", 32, 26, 64, 3, 1, 0, 1 },
+        { "resnet stem 3->16 32x32", 3, 32, 16, 3, 1, 1, 0 },
+        { "resnet 16->16 32x32", 16, 32, 16, 3, 1, 1, 1 },
+        { "resnet 16->32 s2 32x32", 16, 32, 32, 3, 2, 1, 1 },
+        { "resnet 1x1 16->32 s2", 16, 32, 32, 1, 2, 0, 1 },
+        { "resnet 32->32 16x16", 32, 16, 32, 3, 1, 1, 1 },
+        { "resnet 32->64 s2 16x16", 32, 16, 64, 3, 2, 1, 1 },
+        { "resnet 1x1 32->64 s2", 32, 16, 64, 1, 2, 0, 1 },
+        { "resnet 64->64 8x8", 64, 8, 64, 3, 1, 1, 1 },
+    };
     static const int batches[] = { 32, 128 };
-    printf("%-13s %29s | %29s | %29s\n", "", "forward", "backward (dW [+ dx])",
-           "sgemm of the fwd GEMM only");
-    printf("%-13s %9s %9s %7s | %9s %9s %7s | %9s %9s %7s\n", "layer", "ms", "GFLOP/s", "peak",
-           "ms", "GFLOP/s", "peak", "ms", "GFLOP/s", "peak");
-    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
-        int B = batches[i];
-        // mnist_cnn: conv1 1->32 on 28x28, conv2 32->64 on 26x26, 3x3 valid
-        bench_case conv1 = { "conv1", { B, 1, 28, 28, 32, 3, 3, 1, 0, 26, 26 }, 0 };
-        bench_case conv2 = { "conv2", { B, 32, 26, 26, 64, 3, 3, 1, 0, 24, 24 }, 1 };
-        bench_conv(&conv1, peak, min_s);
-        bench_conv(&conv2, peak, min_s);
-    }
+    const dt_backend *backends[2] = { backend_cpu(), backend_cpu_dnnl() };
+    printf("| layer | backend | B | layout | fwd ms | fwd GFLOP/s | of peak | bwd ms | bwd "
+           "GFLOP/s | of peak |\n| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: "
+           "| ---: |\n");
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
+        for (size_t i = 0; i < sizeof L / sizeof L[0]; i++)
+            for (int k = 0; k < 2; k++) {
+                be = backends[k];
+                if (!be)
+                    continue;
+                const int P = (L[i].H + 2 * L[i].pad - L[i].k) / L[i].st + 1;
+                bench_case c = { L[i].name,
+                                 { batches[b], L[i].C, L[i].H, L[i].H, L[i].K, L[i].k, L[i].k,
+                                   L[i].st, L[i].pad, P, P, 0, 0 },
+                                 L[i].dx };
+                // the engine's layouts: blocked where the channels allow
+                c.s.xblk = be->cblock && L[i].C % be->cblock == 0 ? be->cblock : 0;
+                c.s.yblk = be->cblock && L[i].K % be->cblock == 0 ? be->cblock : 0;
+                bench_conv(&c, peak, min_s);
+            }
     return 0;
 }

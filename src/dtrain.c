@@ -85,10 +85,16 @@ static void omp_wait_passive(char **argv)
 {
     if (getenv("OMP_WAIT_POLICY") || getenv("DTRAIN_OMP_REEXEC"))
         return;
+    // the binary's own path, so the process keeps its name ("dtrain", not "exe")
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0 || (size_t)len >= sizeof self - 1)
+        return;
+    self[len] = '\0';
     if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv("DTRAIN_OMP_REEXEC", "1", 1) != 0)
         return;
-    execv("/proc/self/exe", argv);
-    // not re-executed (no /proc): run on with the default policy
+    execv(self, argv);
+    // not re-executed: run on with the default policy
 }
 
 int main(int argc, char **argv)
