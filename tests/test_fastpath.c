@@ -198,15 +198,15 @@ static void test_groupnorm_blocked(int B, int C, int HW, int G)
         x[i] += 3.0f; // off-centre
     float *y = vec_const(n, 0.0f), *m = vec_const(ns, 0), *r = vec_const(ns, 0);
     float *dx = vec_const(n, 0.5f), *dg = vec_const(C, 0), *dbt = vec_const(C, 0);
-    be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, y, m, r);
-    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, dy, dx, dg, dbt);
+    be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, NULL, 0, y, m, r);
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, NULL, dy, dx, NULL, dg, dbt);
 
     float *xb = to_layout(16, B, C, HW, x), *dyb = to_layout(16, B, C, HW, dy);
     float *half = vec_const(n, 0.5f), *dxb = to_layout(16, B, C, HW, half);
     float *yb = vec_const(n, NAN), *mb = vec_const(ns, 0), *rb = vec_const(ns, 0);
     float *dg2 = vec_const(C, 1e3f), *dbt2 = vec_const(C, 1e3f);
-    be->groupnorm_forward(B, C, HW, G, 16, xb, gamma, beta, yb, mb, rb);
-    be->groupnorm_backward(B, C, HW, G, 16, xb, gamma, mb, rb, dyb, dxb, dg2, dbt2);
+    be->groupnorm_forward(B, C, HW, G, 16, xb, gamma, beta, NULL, 0, yb, mb, rb);
+    be->groupnorm_backward(B, C, HW, G, 16, xb, gamma, mb, rb, NULL, dyb, dxb, NULL, dg2, dbt2);
     float *y2 = from_layout(16, B, C, HW, yb), *dx2 = from_layout(16, B, C, HW, dxb);
     CHECK(rel(y2, y, n) < 1e-6 && rel(mb, m, ns) < 1e-6 && rel(rb, r, ns) < 1e-6,
           "%s blocked: forward and saved statistics as plain (rel err %.2e)", name, rel(y2, y, n));
@@ -218,6 +218,61 @@ static void test_groupnorm_blocked(int B, int C, int HW, int G)
     free(x), free(gamma), free(beta), free(dy), free(y), free(m), free(r), free(dx), free(dg);
     free(dbt), free(xb), free(dyb), free(half), free(dxb), free(yb), free(mb), free(rb);
     free(dg2), free(dbt2), free(y2), free(dx2);
+}
+
+/* relu(gn(x) [+ skip]) by the fused kernel, in layout blk, against the separate
+ * layers in the plain layout (GroupNorm, add, ReLU and their backwards). */
+static void test_groupnorm_fused(int B, int C, int HW, int G, int blk, int with_skip)
+{
+    const dt_backend *be = backend_cpu();
+    char name[128];
+    snprintf(name, sizeof name, "groupnorm + %sReLU fused, %s, B=%d C=%d HW=%d G=%d",
+             with_skip ? "add + " : "", blk ? "blocked" : "plain", B, C, HW, G);
+    const size_t n = (size_t)B * C * HW, ns = (size_t)B * G;
+    float *x = vec_rand(n, 1.0), *gamma = vec_rand(C, 0.5), *beta = vec_rand(C, 0.5);
+    float *skip = vec_rand(n, 1.0), *dy = vec_rand(n, 1.0);
+    // separate layers, plain
+    float *t = vec_const(n, 0), *y = vec_const(n, 0), *m = vec_const(ns, 0), *r = vec_const(ns, 0);
+    be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, NULL, 0, t, m, r);
+    if (with_skip)
+        be->add_forward(n, t, skip, t);
+    be->relu_forward(n, t, y);
+    float *d_pre = vec_const(n, 0), *dx = vec_const(n, 0.25f), *dskip = vec_const(n, -0.5f);
+    float *dg = vec_const(C, 0), *dbt = vec_const(C, 0);
+    be->relu_backward(n, y, dy, d_pre);
+    if (with_skip)
+        be->add_backward(n, d_pre, dskip, NULL);
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, NULL, d_pre, dx, NULL, dg, dbt);
+
+    // fused, in layout blk
+    float *xl = to_layout(blk, B, C, HW, x), *sl = to_layout(blk, B, C, HW, skip);
+    float *dyl = to_layout(blk, B, C, HW, dy), *q = vec_const(n, 0.25f);
+    float *dxl = to_layout(blk, B, C, HW, q), *h = vec_const(n, -0.5f);
+    float *dsl = to_layout(blk, B, C, HW, h), *yl = vec_const(n, NAN);
+    float *m2 = vec_const(ns, 0), *r2 = vec_const(ns, 0), *dg2 = vec_const(C, 7), *dbt2 = vec_const(C, 7);
+    be->groupnorm_forward(B, C, HW, G, blk, xl, gamma, beta, with_skip ? sl : NULL, 1, yl, m2, r2);
+    be->groupnorm_backward(B, C, HW, G, blk, xl, gamma, m2, r2, yl, dyl, dxl,
+                           with_skip ? dsl : NULL, dg2, dbt2);
+    float *y2 = from_layout(blk, B, C, HW, yl), *dx2 = from_layout(blk, B, C, HW, dxl);
+    float *ds2 = from_layout(blk, B, C, HW, dsl);
+    int zeros = 0;
+    for (size_t i = 0; i < n; i++)
+        zeros += y[i] == 0.0f;
+    CHECK(rel(y2, y, n) < 1e-6 && zeros > (int)(n / 5),
+          "%s: forward as the separate layers (rel err %.2e; %d of %zu clipped)", name,
+          rel(y2, y, n), zeros, n);
+    CHECK(rel(dx2, dx, n) < 1e-5, "%s: dx accumulated as the separate layers (rel err %.2e)",
+          name, rel(dx2, dx, n));
+    if (with_skip)
+        CHECK(rel(ds2, dskip, n) < 1e-6, "%s: dskip accumulated as the add's (rel err %.2e)",
+              name, rel(ds2, dskip, n));
+    CHECK(rel(dg2, dg, C) < 1e-5 && rel(dbt2, dbt, C) < 1e-5,
+          "%s: dgamma, dbeta as the separate layers (rel err %.2e, %.2e)", name, rel(dg2, dg, C),
+          rel(dbt2, dbt, C));
+    free(x), free(gamma), free(beta), free(skip), free(dy), free(t), free(y), free(m), free(r);
+    free(d_pre), free(dx), free(dskip), free(dg), free(dbt), free(xl), free(sl), free(dyl);
+    free(q), free(dxl), free(h), free(dsl), free(yl), free(m2), free(r2), free(dg2), free(dbt2);
+    free(y2), free(dx2), free(ds2);
 }
 
 static void test_pools_blocked(void)
@@ -325,6 +380,10 @@ int main(void)
     test_groupnorm_blocked(3, 32, 64, 4);  // groups of 8 channels: two per block
     test_groupnorm_blocked(1, 64, 130, 2); // groups across blocks, a partial chunk
     test_groupnorm_blocked(2, 48, 9, 3);   // 16-channel groups
+    for (int blk = 0; blk <= 16; blk += 16) {
+        test_groupnorm_fused(2, 32, 49, 2, blk, 0);
+        test_groupnorm_fused(3, 16, 70, 4, blk, 1);
+    }
     test_pools_blocked();
     const dt_backend *fast = backend_cpu_dnnl();
     if (!fast) {

@@ -627,7 +627,7 @@ typedef struct gn_ctx {
 static double gn_obj(void *p)
 {
     gn_ctx *c = p;
-    be->groupnorm_forward(c->B, c->C, c->HW, c->G, 0, c->x, c->gamma, c->beta, c->y, c->mean,
+    be->groupnorm_forward(c->B, c->C, c->HW, c->G, 0, c->x, c->gamma, c->beta, NULL, 0, c->y, c->mean,
                           c->rstd);
     return dot_r(c->y, c->r, (size_t)c->B * c->C * c->HW);
 }
@@ -643,7 +643,7 @@ static void test_groupnorm(int B, int C, int HW, int G)
     vec_normal(c.gamma, C, 0.5, 1.0);
     vec_normal(c.beta, C, 0.5, 0.0);
     vec_normal(c.r, nx, 1.0, 0.0);
-    be->groupnorm_forward(B, C, HW, G, 0, c.x, c.gamma, c.beta, c.y, c.mean, c.rstd);
+    be->groupnorm_forward(B, C, HW, G, 0, c.x, c.gamma, c.beta, NULL, 0, c.y, c.mean, c.rstd);
 
     // reference with the biased variance, as torch.nn.GroupNorm
     const int Cg = C / G, n = Cg * HW;
@@ -677,12 +677,12 @@ static void test_groupnorm(int B, int C, int HW, int G)
     vec_fill(dx1, nx, 1.0f);
     vec_fill(dg, C, 1e3f);
     vec_fill(dbt, C, 1e3f);
-    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, c.r, dx0, dg, dbt);
-    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, c.r, dx1, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx0, NULL, dg, dbt);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx1, NULL, dg2, dbt2);
     CHECK(accumulated(dx0, dx1, nx), "%s: dx accumulates", name);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: dgamma, dbeta overwritten", name);
-    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, c.r, NULL, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, NULL, NULL, dg2, dbt2);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: same dgamma, dbeta with dx NULL", name);
     double e;

@@ -89,13 +89,19 @@ typedef struct dt_backend {
     void (*dropout_backward)(size_t n, const float *mask, const float *dy, float *dx);
 
     /* GroupNorm over (B, C, HW) in layout blk with G groups, eps 1e-5, affine
-     * gamma/beta (C). mean, rstd (B, G) are saved for backward. */
+     * gamma/beta (C), fused with what follows it in a residual block:
+     *   y = [relu](gn(x) [+ skip])      (skip NULL: none; relu 0/1)
+     * mean, rstd (B, G) are saved for backward. Backward takes the fused
+     * output y when relu was applied (else NULL) and dy of that output:
+     *   g = relu ? dy * (y > 0) : dy;  dskip += g (dskip may be NULL);
+     *   dx += the GroupNorm adjoint of g;  dgamma, dbeta = its parameter gradients. */
     void (*groupnorm_forward)(int B, int C, int HW, int G, int blk, const float *x,
-                              const float *gamma, const float *beta, float *y,
-                              float *mean, float *rstd);
+                              const float *gamma, const float *beta, const float *skip,
+                              int relu, float *y, float *mean, float *rstd);
     void (*groupnorm_backward)(int B, int C, int HW, int G, int blk, const float *x,
                                const float *gamma, const float *mean, const float *rstd,
-                               const float *dy, float *dx, float *dgamma, float *dbeta);
+                               const float *y, const float *dy, float *dx, float *dskip,
+                               float *dgamma, float *dbeta);
 
     /* y = a + b (n floats); backward: da += dy, db += dy (either may be NULL) */
     void (*add_forward)(size_t n, const float *a, const float *b, float *y);

@@ -15,6 +15,7 @@
 #endif
 
 typedef float v16f __attribute__((vector_size(64), aligned(4)));
+typedef int v16i __attribute__((vector_size(64), aligned(4))); /* comparison masks: -1 or 0 */
 
 /* Macros rather than inline functions: a function returning a 64-byte vector
  * has a different ABI with and without AVX-512 (GCC's -Wpsabi). */

@@ -173,6 +173,12 @@ static void groupnorm_backward_plain(int B, int C, int HW, int G, const float *x
 #define ld v16_ld
 #define st v16_st
 
+/* The gradient reaching the GroupNorm: dy, masked by the ReLU's output y (y > 0;
+ * NULL: no ReLU). */
+#define GN_DY(dy, y, i)                                                                  \
+    ((y) ? (v16f)((v16i)ld((dy) + (i)) & (ld((y) + (i)) > v16_splat(0.0f)))              \
+         : ld((dy) + (i)))
+
 /* out[l] += a[l] */
 #define gather(out, a)                                                                   \
     do {                                                                                 \
@@ -214,9 +220,10 @@ DT_CLONES static void gn_blk_sums(const float *v, int HW, const float *c, int sq
     }
 }
 
-/* sdy[l] = sum_j dy, sdyx[l] = sum_j dy (x - m[l]) over the block's pixels */
-DT_CLONES static void gn_blk_grad_sums(const float *x, const float *dy, int HW, const float *m,
-                                       double *sdy, double *sdyx)
+/* sdy[l] = sum_j g, sdyx[l] = sum_j g (x - m[l]) over the block's pixels, g the
+ * gradient dy masked by the ReLU output y (NULL: no ReLU) */
+DT_CLONES static void gn_blk_grad_sums(const float *x, const float *y, const float *dy, int HW,
+                                       const float *m, double *sdy, double *sdyx)
 {
     const v16f mv = ld(m);
     for (int l = 0; l < L; l++)
@@ -225,7 +232,7 @@ DT_CLONES static void gn_blk_grad_sums(const float *x, const float *dy, int HW, 
         const int j1 = j0 + GN_CHUNK < HW ? j0 + GN_CHUNK : HW;
         v16f a = v16_splat(0.0f), c = v16_splat(0.0f);
         for (int j = j0; j < j1; j++) {
-            const v16f g = ld(dy + (size_t)j * L);
+            const v16f g = GN_DY(dy, y, (size_t)j * L);
             a += g;
             c += g * (ld(x + (size_t)j * L) - mv);
         }
@@ -234,30 +241,42 @@ DT_CLONES static void gn_blk_grad_sums(const float *x, const float *dy, int HW, 
     }
 }
 
-/* y = x a + sh over the block's pixels */
+/* y = [relu](x a + sh [+ skip]) over the block's pixels */
 DT_CLONES static void gn_blk_affine(const float *x, int HW, const float *a, const float *sh,
-                                    float *y)
+                                    const float *skip, int relu, float *y)
 {
-    const v16f av = ld(a), sv = ld(sh);
-    for (int j = 0; j < HW; j++)
-        st(y + (size_t)j * L, ld(x + (size_t)j * L) * av + sv);
+    const v16f av = ld(a), sv = ld(sh), zero = v16_splat(0.0f);
+    for (int j = 0; j < HW; j++) {
+        v16f v = ld(x + (size_t)j * L) * av + sv;
+        if (skip)
+            v += ld(skip + (size_t)j * L);
+        if (relu) // v < 0 ? 0 : v, so a NaN passes through as in the plain ReLU
+            v = (v16f)((v16i)v & ~(v < zero));
+        st(y + (size_t)j * L, v);
+    }
 }
 
-/* dx += k1 dy - k2 (x - m) + k0 over the block's pixels */
-DT_CLONES static void gn_blk_dx(const float *x, const float *dy, int HW, const float *k0,
-                                const float *k1, const float *k2, const float *m, float *dx)
+/* With g the masked gradient (GN_DY): dskip += g, and
+ * dx += k1 g - k2 (x - m) + k0 over the block's pixels */
+DT_CLONES static void gn_blk_dx(const float *x, const float *y, const float *dy, int HW,
+                                const float *k0, const float *k1, const float *k2,
+                                const float *m, float *dx, float *dskip)
 {
     const v16f v0 = ld(k0), v1 = ld(k1), v2 = ld(k2), vm = ld(m);
     for (int j = 0; j < HW; j++) {
         const size_t i = (size_t)j * L;
-        st(dx + i, ld(dx + i) + (v1 * ld(dy + i) - v2 * (ld(x + i) - vm) + v0));
+        const v16f g = GN_DY(dy, y, i);
+        if (dskip)
+            st(dskip + i, ld(dskip + i) + g);
+        if (dx)
+            st(dx + i, ld(dx + i) + (v1 * g - v2 * (ld(x + i) - vm) + v0));
     }
 }
 
 /* Samples are independent: with compute.threads > 1 they are shared out. */
 static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *x,
-                                      const float *gamma, const float *beta, float *y,
-                                      float *mean, float *rstd)
+                                      const float *gamma, const float *beta, const float *skip,
+                                      int relu, float *y, float *mean, float *rstd)
 {
     const int Cg = C / G, CB = C / L;
     const double n = (double)Cg * HW;
@@ -299,7 +318,8 @@ static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *
                 a[l] = rs[g] * gamma[c];
                 sh[l] = beta[c] - m[g] * a[l];
             }
-            gn_blk_affine(xs + (size_t)cb * HW * L, HW, a, sh, y + off + (size_t)cb * HW * L);
+            const size_t o = off + (size_t)cb * HW * L;
+            gn_blk_affine(x + o, HW, a, sh, skip ? skip + o : NULL, relu, y + o);
         }
     }
 }
@@ -309,8 +329,8 @@ static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *
  * many threads ran. */
 static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float *x,
                                        const float *gamma, const float *mean,
-                                       const float *rstd, const float *dy, float *dx,
-                                       float *dgamma, float *dbeta)
+                                       const float *rstd, const float *y, const float *dy,
+                                       float *dx, float *dskip, float *dgamma, float *dbeta)
 {
     const int Cg = C / G, CB = C / L;
     const double n = (double)Cg * HW;
@@ -325,8 +345,9 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
         for (int cb = 0; cb < CB; cb++) {
             for (int l = 0; l < L; l++)
                 lane[l] = m[(cb * L + l) / Cg];
-            gn_blk_grad_sums(x + off + (size_t)cb * HW * L, dy + off + (size_t)cb * HW * L, HW,
-                             lane, sdy + cb * L, sdyx + cb * L);
+            const size_t o = off + (size_t)cb * HW * L;
+            gn_blk_grad_sums(x + o, y ? y + o : NULL, dy + o, HW, lane, sdy + cb * L,
+                             sdyx + cb * L);
         }
         for (int g = 0; g < G; g++)
             sum_gd[g] = sum_gdx[g] = 0.0;
@@ -336,7 +357,7 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
             sum_gd[g] += gamma[c] * sdy[c];
             sum_gdx[g] += gamma[c] * sdyx[c];
         }
-        if (!dx || n == 0.0)
+        if ((!dx && !dskip) || n == 0.0)
             continue;
         for (int cb = 0; cb < CB; cb++) {
             float k0[L] __attribute__((aligned(64))), k1[L] __attribute__((aligned(64)));
@@ -350,7 +371,8 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
                 ml[l] = m[g];
             }
             const size_t o = off + (size_t)cb * HW * L;
-            gn_blk_dx(x + o, dy + o, HW, k0, k1, k2, ml, dx + o);
+            gn_blk_dx(x + o, y ? y + o : NULL, dy + o, HW, k0, k1, k2, ml, dx ? dx + o : NULL,
+                      dskip ? dskip + o : NULL);
         }
     }
     for (int b = 0; b < B; b++)
@@ -363,26 +385,47 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
     free(part);
 }
 
+/* The plain layout is the reference: the fused parts run as the separate
+ * layers would, one pass each (the same arithmetic, hence the same bits). */
 void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
-                           const float *gamma, const float *beta, float *y, float *mean,
-                           float *rstd)
+                           const float *gamma, const float *beta, const float *skip, int relu,
+                           float *y, float *mean, float *rstd)
 {
-    if (blk)
-        groupnorm_forward_blocked(B, C, HW, G, x, gamma, beta, y, mean, rstd);
-    else
-        groupnorm_forward_plain(B, C, HW, G, x, gamma, beta, y, mean, rstd);
+    if (blk) {
+        groupnorm_forward_blocked(B, C, HW, G, x, gamma, beta, skip, relu, y, mean, rstd);
+        return;
+    }
+    const size_t n = (size_t)B * C * HW;
+    groupnorm_forward_plain(B, C, HW, G, x, gamma, beta, y, mean, rstd);
+    if (skip)
+        cpu_add_forward(n, y, skip, y);
+    if (relu)
+        cpu_relu_forward(n, y, y);
 }
 
 void cpu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                             const float *gamma, const float *mean, const float *rstd,
-                            const float *dy, float *dx, float *dgamma, float *dbeta)
+                            const float *y, const float *dy, float *dx, float *dskip,
+                            float *dgamma, float *dbeta)
 {
     if (dgamma)
         memset(dgamma, 0, (size_t)C * sizeof(float));
     if (dbeta)
         memset(dbeta, 0, (size_t)C * sizeof(float));
-    if (blk)
-        groupnorm_backward_blocked(B, C, HW, G, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
-    else
-        groupnorm_backward_plain(B, C, HW, G, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    if (blk) {
+        groupnorm_backward_blocked(B, C, HW, G, x, gamma, mean, rstd, y, dy, dx, dskip, dgamma,
+                                   dbeta);
+        return;
+    }
+    const size_t n = (size_t)B * C * HW;
+    float *g = NULL;
+    if (y) { // the ReLU's backward into a buffer of its own, as the separate layer
+        g = dt_falloc(n);
+        cpu_relu_backward(n, y, dy, g);
+        dy = g;
+    }
+    if (dskip)
+        cpu_add_backward(n, dy, dskip, NULL);
+    groupnorm_backward_plain(B, C, HW, G, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    free(g);
 }

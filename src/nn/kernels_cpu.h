@@ -41,11 +41,12 @@ void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
 void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx);
 /* groupnorm.c */
 void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
-                           const float *gamma, const float *beta, float *y, float *mean,
-                           float *rstd);
+                           const float *gamma, const float *beta, const float *skip, int relu,
+                           float *y, float *mean, float *rstd);
 void cpu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                             const float *gamma, const float *mean, const float *rstd,
-                            const float *dy, float *dx, float *dgamma, float *dbeta);
+                            const float *y, const float *dy, float *dx, float *dskip,
+                            float *dgamma, float *dbeta);
 /* add.c */
 void cpu_add_forward(size_t n, const float *a, const float *b, float *y);
 void cpu_add_backward(size_t n, const float *dy, float *da, float *db);

@@ -201,6 +201,66 @@ static void plan_layouts(dt_net *n)
     free(plain);
 }
 
+static int relu_in_place(const dt_net *n, int i);
+
+static int consumers_of(const dt_net *n, int j, int *only)
+{
+    int count = 0;
+    for (int k = 1; k < n->nnodes; k++)
+        for (int e = 0; e < 2; e++)
+            if ((e ? n->nodes[k].in1 : n->nodes[k].in0) == j) {
+                count++;
+                *only = k;
+            }
+    return count;
+}
+
+/* GroupNorm fused with what follows it in a residual block: a GroupNorm whose
+ * only consumer is an in-place ReLU computes the ReLU too (FUSE_RELU); one
+ * whose only consumer is an add of an operand computed before it, followed by
+ * an in-place ReLU, computes relu(gn(x) + skip) straight into the ReLU's
+ * buffer (FUSE_ADD_RELU). The absorbed nodes keep their place in the graph
+ * (and so the parameter layout) but do no work of their own; the fused
+ * backward masks the gradient by the ReLU's output and adds it into the skip
+ * operand's gradient in the same pass. */
+static void plan_fusion(dt_net *n)
+{
+    for (int g = 1; g < n->nnodes; g++) {
+        dt_node *d = &n->nodes[g];
+        int c, r;
+        if (d->op != OP_GROUPNORM || consumers_of(n, g, &c) != 1)
+            continue;
+        dt_node *dc = &n->nodes[c];
+        if (dc->op == OP_RELU && relu_in_place(n, c)) {
+            d->fuse = FUSE_RELU;
+            d->fuse_out = c;
+            dc->fuse = FUSE_ABSORBED;
+            dc->fuse_by = g;
+        } else if (dc->op == OP_ADD && consumers_of(n, c, &r) == 1 &&
+                   n->nodes[r].op == OP_RELU && relu_in_place(n, r)) {
+            const int other = dc->in0 == g ? dc->in1 : dc->in0;
+            if (other == g || other >= g || n->nodes[other].blk != d->blk)
+                continue; // the skip must exist when the GroupNorm runs
+            d->fuse = FUSE_ADD_RELU;
+            d->fuse_out = r;
+            d->fuse_skip = other;
+            dc->fuse = FUSE_ABSORBED;
+            dc->fuse_by = g;
+            n->nodes[r].fuse = FUSE_ABSORBED;
+            n->nodes[r].fuse_by = g;
+        }
+    }
+}
+
+/* A node whose gradient buffer no one uses: a fused GroupNorm's (its backward
+ * reads the ReLU's gradient), and an absorbed add's. */
+static int grad_unused(const dt_net *n, int j)
+{
+    const dt_node *d = &n->nodes[j];
+    return (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE) ||
+           (d->op == OP_ADD && d->fuse == FUSE_ABSORBED);
+}
+
 void net_finish(dt_net *n, int classes)
 {
     const dt_node *last = &n->nodes[n->nnodes - 1];
@@ -245,6 +305,7 @@ void net_finish(dt_net *n, int classes)
         }
     }
     plan_layouts(n);
+    plan_fusion(n);
 }
 
 void net_init_params(const dt_net *n, float *params, uint64_t seed)
@@ -364,7 +425,7 @@ static void plan_gradients(dt_net *n, int B)
     n->npool = 0;
     for (int time = N; time >= 1; time--) {
         for (int j = 1; j < N; j++) { /* buffers that become live now */
-            if (n->nodes[j].op == OP_FLATTEN || n->first_use[j] != time)
+            if (n->nodes[j].op == OP_FLATTEN || n->first_use[j] != time || grad_unused(n, j))
                 continue;
             size_t need = (size_t)B * node_size(&n->nodes[j]);
             int pick = -1;
@@ -379,7 +440,9 @@ static void plan_gradients(dt_net *n, int B)
                 cap[n->npool] = need;
                 pick = n->npool++;
             }
-            busy[pick] = j + 1;
+            // dies after its own backward; an absorbed ReLU's gradient is read by the
+            // fused GroupNorm's backward, later in backward order
+            busy[pick] = (n->nodes[j].fuse == FUSE_ABSORBED ? n->nodes[j].fuse_by : j) + 1;
             owner[j] = n->pool[pick];
         }
         if (time < N && n->nodes[time].op != OP_FLATTEN) /* dact[time] dies after its backward */
@@ -442,6 +505,8 @@ static void plan_activations(dt_net *n, int B)
         if (act_owner(n, j) != j)
             continue;
         const size_t need = (size_t)B * node_size(&n->nodes[j]);
+        if (n->nodes[j].fuse == FUSE_ADD_RELU) // writes into its ReLU's buffer
+            continue;
         if (keep[j] || last[j] == 0) {
             n->act[j] = dt_falloc(need);
             n->act_own[j] = 1;
@@ -518,6 +583,8 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
         size_t sz = (size_t)B * node_size(d);
         const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
         const float *b = d->b_off >= 0 ? params + d->b_off : NULL;
+        if (d->fuse == FUSE_ABSORBED) // done by the GroupNorm before it
+            continue;
         switch (d->op) {
         case OP_LINEAR:
             be->linear_forward(B, (int)node_size(&n->nodes[d->in0]), d->c, in, W, b, out);
@@ -548,8 +615,10 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             break;
         case OP_GROUPNORM: {
             float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
-            be->groupnorm_forward(B, d->c, d->h * d->w, d->groups, d->blk, in, W, b, out, mean,
-                                  rstd);
+            const float *skip = d->fuse == FUSE_ADD_RELU ? n->act[d->fuse_skip] : NULL;
+            be->groupnorm_forward(B, d->c, d->h * d->w, d->groups, d->blk, in, W, b, skip,
+                                  d->fuse != FUSE_NONE, d->fuse ? n->act[d->fuse_out] : out,
+                                  mean, rstd);
             break;
         }
         case OP_ADD: be->add_forward(sz, in, n->act[d->in1], out); break;
@@ -590,13 +659,15 @@ void net_backward(dt_net *n, const float *params, float *grads)
         for (int k = 0; k < 2; k++) {
             int in = k ? d->in1 : d->in0;
             int b = in > 0 ? base_of(n, in) : 0;
-            if (b > 0 && n->first_use[b] == i) {
+            if (b > 0 && n->first_use[b] == i && !grad_unused(n, b)) {
                 if (d->op == OP_CONV2D)
                     dx_fresh = 1;
                 else
                     memset(n->dact[b], 0, (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
             }
         }
+        if (d->fuse == FUSE_ABSORBED)
+            continue;
         const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
         float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
         float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
@@ -635,8 +706,14 @@ void net_backward(dt_net *n, const float *params, float *grads)
             break;
         case OP_GROUPNORM: {
             const float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
-            be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd, dy,
-                                   dx, dW, db);
+            if (d->fuse) // the gradient of the fused output, masked by the ReLU there
+                be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
+                                       n->act[d->fuse_out], n->dact[d->fuse_out], dx,
+                                       d->fuse == FUSE_ADD_RELU ? n->dact[d->fuse_skip] : NULL,
+                                       dW, db);
+            else
+                be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
+                                       NULL, dy, dx, NULL, dW, db);
             break;
         }
         case OP_ADD: be->add_backward(sz, dy, dx, n->dact[d->in1]); break;

@@ -19,6 +19,8 @@ typedef enum dt_op {
     OP_DROPOUT, OP_GROUPNORM, OP_ADD, OP_FLATTEN
 } dt_op;
 
+enum { FUSE_NONE, FUSE_RELU, FUSE_ADD_RELU, FUSE_ABSORBED };
+
 typedef struct dt_node {
     dt_op op;
     int in0, in1;          /* input nodes (in1: second operand of OP_ADD) */
@@ -29,6 +31,11 @@ typedef struct dt_node {
     float p;               /* dropout probability */
     int blk;               /* layout of the output (and its gradient): 0 plain NCHW, or the
                             * channel block of nChw16c (backend/backend.h); net_finish */
+    int fuse;              /* GroupNorm: FUSE_RELU, FUSE_ADD_RELU; a ReLU or add done by
+                            * the GroupNorm before it: FUSE_ABSORBED (net_finish) */
+    int fuse_out, fuse_skip; /* fused GroupNorm: the node holding its result (the ReLU),
+                            * and the add's other operand (FUSE_ADD_RELU) */
+    int fuse_by;           /* absorbed node: the GroupNorm that does its work */
     int64_t w_off, b_off;  /* offsets of weight and bias in the flat vector, -1: none */
     size_t w_n, b_n;
 } dt_node;
