@@ -1,4 +1,5 @@
 #include "nn/net.h"
+#include "nn/net_plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +9,6 @@
 #include "core/error.h"
 #include "core/rng.h"
 
-static size_t node_size(const dt_node *d) { return (size_t)d->c * d->h * d->w; }
 
 static int node_push(dt_net *n, dt_node d)
 {
@@ -133,134 +133,6 @@ static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
     n->nparams += count;
 }
 
-/* Ops that read a channel-blocked input (conv, pooling: a layout flag;
- * element-wise ops: layout-blind), and those whose output has their input's
- * layout. Dropout is not layout-blind: its mask is a function of the element
- * index, which must stay the plain one so that runs agree across backends. */
-static int reads_blocked(dt_op op)
-{
-    return op == OP_CONV2D || op == OP_MAXPOOL || op == OP_AVGPOOL || op == OP_RELU ||
-           op == OP_SIGMOID || op == OP_GROUPNORM || op == OP_ADD;
-}
-
-static int keeps_layout(dt_op op)
-{
-    return op == OP_RELU || op == OP_SIGMOID || op == OP_GROUPNORM || op == OP_ADD;
-}
-
-static void force_plain(const dt_net *n, char *plain, int j)
-{
-    if (j <= 0 || plain[j])
-        return;
-    plain[j] = 1;
-    const dt_node *d = &n->nodes[j];
-    if (keeps_layout(d->op)) {
-        force_plain(n, plain, d->in0);
-        if (d->op == OP_ADD)
-            force_plain(n, plain, d->in1);
-    }
-}
-
-/* Layouts: with a blocking backend, a conv whose K is a multiple of the block
- * writes blocked output, which flows through GroupNorm, ReLU and residual adds
- * to the next conv or pooling without a reorder. Wherever a consumer cannot
- * read it (dropout, flatten, linear; an add of mixed layouts) the producing
- * chain is made plain instead, back to its convs; repeat until consistent. */
-static void plan_layouts(dt_net *n)
-{
-    const int cb = n->be->cblock;
-    char *plain = dt_calloc((size_t)n->nnodes, 1);
-    for (int changed = 1; changed;) {
-        for (int i = 1; i < n->nnodes; i++) {
-            dt_node *d = &n->nodes[i];
-            const dt_node *a = &n->nodes[d->in0];
-            d->blk = 0;
-            if (!cb || plain[i])
-                continue;
-            if (d->op == OP_CONV2D)
-                d->blk = d->c % cb == 0 ? cb : 0;
-            else if (d->op == OP_ADD)
-                d->blk = a->blk && n->nodes[d->in1].blk ? cb : 0;
-            else if (keeps_layout(d->op))
-                d->blk = a->blk;
-        }
-        changed = 0;
-        for (int i = 1; i < n->nnodes; i++) {
-            const dt_node *d = &n->nodes[i];
-            for (int k = 0; k < 2; k++) {
-                const int in = k ? d->in1 : d->in0;
-                if (in <= 0 || !n->nodes[in].blk)
-                    continue;
-                if (!reads_blocked(d->op) || (keeps_layout(d->op) && !d->blk)) {
-                    force_plain(n, plain, in);
-                    changed = 1;
-                }
-            }
-        }
-    }
-    free(plain);
-}
-
-static int relu_in_place(const dt_net *n, int i);
-
-static int consumers_of(const dt_net *n, int j, int *only)
-{
-    int count = 0;
-    for (int k = 1; k < n->nnodes; k++)
-        for (int e = 0; e < 2; e++)
-            if ((e ? n->nodes[k].in1 : n->nodes[k].in0) == j) {
-                count++;
-                *only = k;
-            }
-    return count;
-}
-
-/* GroupNorm fused with what follows it in a residual block: a GroupNorm whose
- * only consumer is an in-place ReLU computes the ReLU too (FUSE_RELU); one
- * whose only consumer is an add of an operand computed before it, followed by
- * an in-place ReLU, computes relu(gn(x) + skip) straight into the ReLU's
- * buffer (FUSE_ADD_RELU). The absorbed nodes keep their place in the graph
- * (and so the parameter layout) but do no work of their own; the fused
- * backward masks the gradient by the ReLU's output and adds it into the skip
- * operand's gradient in the same pass. */
-static void plan_fusion(dt_net *n)
-{
-    for (int g = 1; g < n->nnodes; g++) {
-        dt_node *d = &n->nodes[g];
-        int c, r;
-        if (d->op != OP_GROUPNORM || consumers_of(n, g, &c) != 1)
-            continue;
-        dt_node *dc = &n->nodes[c];
-        if (dc->op == OP_RELU && relu_in_place(n, c)) {
-            d->fuse = FUSE_RELU;
-            d->fuse_out = c;
-            dc->fuse = FUSE_ABSORBED;
-            dc->fuse_by = g;
-        } else if (dc->op == OP_ADD && consumers_of(n, c, &r) == 1 &&
-                   n->nodes[r].op == OP_RELU && relu_in_place(n, r)) {
-            const int other = dc->in0 == g ? dc->in1 : dc->in0;
-            if (other == g || other >= g || n->nodes[other].blk != d->blk)
-                continue; // the skip must exist when the GroupNorm runs
-            d->fuse = FUSE_ADD_RELU;
-            d->fuse_out = r;
-            d->fuse_skip = other;
-            dc->fuse = FUSE_ABSORBED;
-            dc->fuse_by = g;
-            n->nodes[r].fuse = FUSE_ABSORBED;
-            n->nodes[r].fuse_by = g;
-        }
-    }
-}
-
-/* A node whose gradient buffer no one uses: a fused GroupNorm's (its backward
- * reads the ReLU's gradient), and an absorbed add's. */
-static int grad_unused(const dt_net *n, int j)
-{
-    const dt_node *d = &n->nodes[j];
-    return (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE) ||
-           (d->op == OP_ADD && d->fuse == FUSE_ABSORBED);
-}
-
 void net_finish(dt_net *n, int classes)
 {
     const dt_node *last = &n->nodes[n->nnodes - 1];
@@ -304,8 +176,8 @@ void net_finish(dt_net *n, int classes)
             break;
         }
     }
-    plan_layouts(n);
-    plan_fusion(n);
+    net_plan_layouts(n);
+    net_plan_fusion(n);
 }
 
 void net_init_params(const dt_net *n, float *params, uint64_t seed)
@@ -358,8 +230,11 @@ static void release_buffers(dt_net *n)
     free(n->pool);
     free(n->fpool);
     free(n->act_own);
+    free(n->act_fwd);
+    free(n->act_rec);
     n->fpool = NULL;
     n->act_own = NULL;
+    n->act_fwd = n->act_rec = NULL;
     n->nfpool = 0;
     free(n->first_use);
     free(n->act);
@@ -374,167 +249,6 @@ static void release_buffers(dt_net *n)
     n->npool = 0;
 }
 
-/* A ReLU may overwrite its input when it is the input's only consumer and the
- * input's own backward does not read its output (conv, linear, add and
- * GroupNorm read their inputs; ReLU/sigmoid backward read their outputs). */
-static int relu_in_place(const dt_net *n, int i)
-{
-    const dt_node *d = &n->nodes[i];
-    if (d->op != OP_RELU || d->in0 <= 0)
-        return 0;
-    dt_op src = n->nodes[d->in0].op;
-    if (src != OP_CONV2D && src != OP_LINEAR && src != OP_ADD && src != OP_GROUPNORM)
-        return 0;
-    int consumers = 0;
-    for (int k = 1; k < n->nnodes; k++)
-        consumers += (n->nodes[k].in0 == d->in0) + (n->nodes[k].in1 == d->in0);
-    return consumers == 1;
-}
-
-/* The node whose buffers a flatten view shares. */
-static int base_of(const dt_net *n, int j)
-{
-    while (j > 0 && n->nodes[j].op == OP_FLATTEN)
-        j = n->nodes[j].in0;
-    return j;
-}
-
-/* Activation gradients live only during backward: dact[j] from the first
- * consumer of j that backward reaches (the highest-numbered one) until j's
- * own backward. Nodes whose intervals do not overlap share one buffer (a
- * greedy interval colouring in backward order), which roughly halves the
- * memory of a training batch; a buffer is zeroed when it becomes live. */
-static void plan_gradients(dt_net *n, int B)
-{
-    const int N = n->nnodes, last = N - 1;
-    n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
-    for (int i = 1; i < N; i++) {
-        const dt_node *d = &n->nodes[i];
-        if (d->op == OP_FLATTEN)
-            continue;
-        int in[2] = { base_of(n, d->in0), d->in1 > 0 ? base_of(n, d->in1) : 0 };
-        for (int k = 0; k < 2; k++)
-            if (in[k] > 0 && i > n->first_use[in[k]])
-                n->first_use[in[k]] = i;
-    }
-    n->first_use[last] = N; /* dlogits: written by the forward pass */
-    float **owner = dt_calloc((size_t)N, sizeof *owner); /* pool buffer of each node */
-    size_t *cap = NULL;
-    int *busy = NULL;
-    n->pool = NULL;
-    n->npool = 0;
-    for (int time = N; time >= 1; time--) {
-        for (int j = 1; j < N; j++) { /* buffers that become live now */
-            if (n->nodes[j].op == OP_FLATTEN || n->first_use[j] != time || grad_unused(n, j))
-                continue;
-            size_t need = (size_t)B * node_size(&n->nodes[j]);
-            int pick = -1;
-            for (int p = 0; p < n->npool; p++)
-                if (!busy[p] && cap[p] >= need && (pick < 0 || cap[p] < cap[pick]))
-                    pick = p;
-            if (pick < 0) {
-                n->pool = dt_realloc(n->pool, (size_t)(n->npool + 1) * sizeof *n->pool);
-                cap = dt_realloc(cap, (size_t)(n->npool + 1) * sizeof *cap);
-                busy = dt_realloc(busy, (size_t)(n->npool + 1) * sizeof *busy);
-                n->pool[n->npool] = dt_falloc(need);
-                cap[n->npool] = need;
-                pick = n->npool++;
-            }
-            // dies after its own backward; an absorbed ReLU's gradient is read by the
-            // fused GroupNorm's backward, later in backward order
-            busy[pick] = (n->nodes[j].fuse == FUSE_ABSORBED ? n->nodes[j].fuse_by : j) + 1;
-            owner[j] = n->pool[pick];
-        }
-        if (time < N && n->nodes[time].op != OP_FLATTEN) /* dact[time] dies after its backward */
-            for (int p = 0; p < n->npool; p++)
-                if (busy[p] == time + 1)
-                    busy[p] = 0;
-    }
-    for (int j = 1; j < N; j++)
-        n->dact[j] = owner[base_of(n, j)];
-    free(owner);
-    free(cap);
-    free(busy);
-}
-
-/* Whether an op's backward reads its own output, or its input. */
-static int bwd_reads_output(dt_op op) { return op == OP_RELU || op == OP_SIGMOID; }
-static int bwd_reads_input(dt_op op)
-{
-    return op == OP_CONV2D || op == OP_LINEAR || op == OP_GROUPNORM;
-}
-
-/* The node whose buffer holds node j's output (views and in-place ReLUs share). */
-static int act_owner(const dt_net *n, int j)
-{
-    while (j > 0 && (n->nodes[j].op == OP_FLATTEN || relu_in_place(n, j)))
-        j = n->nodes[j].in0;
-    return j;
-}
-
-/* Forward activations: an output that no backward reads (a GroupNorm feeding
- * only a residual add, a pooling feeding only dropout) is needed only until
- * its last consumer's forward, so such outputs share a few buffers by the
- * same greedy interval colouring as the gradients, in forward order. The
- * others, and the logits, get their own buffer. */
-static void plan_activations(dt_net *n, int B)
-{
-    const int N = n->nnodes;
-    char *keep = dt_calloc((size_t)N, 1);
-    int *last = dt_calloc((size_t)N, sizeof *last);
-    keep[act_owner(n, N - 1)] = 1;
-    for (int i = 1; i < N; i++) {
-        const dt_node *d = &n->nodes[i];
-        if (bwd_reads_output(d->op))
-            keep[act_owner(n, i)] = 1;
-        for (int k = 0; k < 2; k++) {
-            const int in = k ? d->in1 : d->in0;
-            if (in <= 0)
-                continue;
-            const int o = act_owner(n, in);
-            if (bwd_reads_input(d->op))
-                keep[o] = 1;
-            if (i > last[o])
-                last[o] = i;
-        }
-    }
-    size_t *cap = NULL;
-    int *busy_until = NULL;
-    n->act_own = dt_calloc((size_t)N, 1);
-    for (int j = 1; j < N; j++) {
-        if (act_owner(n, j) != j)
-            continue;
-        const size_t need = (size_t)B * node_size(&n->nodes[j]);
-        if (n->nodes[j].fuse == FUSE_ADD_RELU) // writes into its ReLU's buffer
-            continue;
-        if (keep[j] || last[j] == 0) {
-            n->act[j] = dt_falloc(need);
-            n->act_own[j] = 1;
-            continue;
-        }
-        int pick = -1; // the smallest free buffer that fits
-        for (int p = 0; p < n->nfpool; p++)
-            if (busy_until[p] < j && cap[p] >= need && (pick < 0 || cap[p] < cap[pick]))
-                pick = p;
-        if (pick < 0) {
-            n->fpool = dt_realloc(n->fpool, (size_t)(n->nfpool + 1) * sizeof *n->fpool);
-            cap = dt_realloc(cap, (size_t)(n->nfpool + 1) * sizeof *cap);
-            busy_until = dt_realloc(busy_until, (size_t)(n->nfpool + 1) * sizeof *busy_until);
-            n->fpool[n->nfpool] = dt_falloc(need);
-            cap[n->nfpool] = need;
-            pick = n->nfpool++;
-        }
-        busy_until[pick] = last[j];
-        n->act[j] = n->fpool[pick];
-    }
-    for (int j = 1; j < N; j++)
-        n->act[j] = n->act[act_owner(n, j)];
-    free(keep);
-    free(last);
-    free(cap);
-    free(busy_until);
-}
-
 void net_reserve(dt_net *n, int B)
 {
     if (n->act && B <= n->B)
@@ -545,7 +259,7 @@ void net_reserve(dt_net *n, int B)
     n->dact = dt_calloc((size_t)n->nnodes, sizeof *n->dact);
     n->aux = dt_calloc((size_t)n->nnodes, sizeof *n->aux);
     n->work_n = 0;
-    plan_activations(n, B);
+    net_plan_activations(n, B);
     for (int i = 1; i < n->nnodes; i++) {
         const dt_node *d = &n->nodes[i];
         size_t sz = (size_t)B * node_size(d);
@@ -565,7 +279,7 @@ void net_reserve(dt_net *n, int B)
         }
     }
     n->work = n->work_n ? dt_falloc(n->work_n) : NULL;
-    plan_gradients(n, B);
+    net_plan_gradients(n, B);
     n->dlogits = n->dact[n->nnodes - 1];
 }
 
@@ -638,6 +352,18 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
     return loss;
 }
 
+/* A GroupNorm + ReLU output not kept for backward, computed again into its
+ * backward buffer (net_plan.c: plan_recompute). */
+static void recompute(dt_net *n, const float *params, int g, int B)
+{
+    const dt_node *d = &n->nodes[g];
+    float *mean = n->aux[g], *rstd = mean + (size_t)B * d->groups;
+    n->act[g] = n->act[d->fuse_out] = n->act_rec[g];
+    n->be->groupnorm_forward(B, d->c, d->h * d->w, d->groups, d->blk, n->act[d->in0],
+                             params + d->w_off, params + d->b_off, NULL, 1, n->act[g], mean,
+                             rstd);
+}
+
 void net_backward(dt_net *n, const float *params, float *grads)
 {
     const dt_backend *be = n->be;
@@ -647,6 +373,9 @@ void net_backward(dt_net *n, const float *params, float *grads)
     /* dlogits lives in dact[last]; every other gradient accumulates from zero in
      * a buffer that becomes live (and is zeroed) at its first consumer */
     for (int i = n->nnodes - 1; i >= 1; i--) {
+        for (int g = 1; g < n->nnodes; g++) // before anything reads node g's output
+            if (n->nodes[g].recompute_at == i)
+                recompute(n, params, g, B);
         const dt_node *d = &n->nodes[i];
         const dt_node *xi = &n->nodes[d->in0];
         const float *x = n->act[d->in0], *dy = n->dact[i];
@@ -658,8 +387,8 @@ void net_backward(dt_net *n, const float *params, float *grads)
         int dx_fresh = 0;
         for (int k = 0; k < 2; k++) {
             int in = k ? d->in1 : d->in0;
-            int b = in > 0 ? base_of(n, in) : 0;
-            if (b > 0 && n->first_use[b] == i && !grad_unused(n, b)) {
+            int b = in > 0 ? net_base_of(n, in) : 0;
+            if (b > 0 && n->first_use[b] == i && !net_grad_unused(n, b)) {
                 if (d->op == OP_CONV2D)
                     dx_fresh = 1;
                 else
@@ -721,6 +450,10 @@ void net_backward(dt_net *n, const float *params, float *grads)
         case OP_INPUT: break;
         }
     }
+    // the forward buffers back, for the next forward
+    for (int g = 1; g < n->nnodes; g++)
+        if (n->nodes[g].recompute_at)
+            n->act[g] = n->act[n->nodes[g].fuse_out] = n->act_fwd[g];
 }
 
 const float *net_logits(const dt_net *n) { return n->act[n->nnodes - 1]; }

@@ -36,6 +36,8 @@ typedef struct dt_node {
     int fuse_out, fuse_skip; /* fused GroupNorm: the node holding its result (the ReLU),
                             * and the add's other operand (FUSE_ADD_RELU) */
     int fuse_by;           /* absorbed node: the GroupNorm that does its work */
+    int recompute_at;      /* GroupNorm + ReLU whose output is not kept for backward but
+                            * recomputed before node recompute_at's backward; 0: kept */
     int64_t w_off, b_off;  /* offsets of weight and bias in the flat vector, -1: none */
     size_t w_n, b_n;
 } dt_node;
@@ -63,8 +65,10 @@ typedef struct dt_net {
                             * share pooled buffers where their lifetimes allow */
     float **pool;          /* the gradient buffers */
     int npool;
-    float **fpool;         /* activation buffers shared by outputs no backward reads */
+    float **fpool;         /* activation buffers shared by outputs no backward reads, and,
+                            * during backward, by the recomputed ones */
     int nfpool;
+    float **act_fwd, **act_rec; /* recomputed nodes: their forward and backward buffers */
     char *act_own;         /* per node: act[i] is a buffer of its own (freed with the net) */
     int *first_use;        /* per node: the backward step at which dact becomes live */
     void **aux;            /* per node: pool argmax, dropout mask, GroupNorm mean/rstd */
