@@ -56,28 +56,21 @@ static double rel(const float *a, const float *b, size_t n)
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* A (B, C, HW) tensor from plain into layout blk (a new buffer), and back. */
-static float *to_layout(int blk, int B, int C, int HW, const float *plain)
+/* A (B, C, HW) tensor from plain into layout blk (a new buffer), or back. */
+static float *relayout(int to_blk, int blk, int B, int C, int HW, const float *src)
 {
     const size_t n = (size_t)B * C * HW;
     float *v = dt_calloc(n ? n : 1, sizeof(float));
-    if (blk)
-        layout_to_blocked(B, C, HW, plain, v);
+    if (!blk)
+        memcpy(v, src, n * sizeof(float));
+    else if (to_blk)
+        layout_to_blocked(B, C, HW, src, v);
     else
-        memcpy(v, plain, n * sizeof(float));
+        layout_to_plain(B, C, HW, src, v);
     return v;
 }
-
-static float *from_layout(int blk, int B, int C, int HW, const float *v)
-{
-    const size_t n = (size_t)B * C * HW;
-    float *p = dt_calloc(n ? n : 1, sizeof(float));
-    if (blk)
-        layout_to_plain(B, C, HW, v, p);
-    else
-        memcpy(p, v, n * sizeof(float));
-    return p;
-}
+#define to_layout(blk, B, C, HW, plain) relayout(1, blk, B, C, HW, plain)
+#define from_layout(blk, B, C, HW, v) relayout(0, blk, B, C, HW, v)
 
 static void layout_roundtrip(void)
 {
