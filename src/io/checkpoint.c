@@ -348,11 +348,30 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
         H5_CHECK(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
 
     wfail f = { 0, "" };
+    /* A full filesystem is found before HDF5 is involved: a collective
+     * write that fails inside HDF5 can leave the file half-open in the
+     * library, which then crashes closing it at MPI_Finalize. */
+    unsigned long long need = 0, avail = ~0ULL;
+    for (int a = 0; a < narrays; a++)
+        need += (unsigned long long)arrays[a].n * sizeof(float);
+    need = (need + blob_len) * (unsigned long long)nranks;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
+    need += need / 64 + 65536; /* chunk index, checksums, attributes */
+    if (rank == 0) {
+        struct statvfs sv;
+        if (statvfs(dir, &sv) == 0)
+            avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    }
+    MPI_CHECK(MPI_Bcast(&avail, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
+    if (avail < need)
+        wfail_note(&f, ENOSPC, "checking free space (%llu bytes free, about %llu needed)",
+                   avail, need);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5_CHECK(fapl);
     H5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    hid_t file;
-    WCHK(&f, file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "creating the file");
+    hid_t file = -1;
+    if (!f.err) /* the same verdict on every rank: rank 0's statvfs */
+        WCHK(&f, file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "creating the file");
     H5_CHECK(H5Pclose(fapl));
     /* H5Fcreate is collective: it fails on every rank or on none */
     if (file >= 0) {
@@ -383,6 +402,10 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
          * on every rank before rank 0 makes the file visible. */
         WCHK(&f, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing the file");
         WCHK(&f, H5Fclose(file), "closing the file");
+        /* a failed close may leave the file open: once more, so the library
+         * does not try again at MPI_Finalize */
+        if (f.err && H5Iis_valid(file) > 0)
+            H5Fclose(file);
     }
     if (f.err)
         f.err = reason_or_space(f.err, dir);
@@ -416,7 +439,7 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
     char where[32] = "";
     if (!own)
         snprintf(where, sizeof where, " (on rank %d)", first);
-    dt_err_set("cannot write checkpoint %s: %s failed%s: %s; the partial file was removed", tmp,
+    dt_err_set("cannot write checkpoint %s: %s failed%s: %s; no partial file is left", tmp,
                fr.what, where, strerror(fr.err));
     return -1;
 }
