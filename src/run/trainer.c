@@ -188,6 +188,7 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
     }
     *loss = seen ? lsum / (double)seen : 0;
     *acc = seen ? (double)hits / (double)seen : 0;
+    watchdog_phase("a collective (combining or recording an evaluation)", -1);
 }
 
 /* Per-rank test metrics, plus the averaged model and the consensus distance
