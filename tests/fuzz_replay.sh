@@ -18,7 +18,7 @@ for h in deck idx cifar topology egraph compress; do
         echo "not ok $n - fuzz_$h: no corpus in $src/$h"; fail=$((fail + 1)); continue
     fi
     log=$(mktemp)
-    if ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$TEST_BIN/fuzz/fuzz_$h" "$src/$h"/* >"$log" 2>&1; then
+    if ASAN_OPTIONS=detect_leaks=1 "$TEST_BIN/fuzz/fuzz_$h" "$src/$h"/* >"$log" 2>&1; then
         echo "ok $n - fuzz_$h: $files corpus inputs run clean under ASan + UBSan"; pass=$((pass + 1))
     else
         echo "not ok $n - fuzz_$h: a corpus input fails"; fail=$((fail + 1))
