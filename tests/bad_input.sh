@@ -56,7 +56,7 @@ prev=$(ls "$ck" | grep -E '^ckpt-[0-9]+\.h5$' | sort | tail -2 | head -1)
 cp "$ck/$prev" "$WORK/prev.copy"
 size=$(stat -c %s "$ck/$latest")
 truncate -s $((size / 2)) "$ck/$latest"
-run 2 60 "$D" run.resume=true run.max_steps=18
+run 2 60 "$D" run.resume=true run.max_steps=18 run.checkpoint_keep=3
 if [ "$RC" -eq 0 ] && grep -q "resume: skipped .*$latest" "$WORK/out.txt" &&
    grep -q "resumed from .*$prev" "$WORK/out.txt"; then
     pass "truncated checkpoint $latest skipped, resumed from $prev"
