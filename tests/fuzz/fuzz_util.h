@@ -10,16 +10,32 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A directory for this process, created once (removed by the OS's tmp
- * cleaning; the harness rewrites the same few names). */
+static char fuzz_dir_path[64];
+
+/* At exit: the few names the harnesses write, then the directory. */
+static inline void fuzz_dir_remove(void)
+{
+    static const char *names[] = { "deck.ini", "img", "lab", "img.gz", "lab.gz",
+                                   "test_batch.bin", "graph.txt", "egraph.txt" };
+    char p[320];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(p, sizeof p, "%s/%s", fuzz_dir_path, names[i]);
+        unlink(p);
+    }
+    rmdir(fuzz_dir_path);
+}
+
+/* A directory for this process, created once; the harness rewrites the
+ * same few names in it. */
 static inline const char *fuzz_dir(void)
 {
-    static char dir[64];
+    char *dir = fuzz_dir_path;
     if (!dir[0]) {
         const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-        snprintf(dir, sizeof dir, "%.40s/dtfuzz.XXXXXX", base);
+        snprintf(dir, sizeof fuzz_dir_path, "%.40s/dtfuzz.XXXXXX", base);
         if (!mkdtemp(dir))
             abort();
+        atexit(fuzz_dir_remove);
     }
     return dir;
 }
