@@ -78,6 +78,8 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < da[1]; i++)
                 worst = fmax(worst, fabs((double)a[r * da[1] + i] - b[i]));
         printf("max |A - B| = %.3g (max |B| = %.3g)\n", worst, scale);
+        free(a);
+        free(b);
         return worst <= tol * scale ? 0 : 1;
     }
     if (argc == 3 && !strcmp(argv[1], "replicas")) {
@@ -89,6 +91,7 @@ int main(int argc, char **argv)
                 return 1;
             }
         printf("%llu replicas identical\n", (unsigned long long)d[0]);
+        free(a);
         return 0;
     }
     if (argc == 3 && !strcmp(argv[1], "finite")) {
