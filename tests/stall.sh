@@ -46,7 +46,7 @@ for mode in allreduce sgp; do
        echo "$line" | grep -Eq "rank [013]: no progress for [0-9]+ s .*waiting for (a collective|the step-boundary agreement|a message from rank 2|rank 2)"; then
         pass "$mode: rank 2 stopped, job ended after $el s (rc $rc): $(echo "$line" | cut -c1-160)"
     else
-        fail "$mode: SIGSTOP of rank 2 (rc $rc after $el s): $line"; tail -4 "$out" | sed 's/^/#   /'
+        fail "$mode: SIGSTOP of rank 2 (rc $rc after $el s): $line"; grep -v "^ *[0-9]* *vm " "$out" | tail -12 | sed 's/^/#   /'
     fi
 done
 
