@@ -8,8 +8,12 @@
  *      the directory;
  *   4. rank 0 deletes the oldest complete checkpoints beyond `keep` and any
  *      stale *.h5.tmp left by an earlier crash.
+ * Before step 1 rank 0 checks the free space (statvfs) for about the size of
+ * the checkpoint. A failure anywhere is agreed over the ranks: the .tmp file
+ * is removed, `latest` is untouched, and every rank returns -1 with the
+ * file, the failing step and errno's text (HDF5's stack with DTRAIN_DEBUG=1).
  * A reader trusts `latest`, and falls back to the newest ckpt-*.h5 if the
- * marker is missing; a .tmp file is never read.
+ * marker is missing; a .tmp file is never read (start-ups remove them).
  *
  * Reads use independent transfers, so a checksum failure on one rank's chunk
  * cannot leave the other ranks waiting in a collective read; the verdict is
