@@ -52,6 +52,9 @@ static void *watch(void *arg)
                         "after step %lld, waiting for %s; aborting the job\n",
                 wd.label, wd.rank, idle, wd.timeout, atomic_load(&wd.step), what);
         fflush(stderr);
+        /* mpiexec forwards output through its proxies, and tears them down
+         * on an abort: a second for the line to reach the job's log */
+        nanosleep(&(struct timespec){ 1, 0 }, NULL);
         /* MPI_Abort should end every process; should it block (a lock held
          * by the hung main thread), the alarm's default action ends this
          * one and mpiexec ends the others */
