@@ -3,6 +3,7 @@
  *   ckcmp close A.h5 B.h5 TOL          params of A (every rank row) vs row 0
  *                                      of B within max-abs TOL (relative to max|B|)
  *   ckcmp replicas A.h5                every rank's params row identical
+ *   ckcmp finite A.h5                  params and momentum hold no NaN or Inf
  * Exit 0 on success, 1 with a message otherwise. */
 #include <hdf5.h>
 #include <math.h>
@@ -77,6 +78,8 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < da[1]; i++)
                 worst = fmax(worst, fabs((double)a[r * da[1] + i] - b[i]));
         printf("max |A - B| = %.3g (max |B| = %.3g)\n", worst, scale);
+        free(a);
+        free(b);
         return worst <= tol * scale ? 0 : 1;
     }
     if (argc == 3 && !strcmp(argv[1], "replicas")) {
@@ -88,8 +91,25 @@ int main(int argc, char **argv)
                 return 1;
             }
         printf("%llu replicas identical\n", (unsigned long long)d[0]);
+        free(a);
         return 0;
     }
-    fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A\n");
+    if (argc == 3 && !strcmp(argv[1], "finite")) {
+        const char *names[] = { "params", "momentum" };
+        for (int k = 0; k < 2; k++) {
+            hsize_t d[2];
+            float *a = read2d(argv[2], names[k], d);
+            for (size_t i = 0; i < d[0] * d[1]; i++)
+                if (!isfinite(a[i])) {
+                    fprintf(stderr, "ckcmp: %s:%s[%zu] = %g\n", argv[2], names[k], i, a[i]);
+                    return 1;
+                }
+            free(a);
+        }
+        printf("params and momentum finite\n");
+        return 0;
+    }
+    fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A | "
+                    "finite A\n");
     return 2;
 }

@@ -358,7 +358,8 @@ static void test_checkpoint(void)
         meta.step = step;
         meta.epoch = step / 10;
         dt_ckpt_array arrays[] = {{"params", p, NPAR}, {"momentum", m, NMOM}};
-        checkpoint_write(MPI_COMM_WORLD, cdir, &meta, arrays, 2, blob, BLOB, 2);
+        CHECK(checkpoint_write(MPI_COMM_WORLD, cdir, &meta, arrays, 2, blob, BLOB, 2, NULL, 0) == 0,
+              "checkpoint_write of step %lld succeeds: %s", (long long)meta.step, dt_err_msg());
         if (step == 10 && rank == 0) {
             /* Files the pruning must leave alone. */
             char q[600];

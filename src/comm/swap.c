@@ -10,6 +10,7 @@
  * arrive in order, so a neighbour's last request is answered before its
  * "done" is counted. */
 #include "comm/swap.h"
+#include "core/watchdog.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -130,6 +131,7 @@ static void swap_start(dt_swap *s, int m)
     swap_lock(s);
     s->fill(s->arg, m, s->out);
     swap_unlock(s);
+    watchdog_phase("a swap with rank %d", peer);
     MPI_CHECK(MPI_Send(s->out, (int)s->n, MPI_FLOAT, peer, TAG_REQ, s->comm));
     MPI_CHECK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     swap_lock(s);
@@ -160,6 +162,9 @@ static void swap_lockstep(dt_swap *s, int64_t step)
         MPI_CHECK(MPI_Isend(s->out + (size_t)d * s->n, (int)s->n, MPI_FLOAT, peer, TAG_LOCKSTEP,
                             s->comm, &s->reqs[nreq++]));
     }
+    watchdog_phase(ndue == 1 ? "a swap with rank %d" : "swaps with the due neighbours "
+                                                      "(the first: rank %d)",
+                   ndue ? e[due[0]].peer : -1);
     MPI_CHECK(MPI_Waitall(nreq, s->reqs, s->stats));
     swap_lock(s);
     for (int d = 0; d < ndue; d++)

@@ -15,6 +15,7 @@ typedef struct dt_transport dt_transport;
 typedef struct dt_request {
     int n;
     MPI_Request req[8];
+    int peer, recv;     /* for the stall watchdog: whom a wait is for */
 } dt_request;
 
 struct dt_transport {

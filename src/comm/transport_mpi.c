@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "comm/transport.h"
+#include "core/watchdog.h"
 #include "core/error.h"
 
 /* MPI counts are int: messages above this many floats go in pieces. */
@@ -9,6 +10,7 @@
 
 static void mpi_allreduce_sum(dt_transport *t, float *buf, size_t n)
 {
+    watchdog_phase("a collective (allreduce over the group)", -1);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, t->comm));
@@ -17,6 +19,7 @@ static void mpi_allreduce_sum(dt_transport *t, float *buf, size_t n)
 
 static void mpi_reduce_sum(dt_transport *t, float *buf, size_t n, int root)
 {
+    watchdog_phase("a collective (reduce to rank %d)", root);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
         MPI_CHECK(MPI_Reduce(t->rank == root ? MPI_IN_PLACE : buf + off, buf + off, cnt,
@@ -26,6 +29,7 @@ static void mpi_reduce_sum(dt_transport *t, float *buf, size_t n, int root)
 
 static void mpi_bcast(dt_transport *t, float *buf, size_t n, int root)
 {
+    watchdog_phase("a collective (broadcast from rank %d)", root);
     for (size_t off = 0; off < n; off += CHUNK) {
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
         MPI_CHECK(MPI_Bcast(buf + off, cnt, MPI_FLOAT, root, t->comm));
@@ -43,6 +47,8 @@ static void mpi_isend(dt_transport *t, const float *buf, size_t n, int peer, int
                       dt_request *r)
 {
     r->n = 0;
+    r->peer = peer;
+    r->recv = 0;
     for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
         MPI_Request q;
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
@@ -54,6 +60,8 @@ static void mpi_isend(dt_transport *t, const float *buf, size_t n, int peer, int
 static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, dt_request *r)
 {
     r->n = 0;
+    r->peer = peer;
+    r->recv = 1;
     for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
         MPI_Request q;
         int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
@@ -67,12 +75,18 @@ static void mpi_waitall(dt_transport *t, dt_request *r, int count)
     (void)t;
     MPI_Status st[8];
     for (int i = 0; i < count; i++) {
+        watchdog_phase(r[i].recv ? "a message from rank %d" : "rank %d to receive a message",
+                       r[i].peer);
         MPI_CHECK(MPI_Waitall(r[i].n, r[i].req, st));
         r[i].n = 0;
     }
 }
 
-static void mpi_barrier(dt_transport *t) { MPI_CHECK(MPI_Barrier(t->comm)); }
+static void mpi_barrier(dt_transport *t)
+{
+    watchdog_phase("a collective (barrier)", -1);
+    MPI_CHECK(MPI_Barrier(t->comm));
+}
 
 dt_transport *transport_mpi_create(MPI_Comm comm)
 {

@@ -1,5 +1,7 @@
 #include "core/error.h"
 
+#include <errno.h>
+
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -89,10 +91,12 @@ noreturn void dt_mpi_fail(const char *file, int line, const char *what, int rc)
 
 noreturn void dt_h5_fail(const char *file, int line, const char *what)
 {
+    int e = errno; /* the operating system's reason, if the failure was I/O */
     prefix(file, line);
-    fprintf(stderr, "HDF5 call %s failed (HDF5's error stack above)\n"
+    fprintf(stderr, "HDF5 call %s failed%s%s%s (HDF5's error stack above)\n"
                     "  hint: check the output directory is writable and on a "
-                    "filesystem that supports MPI-IO\n", what);
+                    "filesystem that supports MPI-IO\n", what, e ? " (" : "",
+            e ? strerror(e) : "", e ? ")" : "");
     die();
 }
 

@@ -8,8 +8,12 @@
  *      the directory;
  *   4. rank 0 deletes the oldest complete checkpoints beyond `keep` and any
  *      stale *.h5.tmp left by an earlier crash.
+ * Before step 1 rank 0 checks the free space (statvfs) for about the size of
+ * the checkpoint. A failure anywhere is agreed over the ranks: the .tmp file
+ * is removed, `latest` is untouched, and every rank returns -1 with the
+ * file, the failing step and errno's text (HDF5's stack with DTRAIN_DEBUG=1).
  * A reader trusts `latest`, and falls back to the newest ckpt-*.h5 if the
- * marker is missing; a .tmp file is never read.
+ * marker is missing; a .tmp file is never read (start-ups remove them).
  *
  * Reads use independent transfers, so a checksum failure on one rank's chunk
  * cannot leave the other ranks waiting in a collective read; the verdict is
@@ -18,16 +22,19 @@
 
 #include "core/error.h"
 #include "io/h5attr.h"
+#include "core/watchdog.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <hdf5.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define CKPT_FORMAT_VERSION 1
@@ -123,24 +130,58 @@ static int mkdir_p(const char *dir)
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-static void fsync_path(const char *path, int is_dir)
+/* Returns 0 or an errno value. */
+static int fsync_path(const char *path, int is_dir)
 {
     int fd = open(path, is_dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
     if (fd < 0)
-        DT_FATAL("cannot open %s to sync it: %s", path, strerror(errno));
+        return errno;
     /* Some filesystems refuse fsync on a directory; the rename is then as
      * durable as that filesystem makes it. */
+    int e = 0;
     if (fsync(fd) != 0 && !(is_dir && (errno == EINVAL || errno == EBADF)))
-        DT_FATAL("fsync of %s failed: %s", path, strerror(errno));
+        e = errno;
     close(fd);
+    return e;
 }
 
 /* ---- write ---------------------------------------------------------------- */
 
+/* The first failure of a checkpoint write on this rank: the operating
+ * system's errno (EIO when the library left none) and the step that failed.
+ * Later calls are still made, so every rank makes the same sequence of
+ * collective HDF5 calls. */
+typedef struct wfail {
+    int err;
+    char what[160];
+} wfail;
+
+static void wfail_note(wfail *f, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void wfail_note(wfail *f, int err, const char *fmt, ...)
+{
+    if (f->err)
+        return;
+    f->err = err ? err : EIO;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->what, sizeof f->what, fmt, ap);
+    va_end(ap);
+}
+
+/* call < 0: note its errno (read before anything else can change it). */
+#define WCHK(f, call, ...)                                                     \
+    do {                                                                       \
+        errno = 0;                                                             \
+        if ((long long)(call) < 0)                                             \
+            wfail_note((f), errno, __VA_ARGS__);                               \
+    } while (0)
+
 /* (nranks, n) dataset of `type`, chunked by rows, Fletcher32; this rank
  * writes row `rank` collectively (filtered parallel writes must be collective). */
 static void dataset_write_rows(hid_t file, hid_t dxpl, const char *name, hid_t ftype,
-                               hid_t mtype, int rank, int nranks, const void *data, size_t n)
+                               hid_t mtype, int rank, int nranks, const void *data, size_t n,
+                               wfail *f)
 {
     hsize_t dims[2] = {(hsize_t)nranks, (hsize_t)n};
     /* A zero-width dataset must still be chunked (the filter needs it), and a
@@ -154,8 +195,9 @@ static void dataset_write_rows(hid_t file, hid_t dxpl, const char *name, hid_t f
     H5_CHECK(dcpl);
     H5_CHECK(H5Pset_chunk(dcpl, 2, chunk));
     H5_CHECK(H5Pset_fletcher32(dcpl));
-    hid_t ds = H5Dcreate2(file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    H5_CHECK(ds);
+    hid_t ds;
+    WCHK(f, ds = H5Dcreate2(file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+         "creating dataset '%s'", name);
 
     hsize_t start[2] = {(hsize_t)rank, 0}, count[2] = {1, (hsize_t)n};
     hsize_t mcount = n ? (hsize_t)n : 1;
@@ -167,9 +209,11 @@ static void dataset_write_rows(hid_t file, hid_t dxpl, const char *name, hid_t f
         H5_CHECK(H5Sselect_none(space));
         H5_CHECK(H5Sselect_none(mspace));
     }
-    H5_CHECK(H5Dwrite(ds, mtype, mspace, space, dxpl, data));
+    if (ds >= 0) {
+        WCHK(f, H5Dwrite(ds, mtype, mspace, space, dxpl, data), "writing dataset '%s'", name);
+        WCHK(f, H5Dclose(ds), "closing dataset '%s'", name);
+    }
     H5_CHECK(H5Sclose(mspace));
-    H5_CHECK(H5Dclose(ds));
     H5_CHECK(H5Pclose(dcpl));
     H5_CHECK(H5Sclose(space));
 }
@@ -207,8 +251,9 @@ static void dir_prune(const char *dir, int keep)
     names_free(names, n);
 }
 
-/* Steps 2-4 of the protocol, on rank 0 only. */
-static void publish(const char *dir, const char *name, int keep)
+/* Steps 2-4 of the protocol, on rank 0 only. On failure (noted in *fl)
+ * the new file is removed again and `latest` is left as it was. */
+static void publish(const char *dir, const char *name, int keep, wfail *fl)
 {
     char tmp[4096], final[4096], marker[4096], marker_tmp[4096], tmpname[80];
     snprintf(tmpname, sizeof tmpname, "%s.tmp", name);
@@ -217,31 +262,53 @@ static void publish(const char *dir, const char *name, int keep)
     path_join(marker, sizeof marker, dir, "latest");
     path_join(marker_tmp, sizeof marker_tmp, dir, "latest.tmp");
 
-    fsync_path(tmp, 0);
-    if (rename(tmp, final) != 0)
-        DT_FATAL("cannot rename %s to %s: %s", tmp, final, strerror(errno));
+    int e = fsync_path(tmp, 0);
+    if (e) {
+        wfail_note(fl, e, "syncing %s", tmp);
+        return;
+    }
+    if (rename(tmp, final) != 0) {
+        wfail_note(fl, errno, "renaming %s to %s", tmp, final);
+        return;
+    }
     fsync_path(dir, 1);
 
     FILE *f = fopen(marker_tmp, "w");
-    if (!f)
-        DT_FATAL("cannot write %s: %s", marker_tmp, strerror(errno));
-    if (fprintf(f, "%s\n", name) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        int e = errno;
-        fclose(f);
-        DT_FATAL("cannot write %s: %s", marker_tmp, strerror(e));
+    if (!f) {
+        wfail_note(fl, errno, "creating %s", marker_tmp);
+    } else {
+        errno = 0;
+        if (fprintf(f, "%s\n", name) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0)
+            wfail_note(fl, errno, "writing %s", marker_tmp);
+        errno = 0;
+        if (fclose(f) != 0)
+            wfail_note(fl, errno, "writing %s", marker_tmp);
+        if (!fl->err && rename(marker_tmp, marker) != 0)
+            wfail_note(fl, errno, "renaming %s to %s", marker_tmp, marker);
     }
-    if (fclose(f) != 0)
-        DT_FATAL("cannot write %s: %s", marker_tmp, strerror(errno));
-    if (rename(marker_tmp, marker) != 0)
-        DT_FATAL("cannot rename %s to %s: %s", marker_tmp, marker, strerror(errno));
+    if (fl->err) {
+        /* `latest` still names the previous checkpoint: the new one goes */
+        unlink(marker_tmp);
+        unlink(final);
+        return;
+    }
     fsync_path(dir, 1);
-
     dir_prune(dir, keep);
 }
 
-void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
-                      const dt_ckpt_array *arrays, int narrays, const void *blob,
-                      size_t blob_len, int keep)
+/* Where free space ran out, HDF5 and MPI-IO do not always leave errno set:
+ * a full filesystem is still worth naming. */
+static int reason_or_space(int err, const char *dir)
+{
+    struct statvfs sv;
+    if ((err == 0 || err == EIO) && statvfs(dir, &sv) == 0 && sv.f_bavail == 0)
+        return ENOSPC;
+    return err ? err : EIO;
+}
+
+int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
+                     const dt_ckpt_array *arrays, int narrays, const void *blob,
+                     size_t blob_len, int keep, char *written, size_t written_len)
 {
     int rank, nranks;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -268,59 +335,151 @@ void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
     if (m.step < 0 || m.step > 9999999999LL)
         DT_FATAL("checkpoint step %lld does not fit the 10-digit file name", (long long)m.step);
 
-    char name[64], tmp[4096];
+    char name[64], tmp[4096], final[4096];
     snprintf(name, sizeof name, "ckpt-%010lld.h5", (long long)m.step);
     char tmpname[80];
     snprintf(tmpname, sizeof tmpname, "%s.tmp", name);
     path_join(tmp, sizeof tmp, dir, tmpname);
+    path_join(final, sizeof final, dir, name);
 
+    /* A full disk or an I/O error is reported as one line by the caller;
+     * HDF5's own stack only with DTRAIN_DEBUG=1. */
+    H5E_auto2_t old_func;
+    void *old_data;
+    H5_CHECK(H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data));
+    const char *debug = getenv("DTRAIN_DEBUG");
+    if (!(debug && strcmp(debug, "1") == 0))
+        H5_CHECK(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
+
+    wfail f = { 0, "" };
+    /* A full filesystem is found before HDF5 is involved: a collective
+     * write that fails inside HDF5 can leave the file half-open in the
+     * library, which then crashes closing it at MPI_Finalize. */
+    unsigned long long need = 0, avail = ~0ULL;
+    for (int a = 0; a < narrays; a++)
+        need += (unsigned long long)arrays[a].n * sizeof(float);
+    need = (need + blob_len) * (unsigned long long)nranks;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
+    need += need / 64 + 65536; /* chunk index, checksums, attributes */
+    if (rank == 0) {
+        struct statvfs sv;
+        if (statvfs(dir, &sv) == 0)
+            avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    }
+    MPI_CHECK(MPI_Bcast(&avail, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
+    if (avail < need)
+        wfail_note(&f, ENOSPC, "checking free space (%llu bytes free, about %llu needed)",
+                   avail, need);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5_CHECK(fapl);
     H5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (file < 0)
-        DT_FATAL("cannot create checkpoint file %s (HDF5's error stack above)", tmp);
+    hid_t file = -1;
+    if (!f.err) /* the same verdict on every rank: rank 0's statvfs */
+        WCHK(&f, file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "creating the file");
     H5_CHECK(H5Pclose(fapl));
-    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-    H5_CHECK(dxpl);
-    H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
+    /* H5Fcreate is collective: it fails on every rank or on none */
+    if (file >= 0) {
+        hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+        H5_CHECK(dxpl);
+        H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
 
-    h5attr_write_i64(file, "step", m.step);
-    h5attr_write_i64(file, "epoch", m.epoch);
-    h5attr_write_i64(file, "nranks", nranks);
-    h5attr_write_i64(file, "nparams", m.nparams);
-    h5attr_write_string(file, "model", m.model);
-    h5attr_write_string(file, "mode", m.mode);
-    h5attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
+        h5attr_write_i64(file, "step", m.step);
+        h5attr_write_i64(file, "epoch", m.epoch);
+        h5attr_write_i64(file, "nranks", nranks);
+        h5attr_write_i64(file, "nparams", m.nparams);
+        h5attr_write_string(file, "model", m.model);
+        h5attr_write_string(file, "mode", m.mode);
+        h5attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
 
-    for (int a = 0; a < narrays; a++) {
-        check_same(comm, arrays[a].name, arrays[a].n);
-        dataset_write_rows(file, dxpl, arrays[a].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, rank,
-                           nranks, arrays[a].data, arrays[a].n); // (nranks, n)
+        for (int a = 0; a < narrays; a++) {
+            check_same(comm, arrays[a].name, arrays[a].n);
+            dataset_write_rows(file, dxpl, arrays[a].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
+                               rank, nranks, arrays[a].data, arrays[a].n, &f); // (nranks, n)
+            watchdog_beat(-1);
+        }
+        check_same(comm, "the state blob", blob_len);
+        dataset_write_rows(file, dxpl, "state", H5T_STD_U8LE, H5T_NATIVE_UINT8, rank, nranks,
+                           blob, blob_len, &f); // (nranks, blob_len)
+
+        H5_CHECK(H5Pclose(dxpl));
+        /* H5Fflush on an MPI-IO file is MPI_File_sync: the data is on disk
+         * on every rank before rank 0 makes the file visible. */
+        WCHK(&f, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing the file");
+        WCHK(&f, H5Fclose(file), "closing the file");
+        /* a failed close may leave the file open: once more, so the library
+         * does not try again at MPI_Finalize */
+        if (f.err && H5Iis_valid(file) > 0)
+            H5Fclose(file);
     }
-    check_same(comm, "the state blob", blob_len);
-    dataset_write_rows(file, dxpl, "state", H5T_STD_U8LE, H5T_NATIVE_UINT8, rank, nranks, blob,
-                       blob_len); // (nranks, blob_len)
-
-    H5_CHECK(H5Pclose(dxpl));
-    /* H5Fflush on an MPI-IO file is MPI_File_sync: the data is on disk on
-     * every rank before rank 0 makes the file visible. */
-    H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
-    H5_CHECK(H5Fclose(file));
+    if (f.err)
+        f.err = reason_or_space(f.err, dir);
     MPI_CHECK(MPI_Barrier(comm));
 
-    if (rank == 0)
-        publish(dir, name, keep);
-    MPI_CHECK(MPI_Barrier(comm));
+    /* every rank knows whether any failed; then rank 0 publishes */
+    int any = f.err != 0, all;
+    MPI_CHECK(MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, comm));
+    if (rank == 0) {
+        if (all)
+            unlink(tmp); /* the partial file would only hold the space */
+        else
+            publish(dir, name, keep, &f);
+    }
+    H5_CHECK(H5Eset_auto2(H5E_DEFAULT, old_func, old_data));
+
+    /* agree: the lowest failing rank's reason is everyone's */
+    int mine = f.err ? rank : nranks, first;
+    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+    if (first == nranks) {
+        if (written)
+            snprintf(written, written_len, "%s", final);
+        return 0;
+    }
+    int own = f.err != 0;
+    wfail fr = f;
+    MPI_CHECK(MPI_Bcast(&fr, (int)sizeof fr, MPI_BYTE, first, comm));
+    fr.what[sizeof fr.what - 1] = '\0';
+    if (own)
+        fr = f;
+    char where[32] = "";
+    if (!own)
+        snprintf(where, sizeof where, " (on rank %d)", first);
+    dt_err_set("cannot write checkpoint %s: %s failed%s: %s; no partial file is left", tmp,
+               fr.what, where, strerror(fr.err));
+    return -1;
+}
+
+void checkpoint_clean_partial(const char *dir)
+{
+    char path[4096];
+    char **names;
+    size_t n = ckpt_list(dir, ".tmp", &names);
+    for (size_t i = 0; i < n; i++) {
+        path_join(path, sizeof path, dir, names[i]);
+        if (unlink(path) == 0) {
+            printf("removed %s, a partial checkpoint left by an earlier run\n", path);
+            fflush(stdout);
+        }
+    }
+    names_free(names, n);
+    path_join(path, sizeof path, dir, "latest.tmp");
+    unlink(path);
 }
 
 /* ---- find ----------------------------------------------------------------- */
+
+static char find_note[4400];
+
+const char *checkpoint_find_note(void)
+{
+    return find_note;
+}
 
 int checkpoint_find_latest(MPI_Comm comm, const char *dir, char *path, size_t len)
 {
     int rank;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
     char found[4096] = "";
+    find_note[0] = '\0';
     if (rank == 0) {
         char marker[4096], name[256] = "", cand[4096];
         path_join(marker, sizeof marker, dir, "latest");
@@ -335,6 +494,11 @@ int checkpoint_find_latest(MPI_Comm comm, const char *dir, char *path, size_t le
             path_join(cand, sizeof cand, dir, name);
             if (access(cand, R_OK) == 0)
                 snprintf(found, sizeof found, "%s", cand);
+            else
+                snprintf(find_note, sizeof find_note, "%s names %s, which cannot be read (%s)",
+                         marker, name, strerror(errno));
+        } else if (f) {
+            snprintf(find_note, sizeof find_note, "%s does not name a checkpoint file", marker);
         }
         if (!found[0]) {
             /* No usable marker (crash before it was written, or deleted by
@@ -347,11 +511,39 @@ int checkpoint_find_latest(MPI_Comm comm, const char *dir, char *path, size_t le
         }
     }
     MPI_CHECK(MPI_Bcast(found, (int)sizeof found, MPI_CHAR, 0, comm));
+    MPI_CHECK(MPI_Bcast(find_note, (int)sizeof find_note, MPI_CHAR, 0, comm));
     if (!found[0])
         return 0;
     if (strlen(found) >= len)
         DT_FATAL("checkpoint path %s does not fit the caller's %zu-byte buffer", found, len);
     memcpy(path, found, strlen(found) + 1);
+    return 1;
+}
+
+int checkpoint_find_older(MPI_Comm comm, const char *dir, const char *than, char *path,
+                          size_t len)
+{
+    int rank;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    char found[4096] = "";
+    if (rank == 0) {
+        const char *base = strrchr(than, '/');
+        base = base ? base + 1 : than;
+        char **names;
+        size_t n = ckpt_list(dir, "", &names);
+        for (size_t i = n; i-- > 0;)
+            if (strcmp(names[i], base) < 0) {
+                path_join(found, sizeof found, dir, names[i]);
+                break;
+            }
+        names_free(names, n);
+    }
+    MPI_CHECK(MPI_Bcast(found, (int)sizeof found, MPI_CHAR, 0, comm));
+    if (!found[0])
+        return 0;
+    if (strlen(found) >= len)
+        DT_FATAL("checkpoint path %s does not fit the caller's %zu-byte buffer", found, len);
+    memmove(path, found, strlen(found) + 1);
     return 1;
 }
 
@@ -525,6 +717,9 @@ static int meta_check(const char *path, const dt_ckpt_meta *got, const dt_ckpt_m
     if (strcmp(got->model, expect->model) != 0)
         return dt_err_set("checkpoint %s is for model '%s', this run uses model '%s'", path,
                           got->model, expect->model);
+    if (expect->mode[0] && strcmp(got->mode, expect->mode) != 0)
+        return dt_err_set("checkpoint %s was written by algorithm.mode = %s, this run uses %s",
+                          path, got->mode, expect->mode);
     return 0;
 }
 

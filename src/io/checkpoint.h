@@ -46,18 +46,34 @@ static inline int64_t ckpt_count_get(const float in[2])
     return ((int64_t)in[0] << 20) + (int64_t)in[1];
 }
 
-/* Collective. dir is created if missing. Fatal on I/O failure (nothing
- * previously written is touched). */
-void checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
-                      const dt_ckpt_array *arrays, int narrays, const void *blob,
-                      size_t blob_len, int keep);
+/* Collective. dir is created if missing. Returns 0 and the path of the new
+ * checkpoint in `written` (may be NULL), or -1 on every rank with
+ * dt_err_set() naming the file, the step that failed and the operating
+ * system's reason (this rank's, or the lowest failing rank's); the partial
+ * file is then removed and nothing previously written is touched. HDF5's
+ * error stack is printed only with DTRAIN_DEBUG=1. */
+int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
+                     const dt_ckpt_array *arrays, int narrays, const void *blob,
+                     size_t blob_len, int keep, char *written, size_t written_len);
+
+/* Not collective (call on one rank): removes ckpt-*.h5.tmp and latest.tmp
+ * left in dir by a killed job, printing each checkpoint removed. */
+void checkpoint_clean_partial(const char *dir);
 
 /* Collective. Finds the latest complete checkpoint in dir. Returns 1 and
- * writes its path into path (len bytes) if one exists, 0 if none. */
+ * writes its path into path (len bytes) if one exists, 0 if none. When
+ * `latest` names a file that is missing, the newest file is taken and
+ * checkpoint_find_note() says so (else it returns ""). */
 int checkpoint_find_latest(MPI_Comm comm, const char *dir, char *path, size_t len);
+const char *checkpoint_find_note(void);
+
+/* Collective. The newest ckpt-*.h5 in dir older than the checkpoint `than`
+ * (a path); returns 1 and its path in path (may alias than), or 0. */
+int checkpoint_find_older(MPI_Comm comm, const char *dir, const char *than, char *path,
+                          size_t len);
 
 /* Collective. Reads checkpoint `path`; its attributes must match `expect`
- * (nranks, nparams, model; step/epoch are returned in *got). Fills every
+ * (nranks, nparams, model, mode; step/epoch are returned in *got). Fills every
  * array and the blob. Returns 0, or -1 on every rank with dt_err_set() naming
  * the file and what is wrong (mismatch, truncated, checksum failure); for a
  * damaged file the message names the previous intact checkpoint if any. */

@@ -21,6 +21,8 @@ typedef struct dt_config {
         bool resume;
         bool overwrite;
         bool check_replicas;      /* verify identical replicas after every step */
+        bool check_finite;        /* stop on NaN/Inf in the loss or parameters */
+        int64_t stall_timeout;    /* seconds without progress before MPI_Abort; 0: off */
         int64_t test_delay_rank;  /* tests: this rank sleeps test_delay_ms per step */
         int64_t test_delay_ms;
     } run;

@@ -108,6 +108,12 @@ static const deck_key keys[] = {
     {"run", "check_replicas", KT_BOOL, "false", AT(run.check_replicas, bool),
      .doc = "after every step, verify (one hash allreduce) that replicas are bit-identical; "
             "for modes that keep replicas equal (allreduce)"},
+    {"run", "check_finite", KT_BOOL, "true", AT(run.check_finite, bool),
+     .doc = "stop every rank (exit status 3) when the loss or the parameters hold NaN or "
+            "Inf; no checkpoint with such values is written"},
+    {"run", "stall_timeout", KT_INT, "600", GE(0), AT(run.stall_timeout, int64_t),
+     .doc = "seconds a rank may go without progress (a step, an evaluated batch, a written "
+            "checkpoint dataset) before it prints what it waits for and aborts the job; 0: off"},
     {"run", "test_delay_rank", KT_INT, "-1", GE(-1), AT(run.test_delay_rank, int64_t),
      .doc = "tests: this rank sleeps run.test_delay_ms after every step (a slow worker); -1: none"},
     {"run", "test_delay_ms", KT_INT, "0", GE(0), AT(run.test_delay_ms, int64_t),

@@ -517,6 +517,15 @@ void runlog_write_series(dt_runlog *log, const char *group, int root, int64_t ro
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
 }
 
+void runlog_note(dt_runlog *log, const char *name, const char *text)
+{
+    htri_t e = H5Aexists(log->file, name);
+    H5_CHECK(e);
+    if (e > 0)
+        H5_CHECK(H5Adelete(log->file, name));
+    h5attr_write_string(log->file, name, text);
+}
+
 void runlog_close(dt_runlog *log)
 {
     if (!log)

@@ -3,7 +3,8 @@
  * Layout (documented for users in README.md):
  *   /                attributes: deck (effective deck text), version,
  *                    git_revision, configure_flags, mpi_version, hosts,
- *                    start_time, ranks, mode, model, nparams
+ *                    start_time, ranks, mode, model, nparams; resume_skipped
+ *                    (only after a resume that passed over a checkpoint)
  *   /train/<field>   (rows, ranks) datasets, one row per logged step:
  *                    step (int64); epoch (fractional), wall, loss, accuracy, lr,
  *                    compute_time, comm_time, wait_time (float64);
@@ -76,6 +77,10 @@ void runlog_append_eval(dt_runlog *log, const dt_eval_row *mine, double avg_mode
  * earlier series of that name. Only root's rows and cols are read. */
 void runlog_write_series(dt_runlog *log, const char *group, int root, int64_t rows,
                          int ncols, const char *const *names, const double *const *cols);
+/* Collective (the same text on every rank): root attribute `name` = text,
+ * replacing an earlier one (e.g. resume_skipped: the checkpoints a resume
+ * passed over, and why). */
+void runlog_note(dt_runlog *log, const char *name, const char *text);
 void runlog_close(dt_runlog *log);
 
 #endif

@@ -78,8 +78,8 @@ int stop_finish(int status)
         }
         nanosleep(&(struct timespec){ 0, 2000000L }, NULL);
     }
-    int v[2] = { status == 1, status == DT_EXIT_REQUEUE }, all[2];
-    MPI_CHECK(MPI_Allreduce(v, all, 2, MPI_INT, MPI_MAX, job.world));
+    int v[3] = { status == 1, status == DT_EXIT_NONFINITE, status == DT_EXIT_REQUEUE }, all[3];
+    MPI_CHECK(MPI_Allreduce(v, all, 3, MPI_INT, MPI_MAX, job.world));
     MPI_CHECK(MPI_Comm_free(&job.world));
-    return all[0] ? 1 : all[1] ? DT_EXIT_REQUEUE : 0;
+    return all[0] ? 1 : all[1] ? DT_EXIT_NONFINITE : all[2] ? DT_EXIT_REQUEUE : 0;
 }

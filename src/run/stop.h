@@ -17,10 +17,12 @@ void stop_install(MPI_Comm world);
  * completed round, any rank of the job. Never blocks. */
 int stop_poll(void);
 
-/* This rank is done training with `status` (0, 1 or DT_EXIT_REQUEUE). Takes
+/* This rank is done training with `status` (0, 1, DT_EXIT_NONFINITE or
+ * DT_EXIT_REQUEUE). Takes
  * part in the rounds, sleeping between tests rather than spinning, until
  * every rank of the job is done; returns the job's status on every rank:
- * 1 if any rank failed, else DT_EXIT_REQUEUE if any group stopped on a
+ * 1 if any rank failed, else DT_EXIT_NONFINITE if any group stopped on NaN
+ * or Inf, else DT_EXIT_REQUEUE if any group stopped on a
  * signal, else 0. Collective over the world given to stop_install. */
 int stop_finish(int status);
 

@@ -17,12 +17,17 @@
 #include "io/runlog.h"
 #include "models/models.h"
 #include "run/roles.h"
+#include "run/finite.h"
 #include "run/stop.h"
+#include "core/watchdog.h"
 
 /* "[NAME] " in front of everything a rank group prints; "" without groups. */
 static char group_tag[DT_GROUP_NAME_MAX + 4] = "";
 #define say(...) say_(__VA_ARGS__, "")
 #define say_(fmt, ...) printf("%s" fmt "%s", group_tag, __VA_ARGS__)
+
+/* The newest checkpoint this run wrote or resumed from, for messages. */
+static char last_ckpt[DT_PATH_MAX + 64] = "";
 
 /* ---- helpers used by the algorithms -------------------------------------- */
 
@@ -36,6 +41,7 @@ double trainer_clock(void)
 void trainer_gradient(dt_trainer *t, const float *x)
 {
     double t0 = trainer_clock();
+    watchdog_phase("compute", -1);
     if (t->gradient_fn) {
         t->gradient_fn(t, x);
         t->t_compute += trainer_clock() - t0;
@@ -54,6 +60,8 @@ void trainer_gradient(dt_trainer *t, const float *x)
     t->batches++;
     t->images += t->B;
     t->t_compute += trainer_clock() - t0;
+    watchdog_beat(-1);
+    watchdog_phase("communication of the algorithm's step", -1);
 }
 
 void trainer_update(dt_trainer *t, float *x)
@@ -172,12 +180,15 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
             t->y[j] = t->test.labels[i + j];
         }
         int correct = 0;
+        watchdog_phase("evaluation", -1);
         lsum += net_forward(t->net, params, t->x, t->y, b, 0, 0, &correct) * b;
+        watchdog_beat(-1);
         hits += correct;
         seen += b;
     }
     *loss = seen ? lsum / (double)seen : 0;
     *acc = seen ? (double)hits / (double)seen : 0;
+    watchdog_phase("a collective (combining or recording an evaluation)", -1);
 }
 
 /* Per-rank test metrics, plus the averaged model and the consensus distance
@@ -316,36 +327,148 @@ static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
     return m;
 }
 
-static void save_checkpoint(dt_trainer *t)
+/* ---- non-finite values (run.check_finite) ---------------------------------- */
+
+/* The first NaN/Inf this rank saw, kept until the group agrees to stop. */
+static struct {
+    int bad;
+    int64_t step;
+    char what[320];
+} nonfinite;
+
+static void nonfinite_note(int64_t step, const char *what)
+{
+    if (nonfinite.bad)
+        return;
+    nonfinite.bad = 1;
+    nonfinite.step = step;
+    snprintf(nonfinite.what, sizeof nonfinite.what, "%s", what);
+}
+
+/* Looks for NaN/Inf in this rank's checkpoint arrays (parameters, momentum,
+ * algorithm state); notes the first. */
+static void nonfinite_scan(dt_trainer *t, const dt_ckpt_array *a, int na)
+{
+    for (int i = 0; i < na && !nonfinite.bad; i++)
+        if (finite_count_bad(a[i].data, a[i].n, NULL)) {
+            char what[300];
+            finite_describe(what, sizeof what, a[i].name, a[i].data, a[i].n);
+            nonfinite_note(t->step, what);
+        }
+}
+
+/* Collective. 0 if no rank of the group has seen a non-finite value; else
+ * the lowest such rank prints the one line and DT_EXIT_NONFINITE is
+ * returned everywhere. */
+static int nonfinite_agree(dt_trainer *t)
+{
+    int mine = nonfinite.bad ? t->rank : 1 << 30, first;
+    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, t->comm));
+    if (first == 1 << 30)
+        return 0;
+    if (first == t->rank) {
+        fprintf(stderr, "dtrain: %snon-finite value at step %lld on rank %d: %s; every rank "
+                        "stops at step %lld (exit status %d, run.check_finite); last good "
+                        "checkpoint: %s\n",
+                group_tag, (long long)nonfinite.step, t->rank, nonfinite.what,
+                (long long)t->step, DT_EXIT_NONFINITE,
+                last_ckpt[0] ? last_ckpt : "none written by this run");
+        fflush(stderr);
+    }
+    return DT_EXIT_NONFINITE;
+}
+
+/* Collective. 0 if written; DT_EXIT_NONFINITE, with nothing written, if
+ * run.check_finite finds NaN or Inf on any rank; 1 if the write failed
+ * (every rank has printed its line; the previous checkpoint is intact). */
+static int save_checkpoint(dt_trainer *t)
 {
     char dir[DT_PATH_MAX + 16];
     ckpt_dir(t, dir, sizeof dir);
     dt_ckpt_array a[16];
     int na = ckpt_arrays(t, a, 16);
+    if (t->cfg->run.check_finite) {
+        nonfinite_scan(t, a, na);
+        if (nonfinite_agree(t) != 0)
+            return DT_EXIT_NONFINITE;
+    }
+    watchdog_phase("checkpoint I/O", -1);
     resume_blob b = { .step = t->step, .images = t->images, .bytes_sent = t->bytes_sent,
                       .wall = trainer_clock() - t->wall_start };
     loader_get_state(&t->loader, &b.loader);
     dt_ckpt_meta m = ckpt_meta(t);
-    checkpoint_write(t->comm, dir, &m, a, na, &b, sizeof b, (int)t->cfg->run.checkpoint_keep);
+    char written[DT_PATH_MAX + 64];
+    if (checkpoint_write(t->comm, dir, &m, a, na, &b, sizeof b,
+                         (int)t->cfg->run.checkpoint_keep, written, sizeof written) != 0) {
+        fprintf(stderr, "dtrain: %srank %d: %s; %s%s\n", group_tag, t->rank, dt_err_msg(),
+                last_ckpt[0] ? "intact: " : "no earlier checkpoint of this run",
+                last_ckpt);
+        fflush(stderr);
+        return 1;
+    }
+    snprintf(last_ckpt, sizeof last_ckpt, "%s", written);
+    watchdog_beat(-1);
     if (t->rank == 0) {
         say("checkpoint step %lld written to %s\n", (long long)t->step, dir);
         fflush(stdout);
     }
+    return 0;
 }
 
-/* Returns 1 if resumed, 0 if there was nothing to resume, -1 on error. */
-static int restore_checkpoint(dt_trainer *t)
+/* Appends "; " and text to the buffer s (len bytes), truncating. */
+static void append(char *s, size_t len, const char *text)
+{
+    size_t used = strlen(s);
+    if (used + 1 < len)
+        snprintf(s + used, len - used, "%s%s", used ? "; " : "", text);
+}
+
+/* Returns 1 if resumed, 0 if there was nothing to resume, -1 on error.
+ * A checkpoint that cannot be used (truncated, damaged, written by another
+ * model, rank count or mode) is skipped for the next older one; rank 0
+ * prints each skip, and `skipped` (the same on every rank) says what was
+ * passed over and why, for the run record. */
+static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
 {
     char dir[DT_PATH_MAX + 16], path[DT_PATH_MAX + 64];
     ckpt_dir(t, dir, sizeof dir);
+    skipped[0] = '\0';
+    watchdog_phase("checkpoint I/O", -1);
     if (!checkpoint_find_latest(t->comm, dir, path, sizeof path))
         return 0;
+    if (checkpoint_find_note()[0]) {
+        append(skipped, slen, checkpoint_find_note());
+        if (t->rank == 0)
+            fprintf(stderr, "dtrain: %sresume: %s; trying the newest checkpoint file\n",
+                    group_tag, checkpoint_find_note());
+    }
     dt_ckpt_array a[16];
     int na = ckpt_arrays(t, a, 16);
     dt_ckpt_meta want = ckpt_meta(t), got;
     resume_blob b;
-    if (checkpoint_read(t->comm, path, &want, &got, a, na, &b, sizeof b) != 0)
-        return -1;
+    while (checkpoint_read(t->comm, path, &want, &got, a, na, &b, sizeof b) != 0) {
+        /* the pointer to an older intact file is this loop's job */
+        char why[2048];
+        snprintf(why, sizeof why, "%s", dt_err_msg());
+        char *tail = strstr(why, "; the previous checkpoint ");
+        if (!tail)
+            tail = strstr(why, "; no earlier intact checkpoint");
+        if (tail)
+            *tail = '\0';
+        char line[DT_PATH_MAX + 2200];
+        snprintf(line, sizeof line, "skipped %s: %s", path, why);
+        append(skipped, slen, line);
+        if (t->rank == 0) {
+            fprintf(stderr, "dtrain: %sresume: %s\n", group_tag, line);
+            fflush(stderr);
+        }
+        if (!checkpoint_find_older(t->comm, dir, path, path, sizeof path)) {
+            dt_err_set("run.resume = true: no intact checkpoint of this run in %s (%s)", dir,
+                       skipped);
+            return -1;
+        }
+    }
+    snprintf(last_ckpt, sizeof last_ckpt, "%s", path);
     t->step = b.step;
     if (t->algo->resumed)
         t->algo->resumed(t);
@@ -499,14 +622,21 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
      * MPI_Iallreduce over the group started at one step boundary and
      * completed at the next (it has had a whole step to finish), so every
      * rank of the group decides at the same step. */
+    /* Bit 1 of the flags: a signal; bit 2: a NaN or Inf seen by this rank
+     * (run.check_finite), so every rank stops within one step of it. */
     int stop_local = 0, stop_any = 0;
     MPI_Request stop_req = MPI_REQUEST_NULL;
     while (t->step < t->total_steps) {
+        watchdog_phase("the step-boundary agreement (a collective over the group)", -1);
         if (stop_req != MPI_REQUEST_NULL)
             MPI_CHECK(MPI_Wait(&stop_req, MPI_STATUS_IGNORE));
         int any = stop_any;
-        stop_local = stop_poll();
-        MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_MAX, t->comm, &stop_req));
+        stop_local = stop_poll() | (nonfinite.bad ? 2 : 0);
+        MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_BOR, t->comm, &stop_req));
+        if (any & 2) {
+            status = nonfinite_agree(t);
+            break;
+        }
         if (any) {
             if (t->rank == 0)
                 say("signal received: checkpointing at step %lld and exiting with status %d "
@@ -517,6 +647,12 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
         t->lr = (float)schedule_lr(&t->sched, (double)t->step / (double)t->steps_per_epoch);
         t->algo->step(t);
         t->step++;
+        watchdog_beat(t->step);
+        if (cfg->run.check_finite && !isfinite(t->loss_sum)) {
+            char what[64];
+            snprintf(what, sizeof what, "the training loss is %g", t->loss_sum);
+            nonfinite_note(t->step, what);
+        }
         if (cfg->run.check_replicas && !replicas_identical(t)) {
             if (t->rank == 0)
                 fprintf(stderr, "dtrain: %serror: run.check_replicas: the replicas differ after "
@@ -524,15 +660,23 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
             status = 1;
             break;
         }
-        if (t->step % cfg->run.log_every == 0 || t->step == t->total_steps)
+        if (t->step % cfg->run.log_every == 0 || t->step == t->total_steps) {
+            watchdog_phase("a collective (the training log)", -1);
             log_train(t, log, &last_wall, &last_images);
+            if (cfg->run.check_finite) {
+                dt_ckpt_array a[16];
+                nonfinite_scan(t, a, ckpt_arrays(t, a, 16));
+                if ((status = nonfinite_agree(t)) != 0)
+                    break;
+            }
+        }
         if (t->step % eval_every == 0 || t->step == t->total_steps) {
             run_eval(t, log, trainer_clock() - t->wall_start, mean_acc);
             *last_eval = t->step;
         }
         if (cfg->run.checkpoint_every > 0 && t->step % cfg->run.checkpoint_every == 0 &&
-            t->step < t->total_steps)
-            save_checkpoint(t);
+            t->step < t->total_steps && (status = save_checkpoint(t)) != 0)
+            break;
         test_delay(t);
     }
     if (stop_req != MPI_REQUEST_NULL)
@@ -661,9 +805,17 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         t->algo->setup(t);
 
     t->wall_start = trainer_clock();
+    last_ckpt[0] = '\0';
+    memset(&nonfinite, 0, sizeof nonfinite);
+    if (t->rank == 0) {
+        char dir[DT_PATH_MAX + 16];
+        ckpt_dir(t, dir, sizeof dir);
+        checkpoint_clean_partial(dir);
+    }
     int resumed = 0;
+    char skipped[8192] = "";
     if (cfg->run.resume) {
-        resumed = restore_checkpoint(t);
+        resumed = restore_checkpoint(t, skipped, sizeof skipped);
         if (resumed < 0) {
             if (t->rank == 0)
                 fprintf(stderr, "dtrain: %serror: %s\n", group_tag, dt_err_msg());
@@ -697,6 +849,8 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         trainer_free(t);
         return 1;
     }
+    if (skipped[0])
+        runlog_note(log, "resume_skipped", skipped);
 
     if (t->rank == 0) {
         say("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
@@ -712,14 +866,24 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     int at_end = resumed && t->step >= t->total_steps;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &at_end, 1, MPI_INT, MPI_MIN, comm));
     int64_t last_eval = at_end ? t->step : -1;
+    /* asynchronous modes are not watched: their ranks make progress at their
+     * own pace, a server without any step of its own */
+    if (!t->algo->async)
+        watchdog_start((double)cfg->run.stall_timeout, t->rank, group_tag);
     int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, &mean_acc, &last_eval);
     if (status == 0 && last_eval != t->step)
         run_eval(t, log, trainer_clock() - t->wall_start, &mean_acc);
-    if (status != 1)
-        save_checkpoint(t);
+    if (status == 0 || status == DT_EXIT_REQUEUE) {
+        int s = save_checkpoint(t);
+        if (s != 0)
+            status = s;
+    }
     if (status != 1 && t->algo->record)
         t->algo->record(t, log);
+    watchdog_phase("writing the run record", -1);
     runlog_close(log);
+    /* done training: waiting for other rank groups is no stall */
+    watchdog_stop();
     if (res)
         result_fill(t, mean_acc, res);
     if (t->rank == 0 && status == 0) {

@@ -17,6 +17,8 @@
 
 /* Exit status asking the batch system to requeue (sysexits EX_TEMPFAIL). */
 #define DT_EXIT_REQUEUE 75
+/* Exit status of a run stopped on NaN or Inf (run.check_finite). */
+#define DT_EXIT_NONFINITE 3
 
 typedef struct dt_trainer {
     const dt_config *cfg;

@@ -1,0 +1,54 @@
+/* Shared helpers of the libFuzzer harnesses: the readers under test take
+ * file names, so an input is written to a private temporary directory. */
+#ifndef DT_FUZZ_UTIL_H
+#define DT_FUZZ_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char fuzz_dir_path[64];
+
+/* At exit: the few names the harnesses write, then the directory. */
+static inline void fuzz_dir_remove(void)
+{
+    static const char *names[] = { "deck.ini", "img", "lab", "img.gz", "lab.gz",
+                                   "test_batch.bin", "graph.txt", "egraph.txt" };
+    char p[320];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(p, sizeof p, "%s/%s", fuzz_dir_path, names[i]);
+        unlink(p);
+    }
+    rmdir(fuzz_dir_path);
+}
+
+/* A directory for this process, created once; the harness rewrites the
+ * same few names in it. */
+static inline const char *fuzz_dir(void)
+{
+    char *dir = fuzz_dir_path;
+    if (!dir[0]) {
+        const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        snprintf(dir, sizeof fuzz_dir_path, "%.40s/dtfuzz.XXXXXX", base);
+        if (!mkdtemp(dir))
+            abort();
+        atexit(fuzz_dir_remove);
+    }
+    return dir;
+}
+
+/* Writes n bytes to dir/name; returns the path (static buffer per slot). */
+static inline const char *fuzz_file(int slot, const char *name, const uint8_t *d, size_t n)
+{
+    static char paths[4][256];
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s", fuzz_dir(), name);
+    FILE *f = fopen(paths[slot], "wb");
+    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f) != 0)
+        abort();
+    return paths[slot];
+}
+
+#endif
