@@ -1,0 +1,38 @@
+/* The CUDA kernels' host entry points, callable from C. Pointers are device
+ * memory; stream is a cudaStream_t (NULL: the default stream). Each returns 0,
+ * or -1 after dt_err_set() with the CUDA error (file:line). Same arguments and
+ * conventions as the CPU kernels in nn/kernels_cpu.h: input gradients
+ * accumulate, a NULL input gradient is skipped. Built only --with-cuda; not
+ * yet called by the trainer (compute.device = cuda is not wired). */
+#ifndef DT_NN_CUDA_KERNELS_CUDA_H
+#define DT_NN_CUDA_KERNELS_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* activation.cu; x, y, dy, dx: (n) */
+int cuda_relu_forward(size_t n, const float *x, float *y, void *stream);
+int cuda_relu_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
+int cuda_sigmoid_forward(size_t n, const float *x, float *y, void *stream);
+int cuda_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
+/* add.cu */
+int cuda_add_forward(size_t n, const float *a, const float *b, float *y, void *stream);
+int cuda_add_backward(size_t n, const float *dy, float *da, float *db, void *stream);
+/* dropout.cu */
+int cuda_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y, float *mask,
+                         void *stream);
+int cuda_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, void *stream);
+/* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
+int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
+                  const float *g, float *v, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

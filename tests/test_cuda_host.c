@@ -1,0 +1,221 @@
+/* The CUDA kernels' per-element functions (the headers in src/nn/cuda/), compiled here by
+ * the C compiler and run over their whole index range on the host, against the
+ * CPU backend's kernels on the layer tests' shapes (tests/test_layers.c):
+ * forward, input gradient (accumulating into a non-zero dx), and the SGD step
+ * against optim/sgd.c. Runs in every build, with or without CUDA: the code
+ * nvcc puts in the __global__ wrappers is this code. Expectation: equal to
+ * 1e-6 relative (the same float expressions in the same order give the same
+ * bits on one host). */
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "nn/cuda/activation.h"
+#include "nn/cuda/add.h"
+#include "nn/cuda/dropout.h"
+#include "nn/cuda/sgd.h"
+#include "optim/sgd.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const dt_backend *be;
+static dt_rng rng;
+
+static float *vec_new(size_t n) { return dt_calloc(n ? n : 1, sizeof(float)); }
+
+/* n values in [-3, 3), with the edge cases 0, -0, +-100 and a NaN at the front */
+static float *vec_rand(size_t n)
+{
+    float *v = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(6.0 * rng_uniform_d(&rng) - 3.0);
+    const float edge[] = {0.0f, -0.0f, 100.0f, -100.0f, NAN};
+    for (size_t i = 0; i < n && i < sizeof edge / sizeof edge[0]; i++)
+        v[i] = edge[i];
+    return v;
+}
+
+static float *vec_copy(const float *v, size_t n)
+{
+    float *c = vec_new(n);
+    memcpy(c, v, n * sizeof(float));
+    return c;
+}
+
+/* Elements where a and b differ by more than 1e-6 relative (NaN equals NaN). */
+static size_t mismatches(const float *a, const float *b, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) && isnan(b[i]))
+            continue;
+        if (!(fabsf(a[i] - b[i]) <= 1e-6f * fabsf(b[i])))
+            bad++;
+    }
+    return bad;
+}
+
+typedef void (*fwd_fn)(size_t, const float *, float *);
+typedef void (*bwd_fn)(size_t, const float *, const float *, float *);
+typedef void (*fwd_at_fn)(size_t, const float *, float *);
+typedef void (*bwd_at_fn)(size_t, const float *, const float *, float *);
+
+static void test_activation(const char *name, fwd_fn fwd, bwd_fn bwd, fwd_at_fn fwd_at,
+                            bwd_at_fn bwd_at, size_t n)
+{
+    float *x = vec_rand(n), *y_cpu = vec_new(n), *y_at = vec_new(n);
+    fwd(n, x, y_cpu);
+    for (size_t i = 0; i < n; i++)
+        fwd_at(i, x, y_at);
+    size_t bad = mismatches(y_at, y_cpu, n);
+    CHECK(bad == 0, "%s n=%zu: forward per element equals the CPU kernel (%zu differ)", name, n,
+          bad);
+
+    // backward accumulates into a non-zero dx, from the forward output
+    float *dy = vec_rand(n), *dx0 = vec_rand(n);
+    for (size_t i = 0; i < n; i++)
+        if (isnan(dx0[i]))
+            dx0[i] = 1.0f;
+    float *dx_cpu = vec_copy(dx0, n), *dx_at = vec_copy(dx0, n);
+    bwd(n, y_cpu, dy, dx_cpu);
+    for (size_t i = 0; i < n; i++)
+        bwd_at(i, y_cpu, dy, dx_at);
+    bad = mismatches(dx_at, dx_cpu, n);
+    size_t changed = 0;
+    for (size_t i = 0; i < n; i++)
+        changed += dx_at[i] != dx0[i];
+    CHECK(bad == 0 && (n < 8 || changed > 0),
+          "%s n=%zu: input gradient accumulates as the CPU kernel's (%zu differ, %zu changed)",
+          name, n, bad, changed);
+    free(x), free(y_cpu), free(y_at), free(dy), free(dx0), free(dx_cpu), free(dx_at);
+}
+
+static void test_add(size_t n)
+{
+    float *a = vec_rand(n), *b = vec_rand(n), *y_cpu = vec_new(n), *y_at = vec_new(n);
+    be->add_forward(n, a, b, y_cpu);
+    for (size_t i = 0; i < n; i++)
+        add_forward_at(i, a, b, y_at);
+    CHECK(mismatches(y_at, y_cpu, n) == 0, "add n=%zu: forward equals the CPU kernel", n);
+
+    float *dy = vec_rand(n), *da = vec_rand(n), *db = vec_rand(n);
+    float *da_cpu = vec_copy(da, n), *db_cpu = vec_copy(db, n);
+    be->add_backward(n, dy, da_cpu, db_cpu);
+    for (size_t i = 0; i < n; i++) {
+        add_backward_at(i, dy, da);
+        add_backward_at(i, dy, db);
+    }
+    CHECK(mismatches(da, da_cpu, n) == 0 && mismatches(db, db_cpu, n) == 0,
+          "add n=%zu: both input gradients accumulate as the CPU kernel's", n);
+
+    // y aliasing a (the engine's in-place residual add)
+    float *a2 = vec_copy(a, n);
+    for (size_t i = 0; i < n; i++)
+        add_forward_at(i, a2, b, a2);
+    CHECK(mismatches(a2, y_cpu, n) == 0, "add n=%zu: in place (y == a) gives the same sum", n);
+    free(a), free(b), free(y_cpu), free(y_at), free(dy), free(da), free(db), free(da_cpu),
+        free(db_cpu), free(a2);
+}
+
+static void test_dropout(size_t n, float p, uint64_t key)
+{
+    float *x = vec_rand(n), *y_cpu = vec_new(n), *m_cpu = vec_new(n);
+    float *y_at = vec_new(n), *m_at = vec_new(n);
+    be->dropout_forward(n, p, key, x, y_cpu, m_cpu);
+    const float scale = dropout_scale(p);
+    // backwards over i: the mask depends on (key, i) only, not on the order
+    for (size_t i = n; i-- > 0;)
+        dropout_forward_at(i, p, scale, key, x, y_at, m_at);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        kept += m_at[i] != 0.0f;
+    CHECK(memcmp(m_at, m_cpu, n * sizeof(float)) == 0 && mismatches(y_at, y_cpu, n) == 0,
+          "dropout n=%zu p=%.2f key=%llu: mask bit for bit and output equal the CPU's "
+          "(kept %zu)",
+          n, (double)p, (unsigned long long)key, kept);
+    if (p > 0.0f && p < 1.0f && n >= 10000)
+        CHECK(fabs((double)kept / (double)n - (1.0 - p)) < 0.02,
+              "dropout n=%zu p=%.2f: kept fraction %.4f ~ 1 - p", n, (double)p,
+              (double)kept / (double)n);
+
+    float *dy = vec_rand(n), *dx = vec_rand(n);
+    for (size_t i = 0; i < n; i++)
+        if (isnan(dx[i]) || isnan(dy[i]))
+            dx[i] = dy[i] = 0.5f;
+    float *dx_cpu = vec_copy(dx, n);
+    be->dropout_backward(n, m_cpu, dy, dx_cpu);
+    for (size_t i = 0; i < n; i++)
+        dropout_backward_at(i, m_at, dy, dx);
+    CHECK(mismatches(dx, dx_cpu, n) == 0,
+          "dropout n=%zu p=%.2f: input gradient accumulates as the CPU kernel's", n, (double)p);
+    free(x), free(y_cpu), free(m_cpu), free(y_at), free(m_at), free(dy), free(dx), free(dx_cpu);
+}
+
+/* Three steps of the per-element update against sgd_step on the same vectors;
+ * the parameters (x) and the momentum buffer (v) must agree after each. */
+static void test_sgd(size_t n, double m, double wd, bool nesterov)
+{
+    dt_sgd o;
+    sgd_init(&o, n, m, wd, nesterov);
+    float *x_cpu = vec_new(n), *x_at = vec_new(n), *v_at = vec_new(n), *g = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        x_cpu[i] = x_at[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    size_t bad = 0, moved = 0;
+    for (int step = 0; step < 3; step++) {
+        for (size_t i = 0; i < n; i++)
+            g[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+        const float lr = 0.1f / (float)(step + 1);
+        float *x_before = vec_copy(x_at, n);
+        sgd_step(&o, x_cpu, g, lr);
+        for (size_t i = 0; i < n; i++)
+            sgd_step_at(i, (float)m, (float)wd, nesterov, lr, x_at, g, v_at);
+        bad += mismatches(x_at, x_cpu, n);
+        if (m != 0.0)
+            bad += mismatches(v_at, o.v, n);
+        for (size_t i = 0; i < n; i++)
+            moved += x_at[i] != x_before[i];
+        free(x_before);
+    }
+    CHECK(bad == 0 && moved > 0,
+          "sgd n=%zu m=%.1f wd=%g nesterov=%d: 3 steps equal sgd_step in x and v (%zu differ, "
+          "%zu moved)",
+          n, m, wd, (int)nesterov, bad, moved);
+    sgd_free(&o);
+    free(x_cpu), free(x_at), free(v_at), free(g);
+}
+
+int main(void)
+{
+    be = backend_cpu();
+    rng = rng_make(20240607, 17, 2, 3);
+
+    // test_layers.c's activation and add sizes, a conv map (B, C, H, W) = (2, 3, 8, 8),
+    // mnist_cnn's conv2 output (32, 64, 12, 12) and an odd size past the blocks of four
+    const size_t sizes[] = {1, 99, 101, 2 * 3 * 8 * 8, 32 * 64 * 12 * 12, 12345};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t n = sizes[k];
+        test_activation("relu", be->relu_forward, be->relu_backward, relu_forward_at,
+                        relu_backward_at, n);
+        test_activation("sigmoid", be->sigmoid_forward, be->sigmoid_backward, sigmoid_forward_at,
+                        sigmoid_backward_at, n);
+        test_add(n);
+    }
+
+    // dropout: test_layers.c's n = 100000 and p = 0.3, the edges p = 0 and p = 1
+    const float ps[] = {0.0f, 0.3f, 0.5f, 1.0f};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        test_dropout(100000, ps[k], 42);
+        test_dropout(101, ps[k], 43);
+    }
+
+    // SGD: plain, momentum, Nesterov, each with and without weight decay
+    for (int wdk = 0; wdk < 2; wdk++) {
+        const double wd = wdk ? 5e-4 : 0.0;
+        test_sgd(1000, 0.0, wd, false);
+        test_sgd(1000, 0.9, wd, false);
+        test_sgd(1000, 0.9, wd, true);
+    }
+    return tap_done();
+}
