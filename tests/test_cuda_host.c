@@ -12,6 +12,7 @@
 #include "nn/cuda/activation.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
+#include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
 #include "optim/sgd.h"
 #include "tap.h"
@@ -153,6 +154,69 @@ static void test_dropout(size_t n, float p, uint64_t key)
     free(x), free(y_cpu), free(m_cpu), free(y_at), free(m_at), free(dy), free(dx), free(dx_cpu);
 }
 
+/* Max pool in the plain layout; ties are made likely (values on a coarse grid)
+ * so the first-maximum rule is exercised, and one NaN sits in the first plane. */
+static void test_maxpool(int B, int C, int H, int W, int k, int st)
+{
+    const int P = (H - k) / st + 1, Q = (W - k) / st + 1;
+    const dt_pool_shape s = {B, C, H, W, k, st, P, Q, 0};
+    const size_t nx = (size_t)B * C * H * W, ny = (size_t)B * C * P * Q;
+    float *x = vec_new(nx);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (float)(int)(4.0 * rng_uniform_d(&rng)) - 1.5f;
+    if (nx > 5)
+        x[5] = NAN;
+    float *y_cpu = vec_new(ny), *y_at = vec_new(ny);
+    int32_t *a_cpu = dt_calloc(ny, sizeof(int32_t)), *a_at = dt_calloc(ny, sizeof(int32_t));
+    be->maxpool_forward(&s, x, y_cpu, a_cpu);
+    for (size_t o = 0; o < ny; o++)
+        maxpool_forward_at(o, H, W, P, Q, k, st, x, y_at, a_at);
+    size_t nans = 0;
+    for (size_t o = 0; o < ny; o++)
+        nans += isnan(y_at[o]);
+    CHECK(mismatches(y_at, y_cpu, ny) == 0 && memcmp(a_at, a_cpu, ny * sizeof(int32_t)) == 0,
+          "maxpool (%d,%d,%d,%d) k%d s%d: output and winners equal the CPU's (%zu NaN windows)",
+          B, C, H, W, k, st, nans);
+
+    float *dy = vec_rand(ny), *dx = vec_rand(nx);
+    for (size_t i = 0; i < ny; i++)
+        if (isnan(dy[i]))
+            dy[i] = 0.25f;
+    for (size_t i = 0; i < nx; i++)
+        if (isnan(dx[i]))
+            dx[i] = 0.5f;
+    float *dx_cpu = vec_copy(dx, nx);
+    be->maxpool_backward(&s, dy, a_cpu, dx_cpu);
+    for (size_t e = 0; e < nx; e++)
+        maxpool_backward_at(e, H, W, P, Q, k, st, dy, a_at, dx);
+    CHECK(mismatches(dx, dx_cpu, nx) == 0,
+          "maxpool (%d,%d,%d,%d) k%d s%d: input gradient gathered per element equals the "
+          "CPU's scatter",
+          B, C, H, W, k, st);
+    free(x), free(y_cpu), free(y_at), free(a_cpu), free(a_at), free(dy), free(dx), free(dx_cpu);
+}
+
+static void test_avgpool(int B, int C, int HW)
+{
+    const size_t nx = (size_t)B * C * HW, ny = (size_t)B * C;
+    float *x = vec_rand(nx), *y_cpu = vec_new(ny), *y_at = vec_new(ny);
+    be->avgpool_forward(B, C, HW, 0, x, y_cpu);
+    for (size_t pl = 0; pl < ny; pl++)
+        avgpool_forward_at(pl, HW, x, y_at);
+    CHECK(mismatches(y_at, y_cpu, ny) == 0, "avgpool (%d,%d,%d): forward equals the CPU's", B, C,
+          HW);
+    float *dy = vec_rand(ny), *dx = vec_new(nx);
+    for (size_t i = 0; i < nx; i++)
+        dx[i] = (float)i * 0.01f;
+    float *dx_cpu = vec_copy(dx, nx);
+    be->avgpool_backward(B, C, HW, 0, dy, dx_cpu);
+    for (size_t e = 0; e < nx; e++)
+        avgpool_backward_at(e, HW, dy, dx);
+    CHECK(mismatches(dx, dx_cpu, nx) == 0,
+          "avgpool (%d,%d,%d): input gradient accumulates as the CPU's", B, C, HW);
+    free(x), free(y_cpu), free(y_at), free(dy), free(dx), free(dx_cpu);
+}
+
 /* Three steps of the per-element update against sgd_step on the same vectors;
  * the parameters (x) and the momentum buffer (v) must agree after each. */
 static void test_sgd(size_t n, double m, double wd, bool nesterov)
@@ -209,6 +273,16 @@ int main(void)
         test_dropout(100000, ps[k], 42);
         test_dropout(101, ps[k], 43);
     }
+
+    // pooling: test_layers.c's shapes, and mnist_cnn's pool (32, 64, 24, 24) k2 s2
+    test_maxpool(1, 1, 4, 4, 2, 2);
+    test_maxpool(3, 2, 7, 5, 3, 2);
+    test_maxpool(2, 3, 6, 9, 2, 1);
+    test_maxpool(1, 2, 5, 7, 2, 2);
+    test_maxpool(32, 64, 24, 24, 2, 2);
+    test_avgpool(1, 1, 1);
+    test_avgpool(3, 5, 7);
+    test_avgpool(2, 3, 64);
 
     // SGD: plain, momentum, Nesterov, each with and without weight decay
     for (int wdk = 0; wdk < 2; wdk++) {

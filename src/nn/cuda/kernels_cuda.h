@@ -27,6 +27,14 @@ int cuda_add_backward(size_t n, const float *dy, float *da, float *db, void *str
 int cuda_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y, float *mask,
                          void *stream);
 int cuda_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, void *stream);
+/* pool.cu, plain layout; x, dx (B, C, H, W); y, dy, arg (B, C, P, Q) */
+int cuda_maxpool_forward(int B, int C, int H, int W, int k, int stride, int P, int Q,
+                         const float *x, float *y, int32_t *arg, void *stream);
+int cuda_maxpool_backward(int B, int C, int H, int W, int k, int stride, int P, int Q,
+                          const float *dy, const int32_t *arg, float *dx, void *stream);
+/* x, dx (B, C, HW); y, dy (B, C) */
+int cuda_avgpool_forward(int B, int C, int HW, const float *x, float *y, void *stream);
+int cuda_avgpool_backward(int B, int C, int HW, const float *dy, float *dx, void *stream);
 /* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
 int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
                   const float *g, float *v, void *stream);
