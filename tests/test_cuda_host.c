@@ -14,6 +14,7 @@
 #include "nn/cuda/dropout.h"
 #include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
+#include "nn/cuda/xent.h"
 #include "optim/sgd.h"
 #include "tap.h"
 
@@ -217,6 +218,44 @@ static void test_avgpool(int B, int C, int HW)
     free(x), free(y_cpu), free(y_at), free(dy), free(dx), free(dx_cpu);
 }
 
+/* Softmax cross-entropy per row, the mean taken here in row order as the CPU
+ * does; big: logits +-1000 (the max subtraction keeps them finite). */
+static void test_xent(int B, int K, int big)
+{
+    const size_t n = (size_t)B * K;
+    float *z = vec_new(n), *d_cpu = vec_new(n), *d_at = vec_new(n);
+    int32_t *lab = dt_malloc((size_t)B * sizeof(int32_t)), *hit = dt_malloc((size_t)B * sizeof(int32_t));
+    double *loss = dt_malloc((size_t)B * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        z[i] = big ? (float)(1000 * ((int)(i % 3) - 1)) : (float)(4.0 * rng_uniform_d(&rng) - 2.0);
+    for (int i = 0; i < B; i++)
+        lab[i] = (int32_t)rng_below(&rng, (uint64_t)K);
+    if (B > 1 && K > 1)
+        z[1] = z[0]; // a tie in row 0: the lower index wins
+    int hits_cpu = -1;
+    const double l_cpu = be->softmax_xent(B, K, z, lab, d_cpu, &hits_cpu);
+    for (size_t i = 0; i < (size_t)B; i++)
+        softmax_xent_row_at(i, B, K, z, lab, d_at, loss, hit);
+    double total = 0.0;
+    int hits = 0;
+    for (int i = 0; i < B; i++) {
+        total += loss[i];
+        hits += hit[i];
+    }
+    const double l_at = B > 0 ? total / B : 0.0;
+    CHECK(isfinite(l_at) && fabs(l_at - l_cpu) <= 1e-6 * fabs(l_cpu) && hits == hits_cpu &&
+              mismatches(d_at, d_cpu, n) == 0,
+          "xent B=%d K=%d%s: loss %.9g (CPU %.9g), hits %d (%d), dlogits equal the CPU's", B, K,
+          big ? " +-1000" : "", l_at, l_cpu, hits, hits_cpu);
+
+    lab[B - 1] = K; // out of range: NaN loss, that row's gradient untouched
+    float *d_bad = vec_copy(d_at, n);
+    softmax_xent_row_at((size_t)B - 1, B, K, z, lab, d_bad, loss, hit);
+    CHECK(isnan(loss[B - 1]) && hit[B - 1] == 0 && memcmp(d_bad, d_at, n * sizeof(float)) == 0,
+          "xent B=%d K=%d: label K gives a NaN loss and writes no gradient", B, K);
+    free(z), free(d_cpu), free(d_at), free(lab), free(hit), free(loss), free(d_bad);
+}
+
 /* Three steps of the per-element update against sgd_step on the same vectors;
  * the parameters (x) and the momentum buffer (v) must agree after each. */
 static void test_sgd(size_t n, double m, double wd, bool nesterov)
@@ -283,6 +322,14 @@ int main(void)
     test_avgpool(1, 1, 1);
     test_avgpool(3, 5, 7);
     test_avgpool(2, 3, 64);
+
+    // softmax cross-entropy: test_layers.c's shapes, a batch of 128 over 10 classes
+    test_xent(2, 3, 0);
+    test_xent(1, 4, 0);
+    test_xent(3, 7, 0);
+    test_xent(2, 2, 1);
+    test_xent(128, 10, 0);
+    test_xent(128, 10, 1);
 
     // SGD: plain, momentum, Nesterov, each with and without weight decay
     for (int wdk = 0; wdk < 2; wdk++) {

@@ -35,6 +35,10 @@ int cuda_maxpool_backward(int B, int C, int H, int W, int k, int stride, int P, 
 /* x, dx (B, C, HW); y, dy (B, C) */
 int cuda_avgpool_forward(int B, int C, int HW, const float *x, float *y, void *stream);
 int cuda_avgpool_backward(int B, int C, int HW, const float *dy, float *dx, void *stream);
+/* xent.cu: per-row loss and hit (B), dlogits (B, K) or NULL; the caller
+ * reduces loss and hit (a NaN loss: a label outside [0, K)) */
+int cuda_softmax_xent_rows(int B, int K, const float *logits, const int32_t *labels,
+                           float *dlogits, double *loss, int32_t *hit, void *stream);
 /* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
 int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
                   const float *g, float *v, void *stream);
