@@ -12,6 +12,7 @@
 #include "nn/cuda/activation.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
+#include "nn/cuda/groupnorm.h"
 #include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
 #include "nn/cuda/xent.h"
@@ -218,6 +219,74 @@ static void test_avgpool(int B, int C, int HW)
     free(x), free(y_cpu), free(y_at), free(dy), free(dx), free(dx_cpu);
 }
 
+/* GroupNorm in the plain layout, alone and fused (skip: residual add, relu):
+ * forward output and statistics, input and skip gradients (accumulating),
+ * gamma and beta gradients (overwritten: they start as garbage here). */
+static void test_groupnorm(int B, int C, int HW, int G, int skip, int relu)
+{
+    const size_t n = (size_t)B * C * HW, nbg = (size_t)B * G, nbc = (size_t)B * C;
+    float *x = vec_rand(n), *gamma = vec_rand(C), *beta = vec_rand(C), *sk = vec_rand(n);
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i]) || fabsf(x[i]) > 10.0f)
+            x[i] = 0.75f;
+        if (isnan(sk[i]) || fabsf(sk[i]) > 10.0f)
+            sk[i] = -0.25f;
+    }
+    for (int c = 0; c < C; c++)
+        if (isnan(gamma[c]) || isnan(beta[c]) || fabsf(gamma[c]) > 10.0f || fabsf(beta[c]) > 10.0f)
+            gamma[c] = beta[c] = 0.5f;
+    float *y_cpu = vec_new(n), *m_cpu = vec_new(nbg), *r_cpu = vec_new(nbg);
+    float *y_at = vec_new(n), *m_at = vec_new(nbg), *r_at = vec_new(nbg);
+    be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, skip ? sk : NULL, relu, y_cpu, m_cpu,
+                          r_cpu);
+    for (size_t bg = 0; bg < nbg; bg++)
+        groupnorm_stats_at(bg, C, HW, G, x, m_at, r_at);
+    for (size_t e = 0; e < n; e++)
+        groupnorm_affine_at(e, C, HW, G, x, gamma, beta, m_at, r_at, skip ? sk : NULL, relu, y_at);
+    size_t bad = mismatches(y_at, y_cpu, n), bads = mismatches(m_at, m_cpu, nbg) +
+                                                    mismatches(r_at, r_cpu, nbg);
+    CHECK(bad == 0 && bads == 0,
+          "groupnorm (%d,%d,%d) G=%d%s%s: forward and statistics equal the CPU's (%zu, %zu differ)",
+          B, C, HW, G, skip ? " +skip" : "", relu ? " relu" : "", bad, bads);
+
+    float *dy = vec_rand(n), *dx = vec_rand(n), *ds = vec_rand(n);
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(dy[i]))
+            dy[i] = 0.125f;
+        if (isnan(dx[i]))
+            dx[i] = 0.5f;
+        if (isnan(ds[i]))
+            ds[i] = 0.5f;
+    }
+    float *dx_cpu = vec_copy(dx, n), *ds_cpu = vec_copy(ds, n);
+    float *dg_cpu = vec_new(C), *db_cpu = vec_new(C), *dg_at = vec_new(C), *db_at = vec_new(C);
+    for (int c = 0; c < C; c++)
+        dg_at[c] = db_at[c] = 1234.0f; // overwritten, not accumulated
+    const float *yr = relu ? y_cpu : NULL;
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m_cpu, r_cpu, yr, dy, dx_cpu,
+                           skip ? ds_cpu : NULL, dg_cpu, db_cpu);
+    double *sdy = dt_malloc(nbc * sizeof(double)), *sdyx = dt_malloc(nbc * sizeof(double));
+    double *sgd = dt_malloc(nbg * sizeof(double)), *sgdx = dt_malloc(nbg * sizeof(double));
+    for (size_t bg = 0; bg < nbg; bg++)
+        groupnorm_grad_sums_at(bg, C, HW, G, x, gamma, m_at, r_at, yr, dy, sdy, sdyx, sgd, sgdx);
+    for (size_t c = 0; c < (size_t)C; c++)
+        groupnorm_param_grad_at(c, B, C, sdy, sdyx, dg_at, db_at);
+    for (size_t e = 0; e < n; e++)
+        groupnorm_dx_at(e, C, HW, G, x, gamma, m_at, r_at, yr, dy, sgd, sgdx, dx,
+                        skip ? ds : NULL);
+    bad = mismatches(dx, dx_cpu, n);
+    const size_t badp = mismatches(dg_at, dg_cpu, C) + mismatches(db_at, db_cpu, C);
+    const size_t badskip = mismatches(ds, ds_cpu, n);
+    CHECK(bad == 0 && badp == 0 && badskip == 0,
+          "groupnorm (%d,%d,%d) G=%d%s%s: input, skip, gamma and beta gradients equal the CPU's "
+          "(%zu, %zu, %zu differ)",
+          B, C, HW, G, skip ? " +skip" : "", relu ? " relu" : "", bad, badskip, badp);
+    free(x), free(gamma), free(beta), free(sk), free(y_cpu), free(m_cpu), free(r_cpu), free(y_at),
+        free(m_at), free(r_at), free(dy), free(dx), free(ds), free(dx_cpu), free(ds_cpu),
+        free(dg_cpu), free(db_cpu), free(dg_at), free(db_at), free(sdy), free(sdyx), free(sgd),
+        free(sgdx);
+}
+
 /* Softmax cross-entropy per row, the mean taken here in row order as the CPU
  * does; big: logits +-1000 (the max subtraction keeps them finite). */
 static void test_xent(int B, int K, int big)
@@ -322,6 +391,14 @@ int main(void)
     test_avgpool(1, 1, 1);
     test_avgpool(3, 5, 7);
     test_avgpool(2, 3, 64);
+
+    // GroupNorm: test_layers.c's shapes, plain and fused (add + ReLU, ReLU alone),
+    // and a resnet20_gn first-stage map (16 channels of 32x32, 8 samples)
+    const int gn[][4] = {{1, 4, 5, 1}, {3, 6, 7, 3}, {2, 4, 9, 4}, {3, 8, 1, 2}, {2, 8, 67, 4},
+                         {8, 16, 1024, 8}};
+    for (size_t k = 0; k < sizeof gn / sizeof gn[0]; k++)
+        for (int f = 0; f < 3; f++)
+            test_groupnorm(gn[k][0], gn[k][1], gn[k][2], gn[k][3], f == 2, f >= 1);
 
     // softmax cross-entropy: test_layers.c's shapes, a batch of 128 over 10 classes
     test_xent(2, 3, 0);

@@ -27,6 +27,16 @@ int cuda_add_backward(size_t n, const float *dy, float *da, float *db, void *str
 int cuda_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y, float *mask,
                          void *stream);
 int cuda_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, void *stream);
+/* groupnorm.cu, plain layout; x, y, skip, dy, dx, dskip (B, C, HW); gamma,
+ * beta, dgamma, dbeta (C), overwritten; mean, rstd (B, G); y in backward: the
+ * fused ReLU's output or NULL; work: 2 B C + 2 B G doubles of device memory */
+int cuda_groupnorm_forward(int B, int C, int HW, int G, const float *x, const float *gamma,
+                           const float *beta, const float *skip, int relu, float *y, float *mean,
+                           float *rstd, void *stream);
+int cuda_groupnorm_backward(int B, int C, int HW, int G, const float *x, const float *gamma,
+                            const float *mean, const float *rstd, const float *y, const float *dy,
+                            float *dx, float *dskip, float *dgamma, float *dbeta, double *work,
+                            void *stream);
 /* pool.cu, plain layout; x, dx (B, C, H, W); y, dy, arg (B, C, P, Q) */
 int cuda_maxpool_forward(int B, int C, int H, int W, int k, int stride, int P, int Q,
                          const float *x, float *y, int32_t *arg, void *stream);
