@@ -9,6 +9,13 @@
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #endif
+#ifdef HAVE_CUDA
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+#endif
+#ifdef HAVE_NCCL
+#include <nccl.h>
+#endif
 
 const char *build_version(void) { return PACKAGE_VERSION; }
 const char *build_git_revision(void) { return DT_GIT_REVISION; }
@@ -48,5 +55,30 @@ void build_print(FILE *f)
 #else
     fprintf(f, "  oneDNN:    not built (compute.kernels = native only)\n");
 #endif
-    fprintf(f, "  backends:  cpu (CUDA and NCCL: not built)\n");
+#ifdef HAVE_CUDA
+    // versions of the libraries linked, not of a GPU: none is needed to print them
+    int rt = 0, drv = 0, cbmaj = 0, cbmin = 0, cbpat = 0;
+    cudaRuntimeGetVersion(&rt);
+    if (cudaDriverGetVersion(&drv) != cudaSuccess)
+        drv = 0;
+    cublasGetProperty(MAJOR_VERSION, &cbmaj);
+    cublasGetProperty(MINOR_VERSION, &cbmin);
+    cublasGetProperty(PATCH_LEVEL, &cbpat);
+    fprintf(f, "  CUDA:      toolkit %s, cudart %d.%d, cuBLAS %d.%d.%d, driver %s (kernels built, "
+               "compute.device = cuda not wired yet)\n",
+            DT_CUDA_VERSION, rt / 1000, rt % 1000 / 10, cbmaj, cbmin, cbpat,
+            drv ? "present" : "none");
+#else
+    fprintf(f, "  CUDA:      not built\n");
+#endif
+#ifdef HAVE_NCCL
+    int nv = 0;
+    ncclGetVersion(&nv);
+    // NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9
+    fprintf(f, "  NCCL:      %d.%d.%d (built with %d.%d.%d; transport not wired yet)\n",
+            nv / 10000, nv / 100 % 100, nv % 100, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+#else
+    fprintf(f, "  NCCL:      not built\n");
+#endif
+    fprintf(f, "  backends:  cpu\n");
 }

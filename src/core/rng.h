@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "core/hd.h"
+
 typedef struct dt_rng { uint64_t s; } dt_rng;
 
 /* A generator for the stream named by (seed, a, b, c). */
@@ -26,14 +28,14 @@ void rng_shuffle(dt_rng *r, int64_t *idx, int64_t n);
 
 /* Counter-based uniform in [0, 1): a pure function of (key, i), so a kernel can
  * draw element i in any order (dropout masks on CPU and GPU agree). Inline:
- * dropout calls it once per activation. */
-static inline uint64_t rng_mix64(uint64_t z)
+ * dropout calls it once per activation; DT_HD: the CUDA dropout kernel calls it too. */
+static inline DT_HD uint64_t rng_mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
-static inline float rng_hash_uniform(uint64_t key, uint64_t i)
+static inline DT_HD float rng_hash_uniform(uint64_t key, uint64_t i)
 {
     return (float)(rng_mix64(key ^ rng_mix64(i + 0x9e3779b97f4a7c15ULL)) >> 40) * 0x1.0p-24f;
 }

@@ -278,7 +278,9 @@ static const deck_key keys[] = {
             "until the mean degree reaches this (capped by the complete graph)"},
 
     {"compute", "device", KT_ENUM, "cpu", .choices = "cpu", AT(compute.device, char *),
-     .hint = "cuda is not built in this release", .doc = "where the model runs"},
+     .hint = "cuda is not built in this release: --with-cuda compiles the CUDA kernels, but the "
+             "device path is not wired yet",
+     .doc = "where the model runs"},
     {"compute", "threads", KT_INT, "1", IN_INT(1), AT(compute.threads, int64_t),
      .doc = "compute threads per rank (OpenBLAS, oneDNN and the engine's own loops)"},
     {"compute", "kernels", KT_ENUM, "auto", .choices = "auto|dnnl|native",

@@ -1,0 +1,45 @@
+#include "comm/gpu_plan.h"
+
+#include <stdlib.h>
+
+#include "core/error.h"
+
+int gpu_choose(int local_rank, int local_size, int ngpus)
+{
+    if (ngpus <= 0)
+        return dt_err_set("compute.device = cuda: no GPU is visible on this node");
+    if (ngpus < local_size)
+        return dt_err_set("compute.device = cuda: %d ranks on this node but %d visible GPU%s "
+                          "(one GPU per rank: NCCL refuses two ranks on one GPU; place at most "
+                          "%d ranks per node, e.g. --gpus-per-task=1)",
+                          local_size, ngpus, ngpus == 1 ? "" : "s", ngpus);
+    if (local_rank < 0 || local_rank >= local_size)
+        return dt_err_set("gpu_choose: local rank %d outside [0, %d)", local_rank, local_size);
+    return local_rank;
+}
+
+void gpu_node_rank(MPI_Comm comm, int *local_rank, int *local_size)
+{
+    MPI_Comm node;
+    int rank;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    // key = rank in comm: the node's ranks are numbered in comm's order
+    MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_rank(node, local_rank));
+    MPI_CHECK(MPI_Comm_size(node, local_size));
+    MPI_CHECK(MPI_Comm_free(&node));
+}
+
+int gpu_gossip_plan(const dt_topology *t, int rank, int64_t step, dt_p2p_op *ops)
+{
+    int *peers = dt_malloc((size_t)(t->n > 1 ? t->n - 1 : 1) * sizeof(int));
+    int m = 0;
+    const int nout = topology_out_peers(t, rank, step, peers);
+    for (int i = 0; i < nout; i++)
+        ops[m++] = (dt_p2p_op){P2P_SEND, peers[i], -1};
+    const int nin = topology_in_peers(t, rank, step, peers);
+    for (int i = 0; i < nin; i++)
+        ops[m++] = (dt_p2p_op){P2P_RECV, peers[i], i};
+    free(peers);
+    return m;
+}

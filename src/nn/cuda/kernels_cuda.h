@@ -1,0 +1,60 @@
+/* The CUDA kernels' host entry points, callable from C. Pointers are device
+ * memory; stream is a cudaStream_t (NULL: the default stream). Each returns 0,
+ * or -1 after dt_err_set() with the CUDA error (file:line). Same arguments and
+ * conventions as the CPU kernels in nn/kernels_cpu.h: input gradients
+ * accumulate, a NULL input gradient is skipped. Built only --with-cuda; not
+ * yet called by the trainer (compute.device = cuda is not wired). */
+#ifndef DT_NN_CUDA_KERNELS_CUDA_H
+#define DT_NN_CUDA_KERNELS_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* activation.cu; x, y, dy, dx: (n) */
+int cuda_relu_forward(size_t n, const float *x, float *y, void *stream);
+int cuda_relu_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
+int cuda_sigmoid_forward(size_t n, const float *x, float *y, void *stream);
+int cuda_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
+/* add.cu */
+int cuda_add_forward(size_t n, const float *a, const float *b, float *y, void *stream);
+int cuda_add_backward(size_t n, const float *dy, float *da, float *db, void *stream);
+/* dropout.cu */
+int cuda_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y, float *mask,
+                         void *stream);
+int cuda_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, void *stream);
+/* groupnorm.cu, plain layout; x, y, skip, dy, dx, dskip (B, C, HW); gamma,
+ * beta, dgamma, dbeta (C), overwritten; mean, rstd (B, G); y in backward: the
+ * fused ReLU's output or NULL; work: 2 B C + 2 B G doubles of device memory */
+int cuda_groupnorm_forward(int B, int C, int HW, int G, const float *x, const float *gamma,
+                           const float *beta, const float *skip, int relu, float *y, float *mean,
+                           float *rstd, void *stream);
+int cuda_groupnorm_backward(int B, int C, int HW, int G, const float *x, const float *gamma,
+                            const float *mean, const float *rstd, const float *y, const float *dy,
+                            float *dx, float *dskip, float *dgamma, float *dbeta, double *work,
+                            void *stream);
+/* pool.cu, plain layout; x, dx (B, C, H, W); y, dy, arg (B, C, P, Q) */
+int cuda_maxpool_forward(int B, int C, int H, int W, int k, int stride, int P, int Q,
+                         const float *x, float *y, int32_t *arg, void *stream);
+int cuda_maxpool_backward(int B, int C, int H, int W, int k, int stride, int P, int Q,
+                          const float *dy, const int32_t *arg, float *dx, void *stream);
+/* x, dx (B, C, HW); y, dy (B, C) */
+int cuda_avgpool_forward(int B, int C, int HW, const float *x, float *y, void *stream);
+int cuda_avgpool_backward(int B, int C, int HW, const float *dy, float *dx, void *stream);
+/* xent.cu: per-row loss and hit (B), dlogits (B, K) or NULL; the caller
+ * reduces loss and hit (a NaN loss: a label outside [0, K)) */
+int cuda_softmax_xent_rows(int B, int K, const float *logits, const int32_t *labels,
+                           float *dlogits, double *loss, int32_t *hit, void *stream);
+/* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
+int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
+                  const float *g, float *v, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

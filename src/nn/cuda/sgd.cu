@@ -1,0 +1,20 @@
+/* The SGD step on the device's flat vectors; the work in nn/cuda/sgd.h. */
+#include "nn/cuda/sgd.h"
+
+#include "nn/cuda/check.h"
+#include "nn/cuda/kernels_cuda.h"
+
+__global__ static void sgd_step_k(size_t n, float m, float wd, bool nesterov, float lr, float *x,
+                                  const float *g, float *v)
+{
+    GRID_STRIDE(i, n) sgd_step_at(i, m, wd, nesterov, lr, x, g, v);
+}
+
+extern "C" int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov,
+                             float lr, float *x, const float *g, float *v, void *stream)
+{
+    sgd_step_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(
+        n, momentum, weight_decay, nesterov, lr, x, g, v);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}

@@ -1,0 +1,419 @@
+/* The CUDA kernels' per-element functions (the headers in src/nn/cuda/), compiled here by
+ * the C compiler and run over their whole index range on the host, against the
+ * CPU backend's kernels on the layer tests' shapes (tests/test_layers.c):
+ * forward, input gradient (accumulating into a non-zero dx), and the SGD step
+ * against optim/sgd.c. Runs in every build, with or without CUDA: the code
+ * nvcc puts in the __global__ wrappers is this code. Expectation: equal to
+ * 1e-6 relative (the same float expressions in the same order give the same
+ * bits on one host). */
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "nn/cuda/activation.h"
+#include "nn/cuda/add.h"
+#include "nn/cuda/dropout.h"
+#include "nn/cuda/groupnorm.h"
+#include "nn/cuda/pool.h"
+#include "nn/cuda/sgd.h"
+#include "nn/cuda/xent.h"
+#include "optim/sgd.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const dt_backend *be;
+static dt_rng rng;
+
+static float *vec_new(size_t n) { return dt_calloc(n ? n : 1, sizeof(float)); }
+
+/* n values in [-3, 3), with the edge cases 0, -0, +-100 and a NaN at the front */
+static float *vec_rand(size_t n)
+{
+    float *v = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(6.0 * rng_uniform_d(&rng) - 3.0);
+    const float edge[] = {0.0f, -0.0f, 100.0f, -100.0f, NAN};
+    for (size_t i = 0; i < n && i < sizeof edge / sizeof edge[0]; i++)
+        v[i] = edge[i];
+    return v;
+}
+
+static float *vec_copy(const float *v, size_t n)
+{
+    float *c = vec_new(n);
+    memcpy(c, v, n * sizeof(float));
+    return c;
+}
+
+/* Elements where a and b differ by more than 1e-6 relative (NaN equals NaN). */
+static size_t mismatches(const float *a, const float *b, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) && isnan(b[i]))
+            continue;
+        if (!(fabsf(a[i] - b[i]) <= 1e-6f * fabsf(b[i])))
+            bad++;
+    }
+    return bad;
+}
+
+typedef void (*fwd_fn)(size_t, const float *, float *);
+typedef void (*bwd_fn)(size_t, const float *, const float *, float *);
+typedef void (*fwd_at_fn)(size_t, const float *, float *);
+typedef void (*bwd_at_fn)(size_t, const float *, const float *, float *);
+
+static void test_activation(const char *name, fwd_fn fwd, bwd_fn bwd, fwd_at_fn fwd_at,
+                            bwd_at_fn bwd_at, size_t n)
+{
+    float *x = vec_rand(n), *y_cpu = vec_new(n), *y_at = vec_new(n);
+    fwd(n, x, y_cpu);
+    for (size_t i = 0; i < n; i++)
+        fwd_at(i, x, y_at);
+    size_t bad = mismatches(y_at, y_cpu, n);
+    CHECK(bad == 0, "%s n=%zu: forward per element equals the CPU kernel (%zu differ)", name, n,
+          bad);
+
+    // backward accumulates into a non-zero dx, from the forward output
+    float *dy = vec_rand(n), *dx0 = vec_rand(n);
+    for (size_t i = 0; i < n; i++)
+        if (isnan(dx0[i]))
+            dx0[i] = 1.0f;
+    float *dx_cpu = vec_copy(dx0, n), *dx_at = vec_copy(dx0, n);
+    bwd(n, y_cpu, dy, dx_cpu);
+    for (size_t i = 0; i < n; i++)
+        bwd_at(i, y_cpu, dy, dx_at);
+    bad = mismatches(dx_at, dx_cpu, n);
+    size_t changed = 0;
+    for (size_t i = 0; i < n; i++)
+        changed += dx_at[i] != dx0[i];
+    CHECK(bad == 0 && (n < 8 || changed > 0),
+          "%s n=%zu: input gradient accumulates as the CPU kernel's (%zu differ, %zu changed)",
+          name, n, bad, changed);
+    free(x), free(y_cpu), free(y_at), free(dy), free(dx0), free(dx_cpu), free(dx_at);
+}
+
+static void test_add(size_t n)
+{
+    float *a = vec_rand(n), *b = vec_rand(n), *y_cpu = vec_new(n), *y_at = vec_new(n);
+    be->add_forward(n, a, b, y_cpu);
+    for (size_t i = 0; i < n; i++)
+        add_forward_at(i, a, b, y_at);
+    CHECK(mismatches(y_at, y_cpu, n) == 0, "add n=%zu: forward equals the CPU kernel", n);
+
+    float *dy = vec_rand(n), *da = vec_rand(n), *db = vec_rand(n);
+    float *da_cpu = vec_copy(da, n), *db_cpu = vec_copy(db, n);
+    be->add_backward(n, dy, da_cpu, db_cpu);
+    for (size_t i = 0; i < n; i++) {
+        add_backward_at(i, dy, da);
+        add_backward_at(i, dy, db);
+    }
+    CHECK(mismatches(da, da_cpu, n) == 0 && mismatches(db, db_cpu, n) == 0,
+          "add n=%zu: both input gradients accumulate as the CPU kernel's", n);
+
+    // y aliasing a (the engine's in-place residual add)
+    float *a2 = vec_copy(a, n);
+    for (size_t i = 0; i < n; i++)
+        add_forward_at(i, a2, b, a2);
+    CHECK(mismatches(a2, y_cpu, n) == 0, "add n=%zu: in place (y == a) gives the same sum", n);
+    free(a), free(b), free(y_cpu), free(y_at), free(dy), free(da), free(db), free(da_cpu),
+        free(db_cpu), free(a2);
+}
+
+static void test_dropout(size_t n, float p, uint64_t key)
+{
+    float *x = vec_rand(n), *y_cpu = vec_new(n), *m_cpu = vec_new(n);
+    float *y_at = vec_new(n), *m_at = vec_new(n);
+    be->dropout_forward(n, p, key, x, y_cpu, m_cpu);
+    const float scale = dropout_scale(p);
+    // backwards over i: the mask depends on (key, i) only, not on the order
+    for (size_t i = n; i-- > 0;)
+        dropout_forward_at(i, p, scale, key, x, y_at, m_at);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        kept += m_at[i] != 0.0f;
+    CHECK(memcmp(m_at, m_cpu, n * sizeof(float)) == 0 && mismatches(y_at, y_cpu, n) == 0,
+          "dropout n=%zu p=%.2f key=%llu: mask bit for bit and output equal the CPU's "
+          "(kept %zu)",
+          n, (double)p, (unsigned long long)key, kept);
+    if (p > 0.0f && p < 1.0f && n >= 10000)
+        CHECK(fabs((double)kept / (double)n - (1.0 - p)) < 0.02,
+              "dropout n=%zu p=%.2f: kept fraction %.4f ~ 1 - p", n, (double)p,
+              (double)kept / (double)n);
+
+    float *dy = vec_rand(n), *dx = vec_rand(n);
+    for (size_t i = 0; i < n; i++)
+        if (isnan(dx[i]) || isnan(dy[i]))
+            dx[i] = dy[i] = 0.5f;
+    float *dx_cpu = vec_copy(dx, n);
+    be->dropout_backward(n, m_cpu, dy, dx_cpu);
+    for (size_t i = 0; i < n; i++)
+        dropout_backward_at(i, m_at, dy, dx);
+    CHECK(mismatches(dx, dx_cpu, n) == 0,
+          "dropout n=%zu p=%.2f: input gradient accumulates as the CPU kernel's", n, (double)p);
+    free(x), free(y_cpu), free(m_cpu), free(y_at), free(m_at), free(dy), free(dx), free(dx_cpu);
+}
+
+/* Max pool in the plain layout; ties are made likely (values on a coarse grid)
+ * so the first-maximum rule is exercised, and one NaN sits in the first plane. */
+static void test_maxpool(int B, int C, int H, int W, int k, int st)
+{
+    const int P = (H - k) / st + 1, Q = (W - k) / st + 1;
+    const dt_pool_shape s = {B, C, H, W, k, st, P, Q, 0};
+    const size_t nx = (size_t)B * C * H * W, ny = (size_t)B * C * P * Q;
+    float *x = vec_new(nx);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (float)(int)(4.0 * rng_uniform_d(&rng)) - 1.5f;
+    if (nx > 5)
+        x[5] = NAN;
+    float *y_cpu = vec_new(ny), *y_at = vec_new(ny);
+    int32_t *a_cpu = dt_calloc(ny, sizeof(int32_t)), *a_at = dt_calloc(ny, sizeof(int32_t));
+    be->maxpool_forward(&s, x, y_cpu, a_cpu);
+    for (size_t o = 0; o < ny; o++)
+        maxpool_forward_at(o, H, W, P, Q, k, st, x, y_at, a_at);
+    size_t nans = 0;
+    for (size_t o = 0; o < ny; o++)
+        nans += isnan(y_at[o]);
+    CHECK(mismatches(y_at, y_cpu, ny) == 0 && memcmp(a_at, a_cpu, ny * sizeof(int32_t)) == 0,
+          "maxpool (%d,%d,%d,%d) k%d s%d: output and winners equal the CPU's (%zu NaN windows)",
+          B, C, H, W, k, st, nans);
+
+    float *dy = vec_rand(ny), *dx = vec_rand(nx);
+    for (size_t i = 0; i < ny; i++)
+        if (isnan(dy[i]))
+            dy[i] = 0.25f;
+    for (size_t i = 0; i < nx; i++)
+        if (isnan(dx[i]))
+            dx[i] = 0.5f;
+    float *dx_cpu = vec_copy(dx, nx);
+    be->maxpool_backward(&s, dy, a_cpu, dx_cpu);
+    for (size_t e = 0; e < nx; e++)
+        maxpool_backward_at(e, H, W, P, Q, k, st, dy, a_at, dx);
+    CHECK(mismatches(dx, dx_cpu, nx) == 0,
+          "maxpool (%d,%d,%d,%d) k%d s%d: input gradient gathered per element equals the "
+          "CPU's scatter",
+          B, C, H, W, k, st);
+    free(x), free(y_cpu), free(y_at), free(a_cpu), free(a_at), free(dy), free(dx), free(dx_cpu);
+}
+
+static void test_avgpool(int B, int C, int HW)
+{
+    const size_t nx = (size_t)B * C * HW, ny = (size_t)B * C;
+    float *x = vec_rand(nx), *y_cpu = vec_new(ny), *y_at = vec_new(ny);
+    be->avgpool_forward(B, C, HW, 0, x, y_cpu);
+    for (size_t pl = 0; pl < ny; pl++)
+        avgpool_forward_at(pl, HW, x, y_at);
+    CHECK(mismatches(y_at, y_cpu, ny) == 0, "avgpool (%d,%d,%d): forward equals the CPU's", B, C,
+          HW);
+    float *dy = vec_rand(ny), *dx = vec_new(nx);
+    for (size_t i = 0; i < nx; i++)
+        dx[i] = (float)i * 0.01f;
+    float *dx_cpu = vec_copy(dx, nx);
+    be->avgpool_backward(B, C, HW, 0, dy, dx_cpu);
+    for (size_t e = 0; e < nx; e++)
+        avgpool_backward_at(e, HW, dy, dx);
+    CHECK(mismatches(dx, dx_cpu, nx) == 0,
+          "avgpool (%d,%d,%d): input gradient accumulates as the CPU's", B, C, HW);
+    free(x), free(y_cpu), free(y_at), free(dy), free(dx), free(dx_cpu);
+}
+
+/* GroupNorm in the plain layout, alone and fused (skip: residual add, relu):
+ * forward output and statistics, input and skip gradients (accumulating),
+ * gamma and beta gradients (overwritten: they start as garbage here). */
+static void test_groupnorm(int B, int C, int HW, int G, int skip, int relu)
+{
+    const size_t n = (size_t)B * C * HW, nbg = (size_t)B * G, nbc = (size_t)B * C;
+    float *x = vec_rand(n), *gamma = vec_rand(C), *beta = vec_rand(C), *sk = vec_rand(n);
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i]) || fabsf(x[i]) > 10.0f)
+            x[i] = 0.75f;
+        if (isnan(sk[i]) || fabsf(sk[i]) > 10.0f)
+            sk[i] = -0.25f;
+    }
+    for (int c = 0; c < C; c++)
+        if (isnan(gamma[c]) || isnan(beta[c]) || fabsf(gamma[c]) > 10.0f || fabsf(beta[c]) > 10.0f)
+            gamma[c] = beta[c] = 0.5f;
+    float *y_cpu = vec_new(n), *m_cpu = vec_new(nbg), *r_cpu = vec_new(nbg);
+    float *y_at = vec_new(n), *m_at = vec_new(nbg), *r_at = vec_new(nbg);
+    be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, skip ? sk : NULL, relu, y_cpu, m_cpu,
+                          r_cpu);
+    for (size_t bg = 0; bg < nbg; bg++)
+        groupnorm_stats_at(bg, C, HW, G, x, m_at, r_at);
+    for (size_t e = 0; e < n; e++)
+        groupnorm_affine_at(e, C, HW, G, x, gamma, beta, m_at, r_at, skip ? sk : NULL, relu, y_at);
+    size_t bad = mismatches(y_at, y_cpu, n), bads = mismatches(m_at, m_cpu, nbg) +
+                                                    mismatches(r_at, r_cpu, nbg);
+    CHECK(bad == 0 && bads == 0,
+          "groupnorm (%d,%d,%d) G=%d%s%s: forward and statistics equal the CPU's (%zu, %zu differ)",
+          B, C, HW, G, skip ? " +skip" : "", relu ? " relu" : "", bad, bads);
+
+    float *dy = vec_rand(n), *dx = vec_rand(n), *ds = vec_rand(n);
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(dy[i]))
+            dy[i] = 0.125f;
+        if (isnan(dx[i]))
+            dx[i] = 0.5f;
+        if (isnan(ds[i]))
+            ds[i] = 0.5f;
+    }
+    float *dx_cpu = vec_copy(dx, n), *ds_cpu = vec_copy(ds, n);
+    float *dg_cpu = vec_new(C), *db_cpu = vec_new(C), *dg_at = vec_new(C), *db_at = vec_new(C);
+    for (int c = 0; c < C; c++)
+        dg_at[c] = db_at[c] = 1234.0f; // overwritten, not accumulated
+    const float *yr = relu ? y_cpu : NULL;
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m_cpu, r_cpu, yr, dy, dx_cpu,
+                           skip ? ds_cpu : NULL, dg_cpu, db_cpu);
+    double *sdy = dt_malloc(nbc * sizeof(double)), *sdyx = dt_malloc(nbc * sizeof(double));
+    double *sgd = dt_malloc(nbg * sizeof(double)), *sgdx = dt_malloc(nbg * sizeof(double));
+    for (size_t bg = 0; bg < nbg; bg++)
+        groupnorm_grad_sums_at(bg, C, HW, G, x, gamma, m_at, r_at, yr, dy, sdy, sdyx, sgd, sgdx);
+    for (size_t c = 0; c < (size_t)C; c++)
+        groupnorm_param_grad_at(c, B, C, sdy, sdyx, dg_at, db_at);
+    for (size_t e = 0; e < n; e++)
+        groupnorm_dx_at(e, C, HW, G, x, gamma, m_at, r_at, yr, dy, sgd, sgdx, dx,
+                        skip ? ds : NULL);
+    bad = mismatches(dx, dx_cpu, n);
+    const size_t badp = mismatches(dg_at, dg_cpu, C) + mismatches(db_at, db_cpu, C);
+    const size_t badskip = mismatches(ds, ds_cpu, n);
+    CHECK(bad == 0 && badp == 0 && badskip == 0,
+          "groupnorm (%d,%d,%d) G=%d%s%s: input, skip, gamma and beta gradients equal the CPU's "
+          "(%zu, %zu, %zu differ)",
+          B, C, HW, G, skip ? " +skip" : "", relu ? " relu" : "", bad, badskip, badp);
+    free(x), free(gamma), free(beta), free(sk), free(y_cpu), free(m_cpu), free(r_cpu), free(y_at),
+        free(m_at), free(r_at), free(dy), free(dx), free(ds), free(dx_cpu), free(ds_cpu),
+        free(dg_cpu), free(db_cpu), free(dg_at), free(db_at), free(sdy), free(sdyx), free(sgd),
+        free(sgdx);
+}
+
+/* Softmax cross-entropy per row, the mean taken here in row order as the CPU
+ * does; big: logits +-1000 (the max subtraction keeps them finite). */
+static void test_xent(int B, int K, int big)
+{
+    const size_t n = (size_t)B * K;
+    float *z = vec_new(n), *d_cpu = vec_new(n), *d_at = vec_new(n);
+    int32_t *lab = dt_malloc((size_t)B * sizeof(int32_t)), *hit = dt_malloc((size_t)B * sizeof(int32_t));
+    double *loss = dt_malloc((size_t)B * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        z[i] = big ? (float)(1000 * ((int)(i % 3) - 1)) : (float)(4.0 * rng_uniform_d(&rng) - 2.0);
+    for (int i = 0; i < B; i++)
+        lab[i] = (int32_t)rng_below(&rng, (uint64_t)K);
+    if (B > 1 && K > 1)
+        z[1] = z[0]; // a tie in row 0: the lower index wins
+    int hits_cpu = -1;
+    const double l_cpu = be->softmax_xent(B, K, z, lab, d_cpu, &hits_cpu);
+    for (size_t i = 0; i < (size_t)B; i++)
+        softmax_xent_row_at(i, B, K, z, lab, d_at, loss, hit);
+    double total = 0.0;
+    int hits = 0;
+    for (int i = 0; i < B; i++) {
+        total += loss[i];
+        hits += hit[i];
+    }
+    const double l_at = B > 0 ? total / B : 0.0;
+    CHECK(isfinite(l_at) && fabs(l_at - l_cpu) <= 1e-6 * fabs(l_cpu) && hits == hits_cpu &&
+              mismatches(d_at, d_cpu, n) == 0,
+          "xent B=%d K=%d%s: loss %.9g (CPU %.9g), hits %d (%d), dlogits equal the CPU's", B, K,
+          big ? " +-1000" : "", l_at, l_cpu, hits, hits_cpu);
+
+    lab[B - 1] = K; // out of range: NaN loss, that row's gradient untouched
+    float *d_bad = vec_copy(d_at, n);
+    softmax_xent_row_at((size_t)B - 1, B, K, z, lab, d_bad, loss, hit);
+    CHECK(isnan(loss[B - 1]) && hit[B - 1] == 0 && memcmp(d_bad, d_at, n * sizeof(float)) == 0,
+          "xent B=%d K=%d: label K gives a NaN loss and writes no gradient", B, K);
+    free(z), free(d_cpu), free(d_at), free(lab), free(hit), free(loss), free(d_bad);
+}
+
+/* Three steps of the per-element update against sgd_step on the same vectors;
+ * the parameters (x) and the momentum buffer (v) must agree after each. */
+static void test_sgd(size_t n, double m, double wd, bool nesterov)
+{
+    dt_sgd o;
+    sgd_init(&o, n, m, wd, nesterov);
+    float *x_cpu = vec_new(n), *x_at = vec_new(n), *v_at = vec_new(n), *g = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        x_cpu[i] = x_at[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    size_t bad = 0, moved = 0;
+    for (int step = 0; step < 3; step++) {
+        for (size_t i = 0; i < n; i++)
+            g[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+        const float lr = 0.1f / (float)(step + 1);
+        float *x_before = vec_copy(x_at, n);
+        sgd_step(&o, x_cpu, g, lr);
+        for (size_t i = 0; i < n; i++)
+            sgd_step_at(i, (float)m, (float)wd, nesterov, lr, x_at, g, v_at);
+        bad += mismatches(x_at, x_cpu, n);
+        if (m != 0.0)
+            bad += mismatches(v_at, o.v, n);
+        for (size_t i = 0; i < n; i++)
+            moved += x_at[i] != x_before[i];
+        free(x_before);
+    }
+    CHECK(bad == 0 && moved > 0,
+          "sgd n=%zu m=%.1f wd=%g nesterov=%d: 3 steps equal sgd_step in x and v (%zu differ, "
+          "%zu moved)",
+          n, m, wd, (int)nesterov, bad, moved);
+    sgd_free(&o);
+    free(x_cpu), free(x_at), free(v_at), free(g);
+}
+
+int main(void)
+{
+    be = backend_cpu();
+    rng = rng_make(20240607, 17, 2, 3);
+
+    // test_layers.c's activation and add sizes, a conv map (B, C, H, W) = (2, 3, 8, 8),
+    // mnist_cnn's conv2 output (32, 64, 12, 12) and an odd size past the blocks of four
+    const size_t sizes[] = {1, 99, 101, 2 * 3 * 8 * 8, 32 * 64 * 12 * 12, 12345};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t n = sizes[k];
+        test_activation("relu", be->relu_forward, be->relu_backward, relu_forward_at,
+                        relu_backward_at, n);
+        test_activation("sigmoid", be->sigmoid_forward, be->sigmoid_backward, sigmoid_forward_at,
+                        sigmoid_backward_at, n);
+        test_add(n);
+    }
+
+    // dropout: test_layers.c's n = 100000 and p = 0.3, the edges p = 0 and p = 1
+    const float ps[] = {0.0f, 0.3f, 0.5f, 1.0f};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        test_dropout(100000, ps[k], 42);
+        test_dropout(101, ps[k], 43);
+    }
+
+    // pooling: test_layers.c's shapes, and mnist_cnn's pool (32, 64, 24, 24) k2 s2
+    test_maxpool(1, 1, 4, 4, 2, 2);
+    test_maxpool(3, 2, 7, 5, 3, 2);
+    test_maxpool(2, 3, 6, 9, 2, 1);
+    test_maxpool(1, 2, 5, 7, 2, 2);
+    test_maxpool(32, 64, 24, 24, 2, 2);
+    test_avgpool(1, 1, 1);
+    test_avgpool(3, 5, 7);
+    test_avgpool(2, 3, 64);
+
+    // GroupNorm: test_layers.c's shapes, plain and fused (add + ReLU, ReLU alone),
+    // and a resnet20_gn first-stage map (16 channels of 32x32, 8 samples)
+    const int gn[][4] = {{1, 4, 5, 1}, {3, 6, 7, 3}, {2, 4, 9, 4}, {3, 8, 1, 2}, {2, 8, 67, 4},
+                         {8, 16, 1024, 8}};
+    for (size_t k = 0; k < sizeof gn / sizeof gn[0]; k++)
+        for (int f = 0; f < 3; f++)
+            test_groupnorm(gn[k][0], gn[k][1], gn[k][2], gn[k][3], f == 2, f >= 1);
+
+    // softmax cross-entropy: test_layers.c's shapes, a batch of 128 over 10 classes
+    test_xent(2, 3, 0);
+    test_xent(1, 4, 0);
+    test_xent(3, 7, 0);
+    test_xent(2, 2, 1);
+    test_xent(128, 10, 0);
+    test_xent(128, 10, 1);
+
+    // SGD: plain, momentum, Nesterov, each with and without weight decay
+    for (int wdk = 0; wdk < 2; wdk++) {
+        const double wd = wdk ? 5e-4 : 0.0;
+        test_sgd(1000, 0.0, wd, false);
+        test_sgd(1000, 0.9, wd, false);
+        test_sgd(1000, 0.9, wd, true);
+    }
+    return tap_done();
+}

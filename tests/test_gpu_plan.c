@@ -1,0 +1,124 @@
+/* Host-side plans of the GPU path (comm/gpu_plan.h), no device needed: the GPU
+ * a rank drives, the start-up errors, and one gossip step's NCCL send/receive
+ * plan checked over every rank, step and topology: every send has exactly one
+ * matching receive, the counts are the out- and in-degrees, receive slots are
+ * 0.. in ascending peer order, and no rank talks to itself. */
+#include "comm/gpu_plan.h"
+#include "core/error.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_choose(void)
+{
+    int ok = 1;
+    for (int size = 1; size <= 8; size++)
+        for (int r = 0; r < size; r++)
+            ok &= gpu_choose(r, size, 8) == r && gpu_choose(r, size, size) == r;
+    CHECK(ok, "gpu_choose: the rank's index on its node is its GPU, for 1..8 ranks");
+
+    dt_err_clear();
+    CHECK(gpu_choose(0, 4, 0) == -1 && strstr(dt_err_msg(), "no GPU is visible"),
+          "no visible GPU is an error (%s)", dt_err_msg());
+    dt_err_clear();
+    CHECK(gpu_choose(3, 4, 2) == -1 && strstr(dt_err_msg(), "4 ranks on this node but 2 visible"),
+          "fewer GPUs than ranks on a node is an error (%s)", dt_err_msg());
+    dt_err_clear();
+    CHECK(gpu_choose(0, 4, 2) == -1,
+          "fewer GPUs than ranks fails on every rank of the node, also on those with a GPU");
+}
+
+static void test_node_rank(void)
+{
+    int lr = -1, ls = -1, size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gpu_node_rank(MPI_COMM_WORLD, &lr, &ls);
+    CHECK(lr == 0 && ls == size && ls == 1,
+          "gpu_node_rank: a single process is local rank %d of %d on its node", lr, ls);
+}
+
+/* All ranks' plans at one step agree with each other and with the topology. */
+static int check_step(const dt_topology *t, int64_t step, char *why, size_t whycap)
+{
+    const int n = t->n;
+    dt_p2p_op *ops = malloc((size_t)n * 2 * (size_t)(n - 1) * sizeof *ops);
+    int *cnt = calloc((size_t)n, sizeof *cnt);
+    int *peers = malloc((size_t)n * sizeof *peers);
+    // edge (i -> j) sent by i minus received by j: 0 for every pair
+    int *bal = calloc((size_t)n * n, sizeof *bal);
+    int bad = 0;
+    for (int r = 0; r < n && !bad; r++) {
+        dt_p2p_op *o = ops + (size_t)r * 2 * (n - 1);
+        cnt[r] = gpu_gossip_plan(t, r, step, o);
+        const int nout = topology_out_peers(t, r, step, peers);
+        int ns = 0, nr = 0, last = -1;
+        for (int i = 0; i < cnt[r]; i++) {
+            if (o[i].peer == r || o[i].peer < 0 || o[i].peer >= n) {
+                snprintf(why, whycap, "rank %d: peer %d", r, o[i].peer);
+                bad = 1;
+            } else if (o[i].kind == P2P_SEND) {
+                if (nr > 0 || o[i].peer != peers[ns]) {
+                    snprintf(why, whycap, "rank %d: send %d out of book order", r, ns);
+                    bad = 1;
+                }
+                ns++;
+                bal[(size_t)r * n + o[i].peer]++;
+            } else {
+                if (o[i].slot != nr || o[i].peer <= last) {
+                    snprintf(why, whycap, "rank %d: receive %d slot %d peer %d after %d", r, nr,
+                             o[i].slot, o[i].peer, last);
+                    bad = 1;
+                }
+                last = o[i].peer;
+                nr++;
+                bal[(size_t)o[i].peer * n + r]--;
+            }
+        }
+        if (!bad && (ns != nout || nr != topology_in_peers(t, r, step, peers))) {
+            snprintf(why, whycap, "rank %d: %d sends, %d receives against the degrees", r, ns, nr);
+            bad = 1;
+        }
+    }
+    for (size_t e = 0; e < (size_t)n * n && !bad; e++)
+        if (bal[e] != 0) {
+            snprintf(why, whycap, "edge %zu -> %zu: %d unmatched", e / n, e % n, bal[e]);
+            bad = 1;
+        }
+    free(ops), free(cnt), free(peers), free(bal);
+    return !bad;
+}
+
+static void test_plan(const char *kind, int n, int k)
+{
+    dt_topology t;
+    if (topology_create(&t, kind, n, k, NULL) != 0) {
+        CHECK(0, "topology %s n=%d k=%d: %s", kind, n, k, dt_err_msg());
+        return;
+    }
+    char why[160] = "";
+    int ok = 1;
+    int64_t s = 0;
+    for (; s < 12 && ok; s++)
+        ok = check_step(&t, s, why, sizeof why);
+    CHECK(ok, "gossip plan %s n=%d k=%d, steps 0..11: every send matched by one receive, "
+              "slots in in-peer order%s%s",
+          kind, n, k, ok ? "" : ": ", why);
+    topology_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    test_choose();
+    test_node_rank();
+    test_plan("exponential", 8, 1);
+    test_plan("exponential", 16, 2);
+    test_plan("exponential-both", 6, 2);
+    test_plan("bipartite", 8, 1);
+    test_plan("ring", 5, 2);
+    test_plan("complete", 4, 3);
+    const int rc = tap_done();
+    MPI_Finalize();
+    return rc;
+}
