@@ -372,6 +372,8 @@ static int cmd_csv(const char *path, const char *outdir)
     for (size_t r = 0; r < run.neval; r++)
         for (int64_t k = 0; k < R; k++) {
             size_t i = r * (size_t)R + (size_t)k;
+            if (run.eval[E_STEP][i] < 0) /* padding of asynchronous runs */
+                continue;
             fmt_value(f, run.eval[E_STEP][i], 1);
             fputc(',', f);
             fmt_value(f, run.eval[E_EPOCH][i], 0);
@@ -521,8 +523,17 @@ static const char plot_body[] =
     "unset multiplot\n"
     "set output\n";
 
+/* qsort order of data rows (5 doubles) by epoch */
+static int by_epoch(const void *a, const void *b)
+{
+    double x = ((const double *)a)[1], y = ((const double *)b)[1];
+    return (x > y) - (x < y);
+}
+
 /* Writes run<idx>.{train,eval}.dat: a header whose first word is the curve's
- * title, then x (mean wall), x (epoch), mean, min, max over ranks. */
+ * title, then x (mean wall), x (epoch), mean, min, max over ranks, in the
+ * order of the epoch (an asynchronous rank's k-th row need not be at the
+ * same moment as another's). */
 static int data_write(const post_run *run, const char *dir, int idx)
 {
     size_t R = (size_t)run->ranks;
@@ -543,29 +554,42 @@ static int data_write(const post_run *run, const char *dir, int idx)
         size_t n = which ? run->neval : run->ntrain;
         const double *wall = which ? run->eval[E_WALL] : run->train[T_WALL];
         const double *y = which ? run->eval[E_ACC] : run->train[T_LOSS];
-        /* the record's epoch is fractional (step / steps per epoch); rank 0's */
+        /* the record's epoch is fractional (step / steps per epoch); the
+         * mean over the ranks that have the row (asynchronous runs pad a
+         * rank's shorter series with step -1) */
         const double *ep = which ? run->eval[E_EPOCH] : run->train[T_EPOCH];
-        double *ex = dt_malloc((n ? n : 1) * sizeof *ex);
-        for (size_t i = 0; i < n; i++)
-            ex[i] = ep[i * R];
+        const double *st = which ? run->eval[E_STEP] : run->train[T_STEP];
+        double *out = dt_malloc((n ? n : 1) * 5 * sizeof *out); // (rows, 5)
+        size_t nout = 0;
         for (size_t i = 0; i < n; i++) {
-            double w = 0, s = 0, lo = INFINITY, hi = -INFINITY;
+            double w = 0, e = 0, s = 0, lo = INFINITY, hi = -INFINITY;
+            size_t m = 0;
             for (size_t k = 0; k < R; k++) {
+                if (st[i * R + k] < 0)
+                    continue;
                 double v = y[i * R + k];
                 w += wall[i * R + k];
+                e += ep[i * R + k];
                 s += v;
                 lo = fmin(lo, v);
                 hi = fmax(hi, v);
+                m++;
             }
-            double vals[5] = {w / (double)R, ex[i], s / (double)R, lo, hi};
+            if (m == 0)
+                continue;
+            double vals[5] = {w / (double)m, e / (double)m, s / (double)m, lo, hi};
+            memcpy(out + 5 * nout++, vals, sizeof vals);
+        }
+        qsort(out, nout, 5 * sizeof *out, by_epoch);
+        for (size_t i = 0; i < nout; i++) {
             for (int c = 0; c < 5; c++) {
                 if (c)
                     fputc(' ', f);
-                fmt_g(f, vals[c]);
+                fmt_g(f, out[5 * i + c]);
             }
             fputc('\n', f);
         }
-        free(ex);
+        free(out);
         if (write_checked(f, path) != 0)
             return -1;
     }

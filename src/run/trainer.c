@@ -199,7 +199,8 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
     /* the epoch of the run: asynchronous ranks count their own steps (a
      * parameter server its clock), so they take the group's estimate */
     double steps = t->algo->async ? t->global_step : (double)t->step;
-    dt_eval_row row = { .step = t->step, .epoch = steps / (double)t->steps_per_epoch,
+    dt_eval_row row = { .step = t->algo->async ? llround(steps) : t->step,
+                        .epoch = steps / (double)t->steps_per_epoch,
                         .wall = wall };
     trainer_evaluate(t, z, &row.loss, &row.accuracy);
 
@@ -230,7 +231,7 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
     if (t->rank == 0) {
         say("eval  step %lld  epoch %.2f  test accuracy %.2f%% (mean over ranks)  "
                "averaged model %.2f%%  test loss %.4f  consensus %.3g\n",
-               (long long)t->step, row.epoch, 100 * *mean_acc, 100 * avg_acc,
+               (long long)row.step, row.epoch, 100 * *mean_acc, 100 * avg_acc,
                row.loss, dist);
         fflush(stdout);
     }
@@ -543,14 +544,21 @@ static void test_delay(const dt_trainer *t)
 /* Asynchronous modes: no collective until the budget is spent or a signal
  * stops the run. The learning rate follows the global step count; /train
  * rows are kept in memory and written together at the end (a collective
- * write per interval would make every rank wait for the slowest); the
- * evaluation runs once, at the end. Returns 0 or DT_EXIT_REQUEUE. */
+ * write per interval would make every rank wait for the slowest), and so
+ * are the per-rank evaluations of run.eval_every; the collective evaluation
+ * (averaged model, consensus) runs once, at the end. Returns 0 or DT_EXIT_REQUEUE. */
 static int async_loop(dt_trainer *t, dt_runlog *log)
 {
     const dt_config *c = t->cfg;
     dt_train_row *rows = NULL;
     int64_t nrows = 0, cap = 0;
     double global = (double)t->step, last_print = trainer_clock();
+    /* run.eval_every: each rank tests its own model every eval_every of its
+     * own steps, with no collective; the rows wait in memory like /train's.
+     * The parameter-server modes are drawn by their supervisor instead. */
+    const int64_t eval_every = strncmp(t->algo->name, "ps", 2) != 0 ? c->run.eval_every : 0;
+    dt_eval_row *evals = NULL;
+    int64_t nevals = 0, ecap = 0;
     int end = 0;
     while (!end) {
         t->lr = (float)schedule_lr(&t->sched, global / (double)t->steps_per_epoch);
@@ -570,13 +578,25 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
             if (t->rank == 0 && trainer_clock() - last_print > 2.0) {
                 const dt_train_row *r = &rows[nrows - 1];
                 double busy = r->compute_time + r->comm_time + r->wait_time;
-                say("step %lld (rank 0)  global %.0f/%lld  loss %.4f  acc %.2f%%  "
-                       "exchange wait %.0f%%\n", (long long)t->step, global,
-                       (long long)t->total_steps, r->loss, 100 * r->accuracy,
+                say("step %.0f/%lld (the group's, per rank)  rank 0: step %lld  loss %.4f  "
+                    "acc %.2f%%  exchange wait %.0f%%\n", global, (long long)t->total_steps,
+                    (long long)t->step, r->loss, 100 * r->accuracy,
                        busy > 0 ? 100 * r->wait_time / busy : 0.0);
                 fflush(stdout);
                 last_print = trainer_clock();
             }
+        }
+        if (eval_every > 0 && !end && t->step % eval_every == 0) {
+            if (nevals == ecap) {
+                ecap = ecap ? 2 * ecap : 16;
+                evals = dt_realloc(evals, (size_t)ecap * sizeof *evals);
+            }
+            /* step and epoch: the group's progress at this moment */
+            dt_eval_row *e = &evals[nevals++];
+            *e = (dt_eval_row){ .step = llround(global),
+                                .epoch = global / (double)t->steps_per_epoch,
+                                .wall = trainer_clock() - t->wall_start };
+            trainer_evaluate(t, t->algo->model(t), &e->loss, &e->accuracy);
         }
     }
     t->algo->finish(t);
@@ -597,6 +617,17 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
                                   .weight = NAN, .bytes_sent = t->bytes_sent };
     runlog_append_train_rows(log, rows, most);
     free(rows);
+    /* the ranks' evaluations, row by row; ranks with fewer pad with step -1
+     * (the averaged model and the consensus need every rank at one moment:
+     * the final evaluation gives them) */
+    most = nevals;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
+    for (int64_t i = 0; i < most; i++) {
+        dt_eval_row pad = { .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
+                            .accuracy = NAN };
+        runlog_append_eval(log, i < nevals ? &evals[i] : &pad, NAN, NAN, NAN);
+    }
+    free(evals);
     t->global_step = global;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t->global_step, 1, MPI_DOUBLE, MPI_MAX, t->comm));
     int64_t steps[2] = { t->step, -t->step };
@@ -709,7 +740,9 @@ static void result_fill(dt_trainer *t, double mean_acc, dt_run_result *res)
 {
     double v[4] = { (double)t->images, t->run_compute, t->run_comm, t->avg_model_acc };
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, t->comm));
-    double r[3] = { (double)t->step, trainer_clock() - t->wall_start, v[3] };
+    /* asynchronous runs: the group's progress, as in eval.csv's step column */
+    double r[3] = { t->algo->async ? (double)llround(t->global_step) : (double)t->step,
+                    trainer_clock() - t->wall_start, v[3] };
     MPI_CHECK(MPI_Bcast(r, 3, MPI_DOUBLE, 0, t->comm));
     res->steps = (int64_t)r[0];
     res->wall = r[1];
@@ -843,7 +876,10 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
                            .world_ranks = world_ranks };
     char rec[DT_PATH_MAX + 16];
     snprintf(rec, sizeof rec, "%s/run.h5", cfg->run.output_dir);
-    dt_runlog *log = runlog_open(comm, rec, &prov, deck_text, resumed, t->step);
+    /* an asynchronous run writes its rows at its end, after its last
+     * checkpoint, and counts them in the group's steps: a resume keeps them */
+    dt_runlog *log = runlog_open(comm, rec, &prov, deck_text, resumed,
+                                 t->algo->async ? INT64_MAX : t->step);
     free(hosts);
     if (agree(comm, t->rank, log ? 0 : -1, rec) != 0) {
         trainer_free(t);

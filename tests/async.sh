@@ -1,0 +1,37 @@
+#!/bin/bash
+# Asynchronous modes over time: run.eval_every gives each rank of adpsgd and
+# lsgd a curve of its own model (several /eval rows per rank, the group's
+# progress increasing along each), and dtrain-post csv and plot read them.
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+set -e
+D=$WORK/deck.ini
+small_deck "$WORK/r" >"$D"
+m="model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 data.synthetic_test=64"
+
+for mode in adpsgd lsgd; do
+    run 4 300 "$D" $m algorithm.mode=$mode run.output_dir="$WORK/$mode" run.max_steps=32 \
+        run.eval_every=3
+    rc=$RC
+    set +e
+    "$DTRAIN_POST" csv "$WORK/$mode/run.h5" -o "$WORK/$mode/csv" >"$WORK/post.txt" 2>&1
+    rcc=$?
+    "$DTRAIN_POST" plot "$WORK/$mode/run.h5" -o "$WORK/$mode/fig.png" --data "$WORK/$mode/plot" >>"$WORK/post.txt" 2>&1
+    rcp=$?
+    set -e
+    # per rank: rows, and whether step and epoch never decrease along them
+    # (the last row is the collective final evaluation)
+    rows=$(awk -F, 'NR > 1 { n[$3]++; if ($1 < s[$3] || $2 < e[$3]) bad[$3] = 1; s[$3] = $1; e[$3] = $2 }
+        END { for (k = 0; k < 4; k++) printf "%d%s ", n[k], bad[k] ? "!" : "" }' \
+        "$WORK/$mode/csv/eval.csv" 2>/dev/null)
+    few=$(echo "$rows" | tr ' ' '\n' | awk 'NF && ($0 ~ /!/ || $0 + 0 < 3)' | wc -l)
+    padded=$(awk -F, 'NR > 1 && $1 < 0' "$WORK/$mode/csv/eval.csv" 2>/dev/null | wc -l)
+    if [ $rc -eq 0 ] && [ $rcc -eq 0 ] && [ $rcp -eq 0 ] && [ -n "$rows" ] && [ "$few" -eq 0 ] &&
+       [ "$padded" -eq 0 ] && [ -s "$WORK/$mode/plot/run1.eval.dat" ] &&
+       [ "$(grep -vc '^"' "$WORK/$mode/plot/run1.eval.dat")" -ge 3 ]; then
+        pass "$mode on 4 ranks, run.eval_every=3: /eval rows per rank $rows(progress increasing), csv and plot read them"
+    else
+        fail "$mode curves (rc $rc, csv $rcc, plot $rcp, rows per rank '$rows', padding rows in csv $padded)"
+        tail -3 "$WORK/out.txt"; cat "$WORK/post.txt"
+    fi
+done
+finish
