@@ -10,7 +10,7 @@
  * The algorithm is fixed by the shape, never by timing, so that a run and its
  * resume (another process) take the same arithmetic: Winograd F(4x4, 3x3) for
  * 3x3, stride-1 convolutions (padding 0 or 1) between blocked tensors where it
- * won on this machine (bench/RESULTS.md §3: 1.5-2.4x for 32 and 64 channels in
+ * won on this machine (bench/RESULTS.md §10: 1.5-2.4x for 32 and 64 channels in
  * every pass, and for the weight gradient at 16 channels, where the direct
  * kernel is faster in the other two passes), direct otherwise. A conv between plain
  * tensors goes to the native im2col kernel (conv2d.c), which is as fast there.
