@@ -8,6 +8,7 @@
 #include "nn/kernels_cpu.h"
 
 #include "core/simd.h"
+#include "nn/cuda/activation.h"
 
 #include <math.h>
 
@@ -55,18 +56,11 @@ void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx)
         DT_PARALLEL_CHUNKS(n, i0, len, relu_backward_range(len, y + i0, dy + i0, dx + i0));
 }
 
+/* Sigmoid: the per-element bodies the CUDA kernels run (nn/cuda/activation.h). */
 void cpu_sigmoid_forward(size_t n, const float *x, float *y)
 {
-    // exp of a non-positive argument only, so large |x| neither overflows nor gives NaN
-    for (size_t i = 0; i < n; i++) {
-        const float v = x[i];
-        if (v >= 0.0f) {
-            y[i] = 1.0f / (1.0f + expf(-v));
-        } else {
-            const float e = expf(v);
-            y[i] = e / (1.0f + e);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        sigmoid_forward_at(i, x, y);
 }
 
 void cpu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx)
@@ -74,5 +68,5 @@ void cpu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx)
     if (!dx)
         return;
     for (size_t i = 0; i < n; i++)
-        dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+        sigmoid_backward_at(i, y, dy, dx);
 }

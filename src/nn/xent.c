@@ -1,8 +1,10 @@
 /* Softmax cross-entropy, the loss of every classifier here. The log-softmax
- * subtracts the row maximum first, so logits of any size give a finite loss. */
+ * subtracts the row maximum first, so logits of any size give a finite loss;
+ * the per-row arithmetic is the one the CUDA kernel runs (nn/cuda/xent.h). */
 #include "nn/kernels_cpu.h"
 
 #include "core/error.h"
+#include "nn/cuda/xent.h" // the row's arithmetic, shared with the CUDA kernel
 
 #include <math.h>
 
@@ -21,24 +23,10 @@ double cpu_softmax_xent(int B, int K, const float *logits, const int32_t *labels
     double total = 0.0;
     int hits = 0;
     for (int i = 0; i < B; i++) {
-        const float *z = logits + (size_t)i * K;
-        int arg = 0;
-        for (int j = 1; j < K; j++)
-            if (z[j] > z[arg]) // strict: ties go to the lowest index
-                arg = j;
-        const double zmax = z[arg];
-        double se = 0.0;
-        for (int j = 0; j < K; j++)
-            se += exp((double)z[j] - zmax);
-        const double lse = zmax + log(se);
-        total += lse - (double)z[labels[i]];
-        hits += arg == labels[i];
-        if (dlogits) {
-            float *d = dlogits + (size_t)i * K;
-            const double inv = 1.0 / (double)B;
-            for (int j = 0; j < K; j++)
-                d[j] = (float)((exp((double)z[j] - lse) - (j == labels[i])) * inv);
-        }
+        int32_t hit;
+        total += softmax_xent_row(B, K, logits + (size_t)i * K, labels[i],
+                                  dlogits ? dlogits + (size_t)i * K : NULL, &hit);
+        hits += hit;
     }
     if (correct)
         *correct = hits;

@@ -51,4 +51,20 @@ static inline const char *fuzz_file(int slot, const char *name, const uint8_t *d
     return paths[slot];
 }
 
+#ifdef DT_DATA_H
+/* A data set a reader accepted: every sample can be read and every label is a
+ * class (abort otherwise, which libFuzzer reports); then freed. */
+static inline void fuzz_check_dataset(dt_dataset *d)
+{
+    float *x = malloc((size_t)d->c * d->h * d->w * sizeof *x + 1);
+    for (int64_t i = 0; i < d->n; i++) {
+        dataset_sample(d, i, x);
+        if (d->labels[i] < 0 || d->labels[i] >= d->classes)
+            abort();
+    }
+    free(x);
+    dataset_free(d);
+}
+#endif
+
 #endif

@@ -13,6 +13,29 @@
 
 #include "core/hd.h"
 
+/* One row z (K) with label lab in [0, K): returns its loss, sets *hit, and
+ * writes d (K) = (softmax - onehot) / B unless d is NULL. */
+static inline DT_HD double softmax_xent_row(int B, int K, const float *z, int32_t lab, float *d,
+                                            int32_t *hit)
+{
+    int arg = 0;
+    for (int j = 1; j < K; j++)
+        if (z[j] > z[arg]) // strict: ties go to the lowest index
+            arg = j;
+    const double zmax = z[arg];
+    double se = 0.0;
+    for (int j = 0; j < K; j++)
+        se += exp((double)z[j] - zmax);
+    const double lse = zmax + log(se);
+    *hit = arg == lab;
+    if (d) {
+        const double inv = 1.0 / (double)B;
+        for (int j = 0; j < K; j++)
+            d[j] = (float)((exp((double)z[j] - lse) - (j == lab)) * inv);
+    }
+    return lse - (double)z[lab];
+}
+
 /* row i of logits, dlogits (B, K); labels (B); loss, hit (B); dlogits may be NULL */
 static inline DT_HD void softmax_xent_row_at(size_t i, int B, int K, const float *logits,
                                              const int32_t *labels, float *dlogits,
@@ -24,24 +47,8 @@ static inline DT_HD void softmax_xent_row_at(size_t i, int B, int K, const float
         hit[i] = 0;
         return;
     }
-    const float *z = logits + i * (size_t)K;
-    int arg = 0;
-    for (int j = 1; j < K; j++)
-        if (z[j] > z[arg])
-            arg = j;
-    const double zmax = z[arg];
-    double se = 0.0;
-    for (int j = 0; j < K; j++)
-        se += exp((double)z[j] - zmax);
-    const double lse = zmax + log(se);
-    loss[i] = lse - (double)z[lab];
-    hit[i] = arg == lab;
-    if (dlogits) {
-        float *d = dlogits + i * (size_t)K;
-        const double inv = 1.0 / (double)B;
-        for (int j = 0; j < K; j++)
-            d[j] = (float)((exp((double)z[j] - lse) - (j == lab)) * inv);
-    }
+    loss[i] = softmax_xent_row(B, K, logits + i * (size_t)K, lab,
+                               dlogits ? dlogits + i * (size_t)K : NULL, &hit[i]);
 }
 
 #endif
