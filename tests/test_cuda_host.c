@@ -95,6 +95,24 @@ static void test_activation(const char *name, fwd_fn fwd, bwd_fn bwd, fwd_at_fn 
     free(x), free(y_cpu), free(y_at), free(dy), free(dx0), free(dx_cpu), free(dx_at);
 }
 
+/* The in-place ReLU backward (input and output gradient in one buffer). */
+static void test_relu_inplace(size_t n)
+{
+    float *x = vec_rand(n), *y = vec_new(n), *d0 = vec_rand(n);
+    be->relu_forward(n, x, y);
+    float *d_cpu = vec_copy(d0, n), *d_at = vec_copy(d0, n);
+    be->relu_backward_inplace(n, y, d_cpu);
+    for (size_t i = 0; i < n; i++)
+        relu_backward_inplace_at(i, y, d_at);
+    size_t bad = mismatches(d_at, d_cpu, n), zeroed = 0;
+    for (size_t i = 0; i < n; i++)
+        zeroed += d_at[i] == 0.0f && d0[i] != 0.0f;
+    CHECK(bad == 0 && (n < 8 || zeroed > 0),
+          "relu in place n=%zu: per element equals the CPU kernel (%zu differ, %zu masked)", n,
+          bad, zeroed);
+    free(x), free(y), free(d0), free(d_cpu), free(d_at);
+}
+
 static void test_add(size_t n)
 {
     float *a = vec_rand(n), *b = vec_rand(n), *y_cpu = vec_new(n), *y_at = vec_new(n);
@@ -370,6 +388,7 @@ int main(void)
         const size_t n = sizes[k];
         test_activation("relu", be->relu_forward, be->relu_backward, relu_forward_at,
                         relu_backward_at, n);
+        test_relu_inplace(n);
         test_activation("sigmoid", be->sigmoid_forward, be->sigmoid_backward, sigmoid_forward_at,
                         sigmoid_backward_at, n);
         test_add(n);

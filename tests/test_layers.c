@@ -490,6 +490,26 @@ static void test_activation(const char *name, void (*fwd)(size_t, const float *,
     free(c.x), free(c.y), free(c.r), free(dx0), free(dx1);
 }
 
+/* ReLU backward in place (the engine gives a ReLU's input gradient its output
+ * gradient's buffer): the same bits as accumulating into zeros. */
+static void test_relu_inplace(size_t n)
+{
+    float *x = vec_new(n), *y = vec_new(n), *dy = vec_new(n), *dx = vec_new(n);
+    vec_normal(x, n, 1.0, 0.0);
+    vec_normal(dy, n, 1.0, 0.0);
+    x[0] = NAN; // passes through forward; its gradient is masked
+    be->relu_forward(n, x, y);
+    vec_fill(dx, n, 0.0f);
+    be->relu_backward(n, y, dy, dx);
+    be->relu_backward_inplace(n, y, dy);
+    size_t masked = 0;
+    for (size_t i = 0; i < n; i++)
+        masked += dx[i] == 0.0f;
+    CHECK(memcmp(dx, dy, n * sizeof(float)) == 0 && masked > n / 4 && masked < 3 * n / 4,
+          "relu n=%zu: backward in place equals backward into zeros (%zu masked)", n, masked);
+    free(x), free(y), free(dy), free(dx);
+}
+
 static void test_activation_values(void)
 {
     const float x[6] = { -100.0f, -1.0f, 0.0f, 0.5f, 2.0f, 100.0f };
@@ -806,6 +826,8 @@ int main(void)
 
     test_activation_values();
     test_activation("relu", be->relu_forward, be->relu_backward, 101, 1e-2);
+    test_relu_inplace(101);
+    test_relu_inplace(10007);
     test_activation("sigmoid", be->sigmoid_forward, be->sigmoid_backward, 101, 1e-2);
     test_add(1);
     test_add(99);

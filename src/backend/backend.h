@@ -55,12 +55,18 @@ typedef struct dt_backend {
 
     /* Floats of scratch the conv kernels need for shape s (im2col etc.). */
     size_t (*conv2d_workspace)(const dt_conv_shape *s);
+    /* Whether the kernel for shape s can add its input gradient into a dx that
+     * already holds values (dx_fresh = 0) by itself. Where it cannot, the
+     * engine never asks it to: it lends a free gradient buffer as a fresh dx
+     * and adds that in (nn/net_plan.c). */
+    int (*conv2d_dx_accumulates)(const dt_conv_shape *s);
     /* y (B, K, P, Q) = conv(x (B, C, H, W), W (K, C, R, S)) + b (K) or NULL;
      * W and b are plain whatever the activations' layout. */
     void (*conv2d_forward)(const dt_conv_shape *s, const float *x, const float *w,
                            const float *b, float *y, float *work);
     /* dx_fresh: dx holds nothing yet (the engine has not zeroed it), so the
-     * kernel writes dx = ... instead of dx += ... */
+     * kernel writes dx = ... instead of dx += ... (always 1 where
+     * conv2d_dx_accumulates says 0) */
     void (*conv2d_backward)(const dt_conv_shape *s, const float *x, const float *w,
                             const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                             float *work);
@@ -79,6 +85,9 @@ typedef struct dt_backend {
      * must allow y == x (the engine runs ReLU in place when it can). */
     void (*relu_forward)(size_t n, const float *x, float *y);
     void (*relu_backward)(size_t n, const float *y, const float *dy, float *dx);
+    /* d = d * (y > 0) in place: the ReLU backward when the engine gives the
+     * input's gradient the output gradient's buffer (nn/net_plan.c) */
+    void (*relu_backward_inplace)(size_t n, const float *y, float *d);
     void (*sigmoid_forward)(size_t n, const float *x, float *y);
     void (*sigmoid_backward)(size_t n, const float *y, const float *dy, float *dx);
 

@@ -17,6 +17,7 @@
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \
     .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                \
+    .relu_backward_inplace = cpu_relu_backward_inplace,                                  \
     .sigmoid_forward = cpu_sigmoid_forward, .sigmoid_backward = cpu_sigmoid_backward,    \
     .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,    \
     .groupnorm_forward = cpu_groupnorm_forward,                                          \
@@ -27,6 +28,7 @@ static const dt_backend cpu = {
     .name = "native",
     .cblock = 0,
     .conv2d_workspace = cpu_conv2d_workspace,
+    .conv2d_dx_accumulates = cpu_conv2d_dx_accumulates,
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,
     CPU_KERNELS,
@@ -39,6 +41,7 @@ static const dt_backend cpu_dnnl = {
     .name = "dnnl",
     .cblock = 16,
     .conv2d_workspace = dnnl_conv2d_workspace,
+    .conv2d_dx_accumulates = dnnl_conv2d_dx_accumulates,
     .conv2d_forward = dnnl_conv2d_forward,
     .conv2d_backward = dnnl_conv2d_backward,
     CPU_KERNELS,

@@ -45,6 +45,21 @@ DT_CLONES static void relu_backward_range(size_t n, const float *y, const float 
         dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+DT_CLONES static void relu_inplace_range(size_t n, const float *y, float *d)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float y0 = y[i], y1 = y[i + 1], y2 = y[i + 2], y3 = y[i + 3];
+        const float g0 = d[i], g1 = d[i + 1], g2 = d[i + 2], g3 = d[i + 3];
+        d[i] = y0 > 0.0f ? g0 : 0.0f;
+        d[i + 1] = y1 > 0.0f ? g1 : 0.0f;
+        d[i + 2] = y2 > 0.0f ? g2 : 0.0f;
+        d[i + 3] = y3 > 0.0f ? g3 : 0.0f;
+    }
+    for (; i < n; i++)
+        relu_backward_inplace_at(i, y, d);
+}
+
 void cpu_relu_forward(size_t n, const float *x, float *y)
 {
     DT_PARALLEL_CHUNKS(n, i0, len, relu_forward_range(len, x + i0, y + i0));
@@ -54,6 +69,11 @@ void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx)
 {
     if (dx)
         DT_PARALLEL_CHUNKS(n, i0, len, relu_backward_range(len, y + i0, dy + i0, dx + i0));
+}
+
+void cpu_relu_backward_inplace(size_t n, const float *y, float *d)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, relu_inplace_range(len, y + i0, d + i0));
 }
 
 /* Sigmoid: the per-element bodies the CUDA kernels run (nn/cuda/activation.h). */

@@ -252,6 +252,13 @@ static conv_plan conv_plan_make(const dt_conv_shape *s)
 
 size_t cpu_conv2d_workspace(const dt_conv_shape *s) { return conv_plan_make(s).total; }
 
+/* col2im adds into dx: accumulation costs nothing extra */
+int cpu_conv2d_dx_accumulates(const dt_conv_shape *s)
+{
+    (void)s;
+    return 1;
+}
+
 void cpu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                         const float *b, float *y, float *work)
 {

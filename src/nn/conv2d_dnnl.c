@@ -220,11 +220,12 @@ static int plain_pair(const dt_conv_shape *s) { return !s->xblk && !s->yblk; }
 
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s)
 {
-    if (plain_pair(s))
-        return cpu_conv2d_workspace(s);
-    // dx of a pass that must add into an input gradient already holding values
-    return (size_t)s->B * s->C * s->H * s->W;
+    return plain_pair(s) ? cpu_conv2d_workspace(s) : 0;
 }
+
+/* oneDNN's backward-data primitive writes diff_src; it has no "add into" mode,
+ * so the engine hands a blocked pass a fresh buffer and adds it in itself. */
+int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s) { return plain_pair(s); }
 
 void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work)
@@ -257,7 +258,9 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
         cpu_conv2d_backward(s, x, w, dy, dx, dx_fresh, dw, db, work);
         return;
     }
-    const size_t nx = (size_t)s->B * s->C * s->H * s->W;
+    if (dx && !dx_fresh)
+        DT_FATAL("dnnl_conv2d_backward: a blocked pass cannot add into dx "
+                 "(conv2d_dx_accumulates)");
     if (s->B == 0) {
         if (dw)
             memset(dw, 0, (size_t)s->K * s->C * s->R * s->S * sizeof(float));
@@ -291,13 +294,11 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
         conv_prim *cp = &e->pass[PASS_BWD_DATA];
         set(cp->w_user, w);
         run_reorder(cp, 1);
-        float *out = dx_fresh ? dx : work;
-        set(e->src, out);
+        (void)work;
+        set(e->src, dx);
         dnnl_exec_arg_t a[3] = { { DNNL_ARG_DIFF_SRC, e->src }, { DNNL_ARG_WEIGHTS, cp->w },
                                  { DNNL_ARG_DIFF_DST, e->dst } };
         DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, 3, a));
-        if (!dx_fresh)
-            cpu_add_backward(nx, work, dx, NULL);
     }
     DNNL_CHECK(dnnl_stream_wait(stream));
 }

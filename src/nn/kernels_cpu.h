@@ -12,6 +12,7 @@ void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
                          const float *dy, float *dx, float *dW, float *db);
 /* conv2d.c */
 size_t cpu_conv2d_workspace(const dt_conv_shape *s);
+int cpu_conv2d_dx_accumulates(const dt_conv_shape *s);
 void cpu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                         const float *b, float *y, float *work);
 void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
@@ -19,6 +20,7 @@ void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
                          float *work);
 /* conv2d_dnnl.c (oneDNN; both layouts) */
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s);
+int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s);
 void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work);
 void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
@@ -33,6 +35,7 @@ void cpu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float 
 /* activation.c */
 void cpu_relu_forward(size_t n, const float *x, float *y);
 void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx);
+void cpu_relu_backward_inplace(size_t n, const float *y, float *d);
 void cpu_sigmoid_forward(size_t n, const float *x, float *y);
 void cpu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx);
 /* dropout.c */

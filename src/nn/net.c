@@ -199,14 +199,6 @@ void net_init_params(const dt_net *n, float *params, uint64_t seed)
     }
 }
 
-static dt_conv_shape conv_shape(const dt_net *n, const dt_node *d, int B)
-{
-    const dt_node *x = &n->nodes[d->in0];
-    return (dt_conv_shape){ .B = B, .C = x->c, .H = x->h, .W = x->w, .K = d->c, .R = d->k,
-                            .S = d->k, .stride = d->stride, .pad = d->pad, .P = d->h, .Q = d->w,
-                            .xblk = x->blk, .yblk = d->blk };
-}
-
 static dt_pool_shape pool_shape(const dt_net *n, const dt_node *d, int B)
 {
     const dt_node *x = &n->nodes[d->in0];
@@ -218,35 +210,25 @@ static void release_buffers(dt_net *n)
 {
     if (!n->act)
         return;
-    for (int i = 1; i < n->nnodes; i++) {
-        if (n->act_own[i])
-            free(n->act[i]);
+    for (int i = 1; i < n->nnodes; i++)
         free(n->aux[i]);
-    }
-    for (int p = 0; p < n->npool; p++)
-        free(n->pool[p]);
-    for (int p = 0; p < n->nfpool; p++)
-        free(n->fpool[p]);
-    free(n->pool);
-    free(n->fpool);
-    free(n->act_own);
+    free(n->arena);
     free(n->act_fwd);
     free(n->act_rec);
-    n->fpool = NULL;
-    n->act_own = NULL;
-    n->act_fwd = n->act_rec = NULL;
-    n->nfpool = 0;
     free(n->first_use);
+    free(n->dx_tmp);
     free(n->act);
     free(n->dact);
     free(n->aux);
     free(n->work);
+    n->arena = NULL;
+    n->arena_n = 0;
+    n->act_fwd = n->act_rec = NULL;
+    n->first_use = NULL;
+    n->dx_tmp = NULL;
     n->act = n->dact = NULL;
     n->aux = NULL;
     n->work = NULL;
-    n->pool = NULL;
-    n->first_use = NULL;
-    n->npool = 0;
 }
 
 void net_reserve(dt_net *n, int B)
@@ -259,7 +241,6 @@ void net_reserve(dt_net *n, int B)
     n->dact = dt_calloc((size_t)n->nnodes, sizeof *n->dact);
     n->aux = dt_calloc((size_t)n->nnodes, sizeof *n->aux);
     n->work_n = 0;
-    net_plan_activations(n, B);
     for (int i = 1; i < n->nnodes; i++) {
         const dt_node *d = &n->nodes[i];
         size_t sz = (size_t)B * node_size(d);
@@ -279,7 +260,7 @@ void net_reserve(dt_net *n, int B)
         }
     }
     n->work = n->work_n ? dt_falloc(n->work_n) : NULL;
-    net_plan_gradients(n, B);
+    net_plan_buffers(n, B);
     n->dlogits = n->dact[n->nnodes - 1];
 }
 
@@ -383,7 +364,9 @@ void net_backward(dt_net *n, const float *params, float *grads)
         size_t sz = (size_t)B * node_size(d);
         if (d->op == OP_FLATTEN)
             continue;
-        // a gradient buffer becomes live here: zeroed, unless a conv overwrites it
+        // a gradient buffer becomes live here: zeroed, unless a conv overwrites it or
+        // a ReLU masks it in place (its output's gradient handed on)
+        const int in_place = d->op == OP_RELU && dx && dx == dy;
         int dx_fresh = 0;
         for (int k = 0; k < 2; k++) {
             int in = k ? d->in1 : d->in0;
@@ -391,7 +374,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
             if (b > 0 && n->first_use[b] == i && !net_grad_unused(n, b)) {
                 if (d->op == OP_CONV2D)
                     dx_fresh = 1;
-                else
+                else if (!in_place)
                     memset(n->dact[b], 0, (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
             }
         }
@@ -406,7 +389,13 @@ void net_backward(dt_net *n, const float *params, float *grads)
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);
-            be->conv2d_backward(&s, x, W, dy, dx, dx_fresh, dW, db, n->work);
+            float *tmp = n->dx_tmp[i];
+            if (dx && !dx_fresh && tmp) { // dx += (the kernel's fresh output)
+                be->conv2d_backward(&s, x, W, dy, tmp, 1, dW, db, n->work);
+                be->add_backward((size_t)B * node_size(xi), tmp, dx, NULL);
+            } else {
+                be->conv2d_backward(&s, x, W, dy, dx, dx_fresh, dW, db, n->work);
+            }
             break;
         }
         case OP_MAXPOOL:
@@ -420,7 +409,9 @@ void net_backward(dt_net *n, const float *params, float *grads)
                 be->avgpool_backward(B, xi->c, xi->h * xi->w, xi->blk, dy, dx);
             break;
         case OP_RELU:
-            if (dx)
+            if (in_place)
+                be->relu_backward_inplace(sz, n->act[i], dx);
+            else if (dx)
                 be->relu_backward(sz, n->act[i], dy, dx);
             break;
         case OP_SIGMOID:

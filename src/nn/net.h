@@ -61,16 +61,15 @@ typedef struct dt_net {
     int classes;
     /* buffers for a batch of B samples (net_reserve) */
     int B;
-    float **act, **dact;   /* per node (B, c, h, w) output and its gradient; gradients
-                            * share pooled buffers where their lifetimes allow */
-    float **pool;          /* the gradient buffers */
-    int npool;
-    float **fpool;         /* activation buffers shared by outputs no backward reads, and,
-                            * during backward, by the recomputed ones */
-    int nfpool;
+    float **act, **dact;   /* per node (B, c, h, w) output and its gradient: places in
+                            * the arena, shared by buffers whose lifetimes do not meet */
+    float *arena;          /* every activation and gradient buffer of a batch */
+    size_t arena_n;        /* its floats */
     float **act_fwd, **act_rec; /* recomputed nodes: their forward and backward buffers */
-    char *act_own;         /* per node: act[i] is a buffer of its own (freed with the net) */
     int *first_use;        /* per node: the backward step at which dact becomes live */
+    float **dx_tmp;        /* per node: a conv whose kernel cannot add into its input's
+                            * gradient writes there first (a gradient buffer free at
+                            * that step), NULL: none needed */
     void **aux;            /* per node: pool argmax, dropout mask, GroupNorm mean/rstd */
     float *work;           /* conv scratch */
     size_t work_n;

@@ -186,80 +186,6 @@ int net_grad_unused(const dt_net *n, int j)
            (d->op == OP_ADD && d->fuse == FUSE_ABSORBED);
 }
 
-/* Activation gradients live only during backward: dact[j] from the first
- * consumer of j that backward reaches (the highest-numbered one) until j's
- * own backward. Nodes whose intervals do not overlap share one buffer (a
- * greedy interval colouring in backward order), which roughly halves the
- * memory of a training batch; a buffer is zeroed when it becomes live. */
-void net_plan_gradients(dt_net *n, int B)
-{
-    const int N = n->nnodes, last = N - 1;
-    n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
-    for (int i = 1; i < N; i++) {
-        const dt_node *d = &n->nodes[i];
-        if (d->op == OP_FLATTEN)
-            continue;
-        int in[2] = { net_base_of(n, d->in0), d->in1 > 0 ? net_base_of(n, d->in1) : 0 };
-        for (int k = 0; k < 2; k++)
-            if (in[k] > 0 && i > n->first_use[in[k]])
-                n->first_use[in[k]] = i;
-    }
-    n->first_use[last] = N; /* dlogits: written by the forward pass */
-    // slots first, buffers after: a slot grows to its largest tenant, so the
-    // small gradients of the last stage, freed before the first stage's larger
-    // ones become live, do not each keep a buffer of their own
-    int *slot = dt_malloc((size_t)N * sizeof *slot); /* pool slot of each node, -1: none */
-    size_t *cap = NULL;
-    int *busy = NULL, nslots = 0;
-    for (int j = 0; j < N; j++)
-        slot[j] = -1;
-    for (int time = N; time >= 1; time--) {
-        for (int j = 1; j < N; j++) { /* buffers that become live now */
-            if (n->nodes[j].op == OP_FLATTEN || n->first_use[j] != time || net_grad_unused(n, j))
-                continue;
-            size_t need = (size_t)B * node_size(&n->nodes[j]);
-            int pick = -1, grow = -1; // the smallest free slot that fits, else the largest free
-            for (int p = 0; p < nslots; p++) {
-                if (busy[p])
-                    continue;
-                if (cap[p] >= need && (pick < 0 || cap[p] < cap[pick]))
-                    pick = p;
-                if (grow < 0 || cap[p] > cap[grow])
-                    grow = p;
-            }
-            if (pick < 0 && grow >= 0) {
-                pick = grow;
-                cap[pick] = need;
-            }
-            if (pick < 0) {
-                cap = dt_realloc(cap, (size_t)(nslots + 1) * sizeof *cap);
-                busy = dt_realloc(busy, (size_t)(nslots + 1) * sizeof *busy);
-                cap[nslots] = need;
-                pick = nslots++;
-            }
-            // dies after its own backward; an absorbed ReLU's gradient is read by the
-            // fused GroupNorm's backward, later in backward order
-            busy[pick] = (n->nodes[j].fuse == FUSE_ABSORBED ? n->nodes[j].fuse_by : j) + 1;
-            slot[j] = pick;
-        }
-        if (time < N && n->nodes[time].op != OP_FLATTEN) /* dact[time] dies after its backward */
-            for (int p = 0; p < nslots; p++)
-                if (busy[p] == time + 1)
-                    busy[p] = 0;
-    }
-    n->npool = nslots;
-    n->pool = dt_calloc((size_t)(nslots ? nslots : 1), sizeof *n->pool);
-    for (int p = 0; p < nslots; p++)
-        n->pool[p] = dt_falloc(cap[p]);
-    for (int j = 1; j < N; j++) {
-        const int b = net_base_of(n, j);
-        n->dact[j] = slot[b] >= 0 ? n->pool[slot[b]] : NULL;
-    }
-    free(slot);
-    free(cap);
-    free(busy);
-}
-
 /* Whether an op's backward reads its own output, or its input. */
 static int bwd_reads_output(dt_op op) { return op == OP_RELU || op == OP_SIGMOID; }
 static int bwd_reads_input(dt_op op)
@@ -275,132 +201,227 @@ static int act_owner(const dt_net *n, int j)
     return j;
 }
 
-/* Forward activations: an output that no backward reads (a GroupNorm feeding
- * only a residual add, a pooling feeding only dropout) is needed only until
- * its last consumer's forward, so such outputs share a few buffers by the
- * same greedy interval colouring as the gradients, in forward order. The
- * others, and the logits, get their own buffer. */
-/* Greedy interval colouring into slots that grow to their largest tenant:
- * the smallest free slot that fits, else the largest free one, else a new one. */
-typedef struct slots {
-    int n;
-    size_t *cap;
-    int *busy;  /* forward: last reader's index; backward: owner's index + 1; 0: free */
-} slots;
-
-static int slot_take(slots *sl, size_t need, int (*is_free)(const slots *, int, int), int now)
+/* A ReLU (not fused) whose input's gradient becomes live at its own backward
+ * masks its output's gradient in place and hands the buffer on: the input's
+ * gradient continues the output gradient's buffer. */
+static int relu_grad_in_place(const dt_net *n, int r, int j)
 {
-    int pick = -1, grow = -1;
-    for (int p = 0; p < sl->n; p++) {
-        if (!is_free(sl, p, now))
-            continue;
-        if (sl->cap[p] >= need && (pick < 0 || sl->cap[p] < sl->cap[pick]))
-            pick = p;
-        if (grow < 0 || sl->cap[p] > sl->cap[grow])
-            grow = p;
-    }
-    if (pick < 0 && grow >= 0) {
-        pick = grow;
-        sl->cap[pick] = need;
-    }
-    if (pick < 0) {
-        sl->cap = dt_realloc(sl->cap, (size_t)(sl->n + 1) * sizeof *sl->cap);
-        sl->busy = dt_realloc(sl->busy, (size_t)(sl->n + 1) * sizeof *sl->busy);
-        sl->cap[sl->n] = need;
-        sl->busy[sl->n] = 0;
-        pick = sl->n++;
-    }
-    return pick;
+    const dt_node *d = &n->nodes[r];
+    return d->op == OP_RELU && d->fuse == FUSE_NONE && d->in0 == j && r < n->nnodes - 1 &&
+           net_base_of(n, j) == j;
 }
 
-/* forward: a slot is free for node j once its last reader ran (index < j) */
-static int free_fwd(const slots *sl, int p, int j) { return sl->busy[p] < j; }
-/* backward: free when released */
-static int free_bwd(const slots *sl, int p, int t) { (void)t; return sl->busy[p] == 0; }
-
-/* Forward activations: an output that no backward reads (a GroupNorm feeding
- * only a residual add, a pooling feeding only dropout) or that backward
- * recomputes is needed only until its last consumer's forward, so such
- * outputs share a few buffers (forward slots). The recomputed outputs get
- * backward slots, live from their recomputation to the fused GroupNorm's
- * backward; forward and backward slots are the same memory. The others, and
- * the logits, get their own buffer. */
-void net_plan_activations(dt_net *n, int B)
+/* A conv at backward step i that adds into an input gradient already live
+ * (not its first consumer), with a kernel that cannot add by itself: it needs
+ * a fresh buffer for that step. */
+static int needs_dx_tmp(const dt_net *n, int i, int B)
 {
-    const int N = n->nnodes;
-    char *keep = dt_calloc((size_t)N, 1);
-    int *last = dt_calloc((size_t)N, sizeof *last);
-    keep[act_owner(n, N - 1)] = 1;
+    const dt_node *d = &n->nodes[i];
+    if (d->op != OP_CONV2D || d->in0 <= 0)
+        return 0;
+    const int b = net_base_of(n, d->in0);
+    if (b <= 0 || net_grad_unused(n, b) || n->first_use[b] == i)
+        return 0;
+    const dt_conv_shape s = conv_shape(n, d, B);
+    return !n->be->conv2d_dx_accumulates(&s);
+}
+
+/* The buffers of a batch as spans of one arena: each is live over an
+ * interval of the step clock, forward node i at step i and backward node i
+ * at step 2N - i, and spans live at the same step get disjoint bytes. */
+typedef struct span {
+    size_t size, off; /* floats */
+    int t0, t1;       /* live from step t0 to step t1, both included */
+} span;
+
+typedef struct spans {
+    span *s;
+    int n;
+} spans;
+
+static int span_add(spans *a, size_t floats, int t0, int t1)
+{
+    a->s = dt_realloc(a->s, (size_t)(a->n + 1) * sizeof *a->s);
+    // 16 floats: every buffer starts on a 64-byte line, as the vector kernels like
+    a->s[a->n] = (span){ (floats + 15) / 16 * 16, 0, t0, t1 };
+    return a->n++;
+}
+
+static const spans *sort_ctx;
+static int by_size(const void *x, const void *y)
+{
+    const span *a = &sort_ctx->s[*(const int *)x], *b = &sort_ctx->s[*(const int *)y];
+    if (a->size != b->size)
+        return a->size < b->size ? 1 : -1;
+    return a->t0 != b->t0 ? a->t0 - b->t0 : *(const int *)x - *(const int *)y;
+}
+
+static int by_off(const void *x, const void *y)
+{
+    const span *a = &sort_ctx->s[*(const int *)x], *b = &sort_ctx->s[*(const int *)y];
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Offsets by the greedy rule of static memory planners: largest span first,
+ * each at the lowest offset clear of the placed spans it meets in time.
+ * Returns the arena's size in floats. */
+static size_t spans_pack(spans *a)
+{
+    int *order = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *order);
+    int *met = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *met);
+    size_t total = 0;
+    for (int k = 0; k < a->n; k++)
+        order[k] = k;
+    sort_ctx = a;
+    qsort(order, (size_t)a->n, sizeof *order, by_size);
+    for (int k = 0; k < a->n; k++) {
+        span *s = &a->s[order[k]];
+        int m = 0;
+        for (int q = 0; q < k; q++) {
+            const span *o = &a->s[order[q]];
+            if (o->t0 <= s->t1 && s->t0 <= o->t1)
+                met[m++] = order[q];
+        }
+        qsort(met, (size_t)m, sizeof *met, by_off);
+        size_t off = 0;
+        for (int q = 0; q < m; q++) {
+            const span *o = &a->s[met[q]];
+            if (o->off >= off + s->size)
+                break; // the gap before o fits
+            if (o->off + o->size > off)
+                off = o->off + o->size;
+        }
+        s->off = off;
+        if (off + s->size > total)
+            total = off + s->size;
+    }
+    free(order);
+    free(met);
+    return total;
+}
+
+/* Activations: an output lives from the step that writes it (a fused
+ * GroupNorm writes its ReLU's buffer) to its last reader: the last consumer's
+ * forward for outputs no backward reads, the earliest backward step that
+ * reads it otherwise; the logits live to the end. relu(gn(x)) outputs that
+ * backward recomputes have two spans: forward, and from the recomputation to
+ * the fused GroupNorm's backward. Gradients live from their first consumer's
+ * backward (dlogits: written by the forward's loss) to their own backward; a
+ * ReLU's input gradient continues its output's (masked in place); a conv that
+ * cannot add into its input's gradient gets a span for its own step. */
+void net_plan_buffers(dt_net *n, int B)
+{
+    const int N = n->nnodes, last = N - 1, END = 2 * N;
+    int *first = dt_calloc((size_t)N, sizeof *first), *lastf = dt_calloc((size_t)N, sizeof *lastf);
+    int *bread = dt_calloc((size_t)N, sizeof *bread); /* earliest backward reader, 0: none */
+    int *aspan = dt_malloc((size_t)N * sizeof *aspan), *rspan = dt_malloc((size_t)N * sizeof *rspan);
+    int *gspan = dt_malloc((size_t)N * sizeof *gspan), *tspan = dt_malloc((size_t)N * sizeof *tspan);
+    spans a = { NULL, 0 };
+    for (int j = 0; j < N; j++) {
+        first[j] = j;
+        aspan[j] = rspan[j] = gspan[j] = tspan[j] = -1;
+    }
     for (int i = 1; i < N; i++) {
         const dt_node *d = &n->nodes[i];
-        if (bwd_reads_output(d->op))
-            keep[act_owner(n, i)] = 1;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 2; k++) { // forward readers
             const int in = k ? d->in1 : d->in0;
-            if (in <= 0)
-                continue;
-            const int o = act_owner(n, in);
-            if (bwd_reads_input(d->op))
-                keep[o] = 1;
-            if (i > last[o])
-                last[o] = i;
+            if (in > 0 && i > lastf[act_owner(n, in)])
+                lastf[act_owner(n, in)] = i;
         }
-    }
-    for (int j = 1; j < N; j++)
-        if (n->nodes[j].recompute_at)
-            keep[j] = 0;
-    slots fw = { 0, NULL, NULL }, bw = { 0, NULL, NULL };
-    int *fslot = dt_malloc((size_t)N * sizeof *fslot), *bslot = dt_malloc((size_t)N * sizeof *bslot);
-    n->act_own = dt_calloc((size_t)N, 1);
-    for (int j = 0; j < N; j++)
-        fslot[j] = bslot[j] = -1;
-    for (int j = 1; j < N; j++) {
-        if (act_owner(n, j) != j || n->nodes[j].fuse == FUSE_ADD_RELU) // the latter writes
-            continue;                                                  // into its ReLU's buffer
-        const size_t need = (size_t)B * node_size(&n->nodes[j]);
-        if (keep[j] || last[j] == 0) {
-            n->act[j] = dt_falloc(need);
-            n->act_own[j] = 1;
+        if (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE) {
+            const int o = act_owner(n, d->fuse_out);
+            if (i < first[o])
+                first[o] = i;
+            if (d->fuse == FUSE_ADD_RELU && i > lastf[act_owner(n, d->fuse_skip)])
+                lastf[act_owner(n, d->fuse_skip)] = i;
+        }
+        if (d->op == OP_FLATTEN || d->fuse == FUSE_ABSORBED) // no backward of its own
             continue;
+        int reads[2] = { 0, 0 }; // backward readers, in the order net_backward reads
+        if (bwd_reads_input(d->op) && d->in0 > 0)
+            reads[0] = act_owner(n, d->in0);
+        if (bwd_reads_output(d->op))
+            reads[1] = act_owner(n, i);
+        if (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE)
+            reads[1] = act_owner(n, d->fuse_out);
+        for (int k = 0; k < 2; k++)
+            if (reads[k] > 0 && (bread[reads[k]] == 0 || i < bread[reads[k]]))
+                bread[reads[k]] = i;
+    }
+    const int logits = act_owner(n, last);
+    for (int j = 1; j < N; j++) {
+        const dt_node *d = &n->nodes[j];
+        if (act_owner(n, j) != j || (d->op == OP_GROUPNORM && d->fuse == FUSE_ADD_RELU))
+            continue; // a view, an in-place ReLU, or a GroupNorm writing its ReLU's buffer
+        const size_t sz = (size_t)B * node_size(d);
+        int t1 = lastf[j] > 0 ? lastf[j] : j;
+        if (j == logits)
+            t1 = END;
+        else if (d->recompute_at)
+            rspan[j] = span_add(&a, sz, END - d->recompute_at, END - j);
+        else if (bread[j])
+            t1 = END - bread[j];
+        aspan[j] = span_add(&a, sz, first[j], t1);
+    }
+
+    n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
+    for (int i = 1; i < N; i++) {
+        const dt_node *d = &n->nodes[i];
+        if (d->op == OP_FLATTEN)
+            continue;
+        int in[2] = { net_base_of(n, d->in0), d->in1 > 0 ? net_base_of(n, d->in1) : 0 };
+        for (int k = 0; k < 2; k++)
+            if (in[k] > 0 && i > n->first_use[in[k]])
+                n->first_use[in[k]] = i;
+    }
+    n->first_use[last] = N; /* dlogits: written by the forward pass */
+    for (int j = last; j >= 1; j--) { // a ReLU before its input: the in-place hand-on
+        const dt_node *d = &n->nodes[j];
+        if (d->op == OP_FLATTEN || n->first_use[j] == 0 || net_grad_unused(n, j))
+            continue;
+        // dies after its own backward; an absorbed ReLU's gradient is read by the
+        // fused GroupNorm's backward, later in backward order
+        const int until = END - (d->fuse == FUSE_ABSORBED ? d->fuse_by : j);
+        const int r = n->first_use[j];
+        if (r < N && gspan[r] >= 0 && relu_grad_in_place(n, r, j)) {
+            gspan[j] = gspan[r];
+            a.s[gspan[j]].t1 = until;
+        } else {
+            gspan[j] = span_add(&a, (size_t)B * node_size(d), j == last ? last : END - r, until);
         }
-        fslot[j] = slot_take(&fw, need, free_fwd, j);
-        fw.busy[fslot[j]] = last[j];
     }
-    for (int t = N - 1; t >= 1; t--) { // backward order
-        for (int g = 1; g < N; g++)
-            if (n->nodes[g].recompute_at == t) {
-                bslot[g] = slot_take(&bw, (size_t)B * node_size(&n->nodes[g]), free_bwd, t);
-                bw.busy[bslot[g]] = g + 1;
-            }
-        for (int p = 0; p < bw.n; p++) // released after node t's backward
-            if (bw.busy[p] == t + 1)
-                bw.busy[p] = 0;
-    }
-    n->nfpool = fw.n > bw.n ? fw.n : bw.n;
-    n->fpool = dt_calloc((size_t)(n->nfpool ? n->nfpool : 1), sizeof *n->fpool);
-    for (int p = 0; p < n->nfpool; p++) {
-        const size_t a = p < fw.n ? fw.cap[p] : 0, b = p < bw.n ? bw.cap[p] : 0;
-        n->fpool[p] = dt_falloc(a > b ? a : b);
-    }
+    for (int i = 1; i < last; i++)
+        if (needs_dx_tmp(n, i, B))
+            tspan[i] = span_add(&a, (size_t)B * node_size(&n->nodes[n->nodes[i].in0]), END - i,
+                                END - i);
+
+    const size_t total = spans_pack(&a);
+    n->arena = total ? dt_falloc(total) : NULL;
+    n->arena_n = total;
     n->act_fwd = dt_calloc((size_t)N, sizeof *n->act_fwd);
     n->act_rec = dt_calloc((size_t)N, sizeof *n->act_rec);
+    n->dx_tmp = dt_calloc((size_t)N, sizeof *n->dx_tmp);
     for (int j = 1; j < N; j++) {
-        if (fslot[j] >= 0)
-            n->act[j] = n->fpool[fslot[j]];
-        if (bslot[j] >= 0) {
+        if (aspan[j] >= 0)
+            n->act[j] = n->arena + a.s[aspan[j]].off;
+        if (rspan[j] >= 0) {
             n->act_fwd[j] = n->act[j];
-            n->act_rec[j] = n->fpool[bslot[j]];
+            n->act_rec[j] = n->arena + a.s[rspan[j]].off;
         }
+        if (tspan[j] >= 0)
+            n->dx_tmp[j] = n->arena + a.s[tspan[j]].off;
     }
-    for (int j = 1; j < N; j++)
+    for (int j = 1; j < N; j++) {
         n->act[j] = n->act[act_owner(n, j)];
-    free(keep);
-    free(last);
-    free(fslot);
-    free(bslot);
-    free(fw.cap);
-    free(fw.busy);
-    free(bw.cap);
-    free(bw.busy);
+        const int b = net_base_of(n, j);
+        n->dact[j] = gspan[b] >= 0 ? n->arena + a.s[gspan[b]].off : NULL;
+    }
+    free(first);
+    free(lastf);
+    free(bread);
+    free(aspan);
+    free(rspan);
+    free(gspan);
+    free(tspan);
+    free(a.s);
 }
-

@@ -13,6 +13,10 @@ __global__ static void relu_backward_k(size_t n, const float *y, const float *dy
 {
     GRID_STRIDE(i, n) relu_backward_at(i, y, dy, dx);
 }
+__global__ static void relu_backward_inplace_k(size_t n, const float *y, float *d)
+{
+    GRID_STRIDE(i, n) relu_backward_inplace_at(i, y, d);
+}
 __global__ static void sigmoid_forward_k(size_t n, const float *x, float *y)
 {
     GRID_STRIDE(i, n) sigmoid_forward_at(i, x, y);
@@ -36,6 +40,14 @@ extern "C" int cuda_relu_backward(size_t n, const float *y, const float *dy, flo
         return 0;
     relu_backward_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(n, y, dy,
                                                                                     dx);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_relu_backward_inplace(size_t n, const float *y, float *d, void *stream)
+{
+    relu_backward_inplace_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(n, y,
+                                                                                           d);
     CUDA_CHECK(cudaGetLastError());
     return 0;
 }

@@ -24,6 +24,12 @@ static inline DT_HD void relu_backward_at(size_t i, const float *y, const float 
     dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+/* y, d: (n); the gradient masked in place (input and output gradient share d) */
+static inline DT_HD void relu_backward_inplace_at(size_t i, const float *y, float *d)
+{
+    d[i] = y[i] > 0.0f ? d[i] : 0.0f;
+}
+
 static inline DT_HD void sigmoid_forward_at(size_t i, const float *x, float *y)
 {
     // exp of a non-positive argument only: no overflow, no NaN for large |x|

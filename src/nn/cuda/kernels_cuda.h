@@ -18,6 +18,7 @@ extern "C" {
 /* activation.cu; x, y, dy, dx: (n) */
 int cuda_relu_forward(size_t n, const float *x, float *y, void *stream);
 int cuda_relu_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
+int cuda_relu_backward_inplace(size_t n, const float *y, float *d, void *stream);
 int cuda_sigmoid_forward(size_t n, const float *x, float *y, void *stream);
 int cuda_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
 /* add.cu */
