@@ -62,4 +62,22 @@ if [ "$RC" -eq 0 ] && ! grep -q "no progress" "$WORK/out.txt" && [ -n "$el" ] &&
 else
     fail "long evaluation (rc $RC, $el s)"; tail -3 "$WORK/out.txt" | sed 's/^/#   /'
 fi
+
+# a rank group that has finished waits for the other one: no stall. The
+# quick group ends in well under a second; the slow one takes 25 steps of
+# 200 ms (its rank 0 sleeps after each step's progress), about 5 s, against
+# a 3 s timeout.
+G=$WORK/groups.ini
+{ printf '[group.quick]\nranks = 2\nalgorithm.mode = allreduce\nrun.max_steps = 5\n'
+  printf '[group.slow]\nranks = 2\nalgorithm.mode = allreduce\nrun.max_steps = 25\n'
+  printf 'run.test_delay_ms = 200\nrun.test_delay_rank = 0\n'; cat "$D"; } >"$G"
+run 4 120 "$G" run.stall_timeout=3 run.output_dir="$WORK/groups"
+csv=$WORK/groups/groups.csv
+if [ "$RC" -eq 0 ] && ! grep -q "no progress" "$WORK/out.txt" &&
+   [ "$(cut -d, -f1,5,6 "$csv" 2>/dev/null | tail -2 | tr '\n' ' ')" = "quick,done,5 slow,done,25 " ] &&
+   awk -F, '$1 == "slow" { exit !($9 > 3) }' "$csv"; then
+    pass "a finished rank group waits $(awk -F, '$1 == "slow" { print $9 }' "$csv") s for the other at run.stall_timeout = 3 and is not stopped"
+else
+    fail "finished group waiting (rc $RC)"; tail -4 "$WORK/out.txt" | sed 's/^/#   /'
+fi
 finish
