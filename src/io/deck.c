@@ -1075,7 +1075,9 @@ static char *deck_reader(char *buf, int num, void *stream)
     c->pos += n + (eol != NULL);
     c->line++;
 
-    while (n > 0 && (*start == ' ' || *start == '\t')) {
+    // inih skips the same leading white space (isspace: \r, \v and \f too), so
+    // a header is seen here exactly when inih reports its section
+    while (n > 0 && isspace((unsigned char)*start)) {
         start++;
         n--;
     }
