@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "run/trainer.h"
 
 #include <cblas.h>
@@ -20,6 +22,9 @@
 #include "run/finite.h"
 #include "run/stop.h"
 #include "core/watchdog.h"
+#ifdef HAVE_CUDA
+#include "backend/cuda_device.h"
+#endif
 
 /* "[NAME] " in front of everything a rank group prints; "" without groups. */
 static char group_tag[DT_GROUP_NAME_MAX + 4] = "";
@@ -38,6 +43,31 @@ double trainer_clock(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* compute.device = cuda: the algorithms keep their flat vectors on the host
+ * (every mode, every transport), so the parameters go up before a forward
+ * and the gradient comes down after backward, one copy each; the batch goes
+ * up from pinned memory on the copy stream while the parameters do. */
+static const float *params_on_backend(dt_trainer *t, const float *x)
+{
+    const dt_backend *be = t->net->be;
+    if (!be->device)
+        return x;
+    be->to_backend(t->dparams, x, t->n * sizeof(float));
+    return t->dparams;
+}
+
+static void batch_to_backend(dt_trainer *t, int B)
+{
+    const size_t xb = (size_t)B * t->train.c * t->train.h * t->train.w * sizeof(float);
+#ifdef HAVE_CUDA
+    cuda_upload_async(t->dx, t->x, xb);
+    cuda_upload_async(t->dy, t->y, (size_t)B * sizeof(int32_t));
+#else
+    t->net->be->to_backend(t->dx, t->x, xb);
+    t->net->be->to_backend(t->dy, t->y, (size_t)B * sizeof(int32_t));
+#endif
+}
+
 void trainer_gradient(dt_trainer *t, const float *x)
 {
     double t0 = trainer_clock();
@@ -52,8 +82,15 @@ void trainer_gradient(dt_trainer *t, const float *x)
      * the same masks as the uninterrupted one */
     uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->worker, (uint64_t)t->step, 0xD0);
     int correct = 0;
-    double loss = net_forward(t->net, x, t->x, t->y, t->B, 1, key, &correct);
-    net_backward(t->net, x, t->grads);
+    const int dev = t->net->be->device;
+    if (dev)
+        batch_to_backend(t, t->B);
+    const float *p = params_on_backend(t, x);
+    double loss = net_forward(t->net, p, dev ? t->dx : t->x, dev ? t->dy : t->y, t->B, 1, key,
+                              &correct);
+    net_backward(t->net, p, dev ? t->dgrads : t->grads);
+    if (dev)
+        t->net->be->to_host(t->grads, t->dgrads, t->n * sizeof(float));
     t->loss_sum += loss;
     t->correct += correct;
     t->seen += t->B;
@@ -173,6 +210,8 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
     double lsum = 0;
     int64_t hits = 0, seen = 0;
     const size_t per = (size_t)t->test.c * t->test.h * t->test.w;
+    const int dev = t->net->be->device;
+    const float *p = params_on_backend(t, params);
     for (int64_t i = 0; i < t->test.n; i += t->B) {
         int b = (int)(t->test.n - i < t->B ? t->test.n - i : t->B);
         for (int j = 0; j < b; j++) {
@@ -181,7 +220,10 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
         }
         int correct = 0;
         watchdog_phase("evaluation", -1);
-        lsum += net_forward(t->net, params, t->x, t->y, b, 0, 0, &correct) * b;
+        if (dev)
+            batch_to_backend(t, b);
+        lsum += net_forward(t->net, p, dev ? t->dx : t->x, dev ? t->dy : t->y, b, 0, 0,
+                            &correct) * b;
         watchdog_beat(-1);
         hits += correct;
         seen += b;
@@ -721,6 +763,19 @@ static void trainer_free(dt_trainer *t)
 {
     if (t->algo && t->algo->teardown && t->algo_state)
         t->algo->teardown(t);
+    if (t->net && t->net->be->device) {
+        const dt_backend *be = t->net->be;
+        be->mem_free(t->dparams);
+        be->mem_free(t->dgrads);
+        be->mem_free(t->dx);
+        be->mem_free(t->dy);
+#ifdef HAVE_CUDA
+        cuda_host_free(t->x);
+        cuda_host_free(t->y);
+        t->x = NULL;
+        t->y = NULL;
+#endif
+    }
     net_free(t->net);
     free(t->params);
     free(t->grads);
@@ -789,8 +844,11 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     }
 
-    const dt_backend *be = backend_cpu_by_name(cfg->compute.kernels);
-    if (!be)
+    const int on_gpu = strcmp(cfg->compute.device, "cuda") == 0;
+    const dt_backend *be = on_gpu ? backend_cuda() : backend_cpu_by_name(cfg->compute.kernels);
+    if (!be && on_gpu)
+        dt_err_set("compute.device = cuda: this dtrain was built without CUDA");
+    else if (!be)
         dt_err_set("compute.kernels = %s: this dtrain was built without oneDNN (configure "
                    "found no libdnnl-dev); use native or auto", cfg->compute.kernels);
     t->net = !be ? NULL : model_build(be, cfg->model.name, cfg->model.hidden, cfg->model.activation,
@@ -805,8 +863,20 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     t->grads = dt_falloc(t->n);
     net_init_params(t->net, t->params, cfg->run.seed);
     net_reserve(t->net, t->B);
-    t->x = dt_falloc((size_t)t->B * t->train.c * t->train.h * t->train.w);
-    t->y = dt_calloc((size_t)t->B, sizeof *t->y);
+    const size_t xn = (size_t)t->B * t->train.c * t->train.h * t->train.w;
+    if (be->device) {
+#ifdef HAVE_CUDA
+        t->x = cuda_host_alloc(xn * sizeof(float));
+        t->y = cuda_host_alloc((size_t)t->B * sizeof *t->y);
+#endif
+        t->dx = be->mem_alloc(xn * sizeof(float));
+        t->dy = be->mem_alloc((size_t)t->B * sizeof *t->dy);
+        t->dparams = be->mem_alloc(t->n * sizeof(float));
+        t->dgrads = be->mem_alloc(t->n * sizeof(float));
+    } else {
+        t->x = dt_falloc(xn);
+        t->y = dt_calloc((size_t)t->B, sizeof *t->y);
+    }
     t->tp = transport_mpi_create(comm);
     /* one model for all: rank 0's parameters (REFERENCE.md §1) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
