@@ -759,6 +759,35 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
 
 /* ---- the run --------------------------------------------------------------- */
 
+/* comm.transport = nccl moves the vectors of the modes whose data traffic
+ * goes through the transport from the training thread; the modes built on
+ * one-sided MPI or a communication thread keep MPI (host staging). */
+static int nccl_moves(const char *mode)
+{
+    static const char *modes[] = { "allreduce", "easgd", "sgp", "dpsgd" };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(mode, modes[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static dt_transport *transport_create(dt_trainer *t, const dt_config *cfg, MPI_Comm comm)
+{
+    if (strcmp(cfg->comm.transport, "nccl") != 0)
+        return transport_mpi_create(comm);
+    if (!nccl_moves(cfg->algorithm.mode)) {
+        if (t->rank == 0)
+            say("comm.transport = nccl: mode %s exchanges over one-sided MPI or a "
+                "communication thread; its vectors go over MPI\n", cfg->algorithm.mode);
+        return transport_mpi_create(comm);
+    }
+#ifdef HAVE_NCCL
+    return transport_nccl_create(comm, (double)cfg->comm.nccl_timeout);
+#else
+    DT_FATAL("comm.transport = nccl in a build without NCCL (run/device.c lets none through)");
+#endif
+}
+
 static void trainer_free(dt_trainer *t)
 {
     if (t->algo && t->algo->teardown && t->algo_state)
@@ -877,7 +906,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         t->x = dt_falloc(xn);
         t->y = dt_calloc((size_t)t->B, sizeof *t->y);
     }
-    t->tp = transport_mpi_create(comm);
+    t->tp = transport_create(t, cfg, comm);
     /* one model for all: rank 0's parameters (REFERENCE.md §1) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
     sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay, cfg->optim.nesterov);
