@@ -36,6 +36,14 @@ static void test_node_rank(void)
     gpu_node_rank(MPI_COMM_WORLD, &lr, &ls);
     CHECK(lr == 0 && ls == size && ls == 1,
           "gpu_node_rank: a single process is local rank %d of %d on its node", lr, ls);
+    const char *sets[] = { NULL, "", "0", "GPU-3f2a,GPU-77b1" };
+    for (int i = 0; i < 4; i++) {
+        lr = ls = -1;
+        gpu_node_rank_visible(MPI_COMM_WORLD, sets[i], &lr, &ls);
+        CHECK(lr == 0 && ls == size && ls == 1, "gpu_node_rank_visible (CUDA_VISIBLE_DEVICES %s%s%s): "
+              "a single process is local rank %d of %d", sets[i] ? "'" : "", sets[i] ? sets[i] : "unset",
+              sets[i] ? "'" : "", lr, ls);
+    }
 }
 
 /* All ranks' plans at one step agree with each other and with the topology. */

@@ -5,6 +5,7 @@
 #include "run/device.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/gpu_plan.h"
@@ -50,12 +51,13 @@ int device_open(const dt_config *cfg, MPI_Comm world, dt_device *d)
     char why[512] = "";
     int bad = device_config_error(cfg, why, sizeof why) != NULL;
 
-    // the GPU: this rank's index among the ranks of its node that use one
+    // the GPU: this rank's index among the ranks of its node that use one and
+    // see the same devices
     MPI_Comm users;
     MPI_CHECK(MPI_Comm_split(world, d->cuda && !bad, rank, &users));
     if (d->cuda && !bad) {
         int local_rank, local_size;
-        gpu_node_rank(users, &local_rank, &local_size);
+        gpu_node_rank_visible(users, getenv("CUDA_VISIBLE_DEVICES"), &local_rank, &local_size);
 #ifdef HAVE_CUDA
         const char *reason = "";
         const int ngpus = cuda_device_count(&reason);
