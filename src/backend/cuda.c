@@ -1,7 +1,6 @@
 /* The CUDA backend: every op of backend/backend.h on device memory.
  *
- * GEMMs by cuBLAS (column-major: a row-major (M, N) matrix is read as its
- * (N, M) transpose, so each product below is written for the transposes);
+ * GEMMs by cuBLAS, with the column-major argument sets of backend/gemm_args.h;
  * convolutions lowered onto cuBLAS (nn/lower.h: im2col, one GEMM per image,
  * col2im as a gather); everything else by the kernels of nn/cuda/. All work
  * is queued on the device's compute stream (backend/cuda_device.c); only the
@@ -11,6 +10,7 @@
 #include "config.h"
 
 #include "backend/backend.h"
+#include "backend/gemm_args.h"
 #include "backend/cuda_check.h"
 #include "backend/cuda_device.h"
 #include "nn/cuda/kernels_cuda.h"
@@ -65,15 +65,28 @@ static void *scratch(void **p, size_t *have, size_t bytes)
     return *p;
 }
 
+/* ---- GEMMs (backend/gemm_args.h: the argument sets, tested on the host) ---- */
+
+static cublasOperation_t op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+static void gemm(const dt_gemm *g, const float *A, const float *B, float beta, float *C)
+{
+    if (g->batch == 1)
+        CUBLAS_OK(cublasSgemm(BLAS, op(g->ta), op(g->tb), g->m, g->n, g->k, &one, A, g->lda, B,
+                              g->ldb, &beta, C, g->ldc));
+    else
+        CUBLAS_OK(cublasSgemmStridedBatched(BLAS, op(g->ta), op(g->tb), g->m, g->n, g->k, &one,
+                                            A, g->lda, g->sa, B, g->ldb, g->sb, &beta, C,
+                                            g->ldc, g->sc, g->batch));
+}
+
 /* ---- linear ------------------------------------------------------------ */
 
-/* y (B, out) = x (B, in) W^T + b: column-major y^T (out, B) = W^T... as
- * (W as (in, out))^T (x as (in, B)) */
 static void cu_linear_forward(int B, int in, int out, const float *x, const float *W,
                               const float *b, float *y)
 {
-    CUBLAS_OK(cublasSgemm(BLAS, CUBLAS_OP_T, CUBLAS_OP_N, out, B, in, &one, W, in, x, in, &zero,
-                          y, out));
+    const dt_gemm g = gemm_linear_forward(B, in, out);
+    gemm(&g, W, x, zero, y);
     if (b)
         KERNEL_OK(cuda_bias_add(B, out, 1, b, y, ST));
 }
@@ -81,12 +94,12 @@ static void cu_linear_forward(int B, int in, int out, const float *x, const floa
 static void cu_linear_backward(int B, int in, int out, const float *x, const float *W,
                                const float *dy, float *dx, float *dW, float *db)
 {
-    if (dx) // dx (B, in) += dy (B, out) W (out, in)
-        CUBLAS_OK(cublasSgemm(BLAS, CUBLAS_OP_N, CUBLAS_OP_N, in, B, out, &one, W, in, dy, out,
-                              &one, dx, in));
-    // dW (out, in) = dy^T x
-    CUBLAS_OK(cublasSgemm(BLAS, CUBLAS_OP_N, CUBLAS_OP_T, in, out, B, &one, x, in, dy, out,
-                          &zero, dW, in));
+    if (dx) {
+        const dt_gemm g = gemm_linear_dx(B, in, out);
+        gemm(&g, W, dy, one, dx);
+    }
+    const dt_gemm g = gemm_linear_dw(B, in, out);
+    gemm(&g, x, dy, zero, dW);
     if (db)
         KERNEL_OK(cuda_bias_grad(B, out, 1, dy, db, ST));
 }
@@ -103,36 +116,29 @@ static int cu_conv2d_dx_accumulates(const dt_conv_shape *s) { return 1; }
 static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                               const float *b, float *y, float *cols)
 {
-    const int crs = s->C * s->R * s->S, pq = s->P * s->Q;
     KERNEL_OK(cuda_im2col(s, x, cols, ST));
-    // per image: y_b (K, PQ) = W (K, CRS) cols_b (CRS, PQ)
-    CUBLAS_OK(cublasSgemmStridedBatched(BLAS, CUBLAS_OP_N, CUBLAS_OP_N, pq, s->K, crs, &one,
-                                        cols, pq, (long long)crs * pq, w, crs, 0, &zero, y, pq,
-                                        (long long)s->K * pq, s->B));
+    const dt_gemm g = gemm_conv_forward(s);
+    gemm(&g, cols, w, zero, y);
     if (b)
-        KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)pq, b, y, ST));
+        KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)s->P * s->Q, b, y, ST));
 }
 
 static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
                                const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                                float *cols)
 {
-    const int crs = s->C * s->R * s->S, pq = s->P * s->Q;
     // the workspace is shared by every conv: lower x again
     KERNEL_OK(cuda_im2col(s, x, cols, ST));
-    // dW (K, CRS) = sum over images of dy_b (K, PQ) cols_b^T, images in order
-    for (int i = 0; i < s->B; i++)
-        CUBLAS_OK(cublasSgemm(BLAS, CUBLAS_OP_T, CUBLAS_OP_N, crs, s->K, pq, &one,
-                              cols + (size_t)i * crs * pq, pq, dy + (size_t)i * s->K * pq, pq,
-                              i ? &one : &zero, dw, crs));
+    const dt_gemm gw = gemm_conv_dw(s);
+    for (int i = 0; i < s->B; i++) // images summed in order
+        gemm(&gw, cols + (size_t)i * gw.sa, dy + (size_t)i * gw.sb, i ? one : zero, dw);
     if (db)
-        KERNEL_OK(cuda_bias_grad(s->B, s->K, (size_t)pq, dy, db, ST));
+        KERNEL_OK(cuda_bias_grad(s->B, s->K, (size_t)s->P * s->Q, dy, db, ST));
     if (!dx)
         return;
-    // dcols_b (CRS, PQ) = W^T dy_b, into the same workspace, then gathered into dx
-    CUBLAS_OK(cublasSgemmStridedBatched(BLAS, CUBLAS_OP_N, CUBLAS_OP_T, pq, crs, s->K, &one, dy,
-                                        pq, (long long)s->K * pq, w, crs, 0, &zero, cols, pq,
-                                        (long long)crs * pq, s->B));
+    // dcols into the same workspace, then gathered into dx
+    const dt_gemm gc = gemm_conv_dcols(s);
+    gemm(&gc, dy, w, zero, cols);
     KERNEL_OK(cuda_col2im(s, cols, dx, !dx_fresh, ST));
 }
 
