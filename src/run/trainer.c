@@ -45,8 +45,9 @@ double trainer_clock(void)
 
 /* compute.device = cuda: the algorithms keep their flat vectors on the host
  * (every mode, every transport), so the parameters go up before a forward
- * and the gradient comes down after backward, one copy each; the batch goes
- * up from pinned memory on the copy stream while the parameters do. */
+ * and the gradient comes down after backward, one copy each. Batches go up
+ * from pinned memory on the copy stream: the next one is loaded and sent
+ * while the current step's backward runs on the device. */
 static const float *params_on_backend(dt_trainer *t, const float *x)
 {
     const dt_backend *be = t->net->be;
@@ -56,17 +57,20 @@ static const float *params_on_backend(dt_trainer *t, const float *x)
     return t->dparams;
 }
 
-static void batch_to_backend(dt_trainer *t, int B)
+static void batch_to_backend(dt_trainer *t, int B, const float *hx, const int32_t *hy, float *dx,
+                             int32_t *dy)
 {
     const size_t xb = (size_t)B * t->train.c * t->train.h * t->train.w * sizeof(float);
 #ifdef HAVE_CUDA
-    cuda_upload_async(t->dx, t->x, xb);
-    cuda_upload_async(t->dy, t->y, (size_t)B * sizeof(int32_t));
+    cuda_upload_async(dx, hx, xb);
+    cuda_upload_async(dy, hy, (size_t)B * sizeof(int32_t));
 #else
-    t->net->be->to_backend(t->dx, t->x, xb);
-    t->net->be->to_backend(t->dy, t->y, (size_t)B * sizeof(int32_t));
+    t->net->be->to_backend(dx, hx, xb);
+    t->net->be->to_backend(dy, hy, (size_t)B * sizeof(int32_t));
 #endif
 }
+
+#define SWAP(T, a, b) do { T s_ = (a); (a) = (b); (b) = s_; } while (0)
 
 void trainer_gradient(dt_trainer *t, const float *x)
 {
@@ -77,20 +81,35 @@ void trainer_gradient(dt_trainer *t, const float *x)
         t->t_compute += trainer_clock() - t0;
         return;
     }
-    loader_next(&t->loader, t->x, t->y);
     /* dropout masks depend on (seed, rank, step) only: a resumed run draws
      * the same masks as the uninterrupted one */
     uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->worker, (uint64_t)t->step, 0xD0);
     int correct = 0;
-    const int dev = t->net->be->device;
-    if (dev)
-        batch_to_backend(t, t->B);
-    const float *p = params_on_backend(t, x);
-    double loss = net_forward(t->net, p, dev ? t->dx : t->x, dev ? t->dy : t->y, t->B, 1, key,
-                              &correct);
-    net_backward(t->net, p, dev ? t->dgrads : t->grads);
-    if (dev)
+    double loss;
+    if (!t->net->be->device) {
+        loader_next(&t->loader, t->x, t->y);
+        loss = net_forward(t->net, x, t->x, t->y, t->B, 1, key, &correct);
+        net_backward(t->net, x, t->grads);
+    } else {
+        if (t->prefetched) { // on its way since the last step's backward
+            SWAP(float *, t->x, t->px);
+            SWAP(int32_t *, t->y, t->py);
+            SWAP(float *, t->dx, t->dpx);
+            SWAP(int32_t *, t->dy, t->dpy);
+            t->prefetched = 0;
+        } else {
+            loader_next(&t->loader, t->x, t->y);
+            batch_to_backend(t, t->B, t->x, t->y, t->dx, t->dy);
+        }
+        const float *p = params_on_backend(t, x);
+        loss = net_forward(t->net, p, t->dx, t->dy, t->B, 1, key, &correct);
+        net_backward(t->net, p, t->dgrads); // queued: the host goes on
+        loader_get_state(&t->loader, &t->before_prefetch);
+        loader_next(&t->loader, t->px, t->py);
+        batch_to_backend(t, t->B, t->px, t->py, t->dpx, t->dpy);
+        t->prefetched = 1;
         t->net->be->to_host(t->grads, t->dgrads, t->n * sizeof(float));
+    }
     t->loss_sum += loss;
     t->correct += correct;
     t->seen += t->B;
@@ -221,7 +240,7 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
         int correct = 0;
         watchdog_phase("evaluation", -1);
         if (dev)
-            batch_to_backend(t, b);
+            batch_to_backend(t, b, t->x, t->y, t->dx, t->dy);
         lsum += net_forward(t->net, p, dev ? t->dx : t->x, dev ? t->dy : t->y, b, 0, 0,
                             &correct) * b;
         watchdog_beat(-1);
@@ -438,7 +457,10 @@ static int save_checkpoint(dt_trainer *t)
     watchdog_phase("checkpoint I/O", -1);
     resume_blob b = { .step = t->step, .images = t->images, .bytes_sent = t->bytes_sent,
                       .wall = trainer_clock() - t->wall_start };
-    loader_get_state(&t->loader, &b.loader);
+    if (t->prefetched) // the batch loaded ahead is loaded again after a resume
+        b.loader = t->before_prefetch;
+    else
+        loader_get_state(&t->loader, &b.loader);
     dt_ckpt_meta m = ckpt_meta(t);
     char written[DT_PATH_MAX + 64];
     if (checkpoint_write(t->comm, dir, &m, a, na, &b, sizeof b,
@@ -519,6 +541,7 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
     t->bytes_sent = b.bytes_sent;
     t->wall_start = trainer_clock() - b.wall;
     loader_set_state(&t->loader, &b.loader);
+    t->prefetched = 0;
     if (t->rank == 0) {
         say("resumed from %s at step %lld\n", path, (long long)t->step);
         fflush(stdout);
@@ -798,9 +821,13 @@ static void trainer_free(dt_trainer *t)
         be->mem_free(t->dgrads);
         be->mem_free(t->dx);
         be->mem_free(t->dy);
+        be->mem_free(t->dpx);
+        be->mem_free(t->dpy);
 #ifdef HAVE_CUDA
         cuda_host_free(t->x);
         cuda_host_free(t->y);
+        cuda_host_free(t->px);
+        cuda_host_free(t->py);
         t->x = NULL;
         t->y = NULL;
 #endif
@@ -897,9 +924,13 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
 #ifdef HAVE_CUDA
         t->x = cuda_host_alloc(xn * sizeof(float));
         t->y = cuda_host_alloc((size_t)t->B * sizeof *t->y);
+        t->px = cuda_host_alloc(xn * sizeof(float));
+        t->py = cuda_host_alloc((size_t)t->B * sizeof *t->py);
 #endif
         t->dx = be->mem_alloc(xn * sizeof(float));
         t->dy = be->mem_alloc((size_t)t->B * sizeof *t->dy);
+        t->dpx = be->mem_alloc(xn * sizeof(float));
+        t->dpy = be->mem_alloc((size_t)t->B * sizeof *t->dpy);
         t->dparams = be->mem_alloc(t->n * sizeof(float));
         t->dgrads = be->mem_alloc(t->n * sizeof(float));
     } else {

@@ -47,6 +47,13 @@ typedef struct dt_trainer {
     float *dparams, *dgrads; /* (n) */
     float *dx;              /* (B, C, H, W) */
     int32_t *dy;            /* (B) */
+    /* the next batch, loaded and sent while the current step's backward runs:
+     * pinned px, py and device dpx, dpy; the loader's state before it, which
+     * a checkpoint records (so a resume loads it again) */
+    float *px, *dpx;
+    int32_t *py, *dpy;
+    int prefetched;
+    dt_loader_state before_prefetch;
 
     int64_t step;           /* iterations completed by this rank */
     double global_step;     /* asynchronous modes, at the end: the group's steps per rank
