@@ -131,11 +131,11 @@ def resnet_gn(depth, groups=2, classes=10):
     return nn.Sequential(*layers)
 
 
-def synthetic(n, seed, classes=10):
-    """(n, 3, 32, 32) float32 images and labels: one Gaussian cluster per class,
+def synthetic(n, seed, classes=10, shape=(3, 32, 32)):
+    """(n, *shape) float32 images and labels: one Gaussian cluster per class,
     like dtrain's data.name = synthetic (the values do not change the speed)."""
     g = torch.Generator().manual_seed(seed)
-    centres = torch.randn(classes, 3, 32, 32, generator=g)
+    centres = torch.randn(classes, *shape, generator=g)
     y = torch.randint(0, classes, (n,), generator=g)
     x = centres.index_select(0, y)
     x.add_(torch.randn(x.shape, generator=g))
@@ -158,7 +158,7 @@ class Batches:
         if self.pos == self.per_epoch:
             self.perm = torch.randperm(len(self.y), generator=self.gen)
             self.pos = 0
-        idx = self.perm[self.pos * self.batch:(self.pos + 1) * self.batch]
+        idx = self.perm[self.pos * self.batch:(self.pos + 1) * self.batch].to(self.y.device)
         self.pos += 1
         xb = self.x.index_select(0, idx)
         return (xb if self.as_float else normalise(xb)), self.y.index_select(0, idx)
@@ -179,7 +179,9 @@ def parse_args(argv, ddp=False):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", choices=("float", "uint8"), default="float",
                     help="float: normalise the whole set up front; uint8: per batch, like dtrain")
-    ap.add_argument("--path", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--path", default="/usr/share/datasets/fashion-mnist",
+                    help="Fashion-MNIST's directory, or synthetic (mnist_cnn on --synthetic "
+                         "1x28x28 samples)")
     ap.add_argument("--model", choices=("mnist_cnn", "resnet20_gn", "resnet32_gn"),
                     default="mnist_cnn",
                     help="the resnets train on synthetic 3x32x32 data held as float32")
@@ -188,6 +190,11 @@ def parse_args(argv, ddp=False):
     if not ddp:
         ap.add_argument("--profile", action="store_true",
                         help="print torch.profiler's per-operator table for 20 timed steps")
+        ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: model and the whole training set on the GPU, fp32 "
+                             "(TF32 off, as dtrain's cuBLAS GEMMs); bench/gpu.sh")
+        ap.add_argument("--compile", action="store_true",
+                        help="torch.compile the model (default mode) before the warm-up")
     return ap.parse_args(argv)
 
 
@@ -204,25 +211,45 @@ def main(argv):
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(a.seed)
-    if a.model == "mnist_cnn":
+    dev = torch.device(a.device)
+    if a.device == "cuda":  # fp32 as fp32: no TF32 in matmuls or convolutions
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    if a.model == "mnist_cnn" and a.path == "synthetic":  # 1x28x28, no dataset needed
+        x, y = synthetic(a.synthetic, a.seed, shape=(1, 28, 28))
+        data = Batches(x.to(dev), y.to(dev), a.batch, a.seed, True, ready=True)
+        del x
+        model = MnistCnn()
+    elif a.model == "mnist_cnn":
         x, y = load_train(a.path)
-        data = Batches(x, y, a.batch, a.seed, a.data == "float")
+        if a.device == "cuda":
+            x, y = normalise(x).to(dev), y.to(dev)
+            data = Batches(x, y, a.batch, a.seed, True, ready=True)
+        else:
+            data = Batches(x, y, a.batch, a.seed, a.data == "float")
         del x
         model = MnistCnn()
     else:
         x, y = synthetic(a.synthetic, a.seed)
-        data = Batches(x, y, a.batch, a.seed, True, ready=True)
+        data = Batches(x.to(dev), y.to(dev), a.batch, a.seed, True, ready=True)
         del x
         model = resnet_gn(20 if a.model == "resnet20_gn" else 32)
-    model.train()
+    model.to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    step_model = torch.compile(model) if a.compile else model
+
+    def sync():
+        if a.device == "cuda":
+            torch.cuda.synchronize()
 
     for _ in range(a.warmup):
-        train_step(model, opt, *data.next())
+        train_step(step_model, opt, *data.next())
+    sync()
     t0 = time.perf_counter()
     for _ in range(a.steps):
-        loss = train_step(model, opt, *data.next())
-    lossv = float(loss)  # synchronises nothing on CPU, but keeps the last step honest
+        loss = train_step(step_model, opt, *data.next())
+    sync()
+    lossv = float(loss)
     dt = time.perf_counter() - t0
 
     if a.profile:
@@ -233,8 +260,12 @@ def main(argv):
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25),
               file=sys.stderr)
 
+    gpu = ""
+    if a.device == "cuda":
+        gpu = (f" device=\"{torch.cuda.get_device_name()}\" compile={int(a.compile)} "
+               f"peak_gpu_mb={torch.cuda.max_memory_allocated() / 2**20:.1f}")
     print(f"images_per_s={a.batch * a.steps / dt:.2f} peak_rss_mb={peak_rss_mb():.1f} "
-          f"steps={a.steps} batch={a.batch} threads={a.threads} loss={lossv:.4f}", flush=True)
+          f"steps={a.steps} batch={a.batch} threads={a.threads} loss={lossv:.4f}{gpu}", flush=True)
 
 
 if __name__ == "__main__":

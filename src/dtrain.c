@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "io/deck.h"
 #include "models/models.h"
+#include "run/device.h"
 #include "run/groups.h"
 #include "run/roles.h"
 #include "run/stop.h"
@@ -176,7 +177,15 @@ int main(int argc, char **argv)
     MPI_Comm group_comm = groups_split(&job, MPI_COMM_WORLD);
     dt_roles roles;
     roles_build(&roles, group_comm, &g->cfg);
-    roles_print(&roles, MPI_COMM_WORLD, &job, stdout);
+    dt_device dev;
+    if (device_open(&g->cfg, MPI_COMM_WORLD, &dev) != 0) { /* each failing rank said why */
+        roles_free(&roles);
+        MPI_CHECK(MPI_Comm_free(&group_comm));
+        deck_job_free(&job);
+        MPI_CHECK(MPI_Finalize());
+        return 1;
+    }
+    roles_print(&roles, MPI_COMM_WORLD, &job, dev.name, stdout);
     dt_run_result res = {0};
     int group_status = trainer_run(g, &roles, size, group_comm, &res);
     if (group_status == 1 && job.ngroups > 1) {
@@ -189,6 +198,7 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
+    device_close(&dev);
     status = stop_finish(group_status);
     groups_report(&job, MPI_COMM_WORLD, &res, group_status);
     roles_free(&roles);

@@ -16,8 +16,13 @@
 #include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
 #include "nn/cuda/xent.h"
+#include "nn/kernels_cpu.h"
+#include "nn/lower.h"
+#include "backend/gemm_args.h"
 #include "optim/sgd.h"
 #include "tap.h"
+
+#include <cblas.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -376,6 +381,139 @@ static void test_sgd(size_t n, double m, double wd, bool nesterov)
     free(x_cpu), free(x_at), free(v_at), free(g);
 }
 
+/* ---- convolution lowered onto GEMMs (nn/lower.h), the device's GEMM
+ * argument sets (backend/gemm_args.h) run by OpenBLAS ------------------ */
+
+static float *vec_plain(size_t n) /* [-1, 1), no edge values: a sum of products */
+{
+    float *v = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    return v;
+}
+
+/* Largest |a - b| / (1 + |b|): the lowering and the CPU conv run the same
+ * GEMM shapes, but the CPU groups images, so sums may round differently. */
+static double max_rel(const float *a, const float *b, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - (double)b[i]) / (1.0 + fabs((double)b[i]));
+        if (!(e <= m))
+            m = e;
+    }
+    return m;
+}
+
+/* cublasSgemm(StridedBatched) on the host: the same column-major argument set
+ * handed to OpenBLAS (backend/gemm_args.h) */
+static void gemm_host(const dt_gemm *g, const float *A, const float *B, float beta, float *C)
+{
+    for (int i = 0; i < g->batch; i++)
+        cblas_sgemm(CblasColMajor, g->ta ? CblasTrans : CblasNoTrans,
+                    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f,
+                    A + (size_t)i * g->sa, g->lda, B + (size_t)i * g->sb, g->ldb, beta,
+                    C + (size_t)i * g->sc, g->ldc);
+}
+
+/* The CUDA backend's linear layer (its GEMM argument sets, bias add and
+ * gradient bodies) against the CPU's */
+static void test_linear_gemm(int B, int in, int out)
+{
+    const size_t nx = (size_t)B * in, nw = (size_t)out * in, ny = (size_t)B * out;
+    float *x = vec_plain(nx), *w = vec_plain(nw), *b = vec_plain((size_t)out), *dy = vec_plain(ny);
+    float *y_cpu = vec_new(ny), *y_dev = vec_new(ny);
+    cpu_linear_forward(B, in, out, x, w, b, y_cpu);
+    const dt_gemm gf = gemm_linear_forward(B, in, out);
+    gemm_host(&gf, w, x, 0.0f, y_dev);
+    for (size_t i = 0; i < ny; i++)
+        lower_bias_add_at(i, out, 1, b, y_dev);
+    // the CPU starts the sum from the bias, the device adds it after the GEMM: over
+    // 9216 products the roundings differ by ~1e-5; the 1e-4 relative
+    double e = max_rel(y_dev, y_cpu, ny);
+    CHECK(e <= 1e-4, "linear B=%d %d->%d: forward by the device GEMM arguments equals the CPU "
+          "(max rel %.2e)", B, in, out, e);
+    float *dx_cpu = vec_plain(nx), *dx_dev = vec_copy(dx_cpu, nx), *dw_cpu = vec_new(nw),
+          *dw_dev = vec_new(nw), *db_cpu = vec_new((size_t)out), *db_dev = vec_new((size_t)out);
+    cpu_linear_backward(B, in, out, x, w, dy, dx_cpu, dw_cpu, db_cpu);
+    const dt_gemm gx = gemm_linear_dx(B, in, out), gw = gemm_linear_dw(B, in, out);
+    gemm_host(&gx, w, dy, 1.0f, dx_dev);
+    gemm_host(&gw, x, dy, 0.0f, dw_dev);
+    for (size_t k = 0; k < (size_t)out; k++)
+        lower_bias_grad_at(k, B, out, 1, dy, db_dev);
+    e = max_rel(dx_dev, dx_cpu, nx);
+    CHECK(e <= 1e-5, "linear B=%d %d->%d: input gradient (accumulated) (max rel %.2e)", B, in,
+          out, e);
+    e = max_rel(dw_dev, dw_cpu, nw);
+    CHECK(e <= 1e-5, "linear B=%d %d->%d: weight gradient (max rel %.2e)", B, in, out, e);
+    e = max_rel(db_dev, db_cpu, (size_t)out);
+    CHECK(e <= 1e-5, "linear B=%d %d->%d: bias gradient (max rel %.2e)", B, in, out, e);
+    free(x); free(w); free(b); free(dy); free(y_cpu); free(y_dev); free(dx_cpu); free(dx_dev);
+    free(dw_cpu); free(dw_dev); free(db_cpu); free(db_dev);
+}
+
+static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad)
+{
+    dt_conv_shape s = {B, C, H, W, K, R, R, st, pad, 0, 0, 0, 0};
+    s.P = (H + 2 * pad - R) / st + 1;
+    s.Q = (W + 2 * pad - R) / st + 1;
+    const int crs = C * R * R, pq = s.P * s.Q;
+    const size_t nx = (size_t)B * C * H * W, nw = (size_t)K * crs, ny = (size_t)B * K * pq,
+                 nc = (size_t)B * crs * pq;
+    float *x = vec_plain(nx), *w = vec_plain(nw), *b = vec_plain((size_t)K), *dy = vec_plain(ny);
+    float *work = vec_new(cpu_conv2d_workspace(&s));
+    float *y_cpu = vec_new(ny), *y_low = vec_new(ny), *cols = vec_new(nc), *dcols = vec_new(nc);
+
+    cpu_conv2d_forward(&s, x, w, b, y_cpu, work);
+    for (size_t i = 0; i < nc; i++)
+        lower_im2col_at(i, C, H, W, R, R, st, pad, s.P, s.Q, x, cols);
+    const dt_gemm gf = gemm_conv_forward(&s);
+    gemm_host(&gf, cols, w, 0.0f, y_low);
+    for (size_t i = 0; i < ny; i++)
+        lower_bias_add_at(i, K, (size_t)pq, b, y_low);
+    char name[96];
+    snprintf(name, sizeof name, "lowered conv B=%d C=%d %dx%d K=%d %dx%d st=%d pad=%d", B, C, H,
+             W, K, R, R, st, pad);
+    double e = max_rel(y_low, y_cpu, ny);
+    CHECK(e <= 1e-5, "%s: forward equals the CPU conv (max rel %.2e)", name, e);
+
+    // backward: dx accumulates into a non-zero dx, dW and db overwritten
+    float *dx_cpu = vec_plain(nx), *dx_low = vec_copy(dx_cpu, nx);
+    float *dw_cpu = vec_new(nw), *dw_low = vec_new(nw), *db_cpu = vec_new((size_t)K),
+          *db_low = vec_new((size_t)K);
+    cpu_conv2d_backward(&s, x, w, dy, dx_cpu, 0, dw_cpu, db_cpu, work);
+    const dt_gemm gw = gemm_conv_dw(&s), gc = gemm_conv_dcols(&s);
+    for (int i = 0; i < B; i++) // as backend/cuda.c: images summed in order
+        gemm_host(&gw, cols + (size_t)i * gw.sa, dy + (size_t)i * gw.sb, i ? 1.0f : 0.0f,
+                  dw_low);
+    gemm_host(&gc, dy, w, 0.0f, dcols);
+    for (size_t i = 0; i < nx; i++)
+        lower_col2im_at(i, C, H, W, R, R, st, pad, s.P, s.Q, dcols, dx_low, 1);
+    for (size_t k = 0; k < (size_t)K; k++)
+        lower_bias_grad_at(k, B, K, (size_t)pq, dy, db_low);
+    e = max_rel(dx_low, dx_cpu, nx);
+    CHECK(e <= 1e-5, "%s: input gradient (accumulated) equals the CPU conv (max rel %.2e)", name,
+          e);
+    // dW sums B * P * Q products per entry, image by image here and in chunks of
+    // images on the CPU: the 1e-4 relative
+    e = max_rel(dw_low, dw_cpu, nw);
+    CHECK(e <= 1e-4, "%s: weight gradient equals the CPU conv (max rel %.2e)", name, e);
+    e = max_rel(db_low, db_cpu, (size_t)K);
+    CHECK(e <= 1e-5, "%s: bias gradient equals the CPU conv (max rel %.2e)", name, e);
+
+    // col2im without accumulation overwrites
+    float *dx_fresh = vec_plain(nx), *dx_zero = vec_new(nx);
+    for (size_t i = 0; i < nx; i++) {
+        lower_col2im_at(i, C, H, W, R, R, st, pad, s.P, s.Q, dcols, dx_fresh, 0);
+        lower_col2im_at(i, C, H, W, R, R, st, pad, s.P, s.Q, dcols, dx_zero, 1);
+    }
+    CHECK(mismatches(dx_fresh, dx_zero, nx) == 0, "%s: col2im with accumulate 0 overwrites dx",
+          name);
+    free(x); free(w); free(b); free(dy); free(work); free(y_cpu); free(y_low); free(cols);
+    free(dcols); free(dx_cpu); free(dx_low); free(dw_cpu); free(dw_low); free(db_cpu);
+    free(db_low); free(dx_fresh); free(dx_zero);
+}
+
 int main(void)
 {
     be = backend_cpu();
@@ -434,5 +572,22 @@ int main(void)
         test_sgd(1000, 0.9, wd, false);
         test_sgd(1000, 0.9, wd, true);
     }
+
+    // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
+    // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts
+    test_lower(1, 1, 5, 5, 1, 3, 1, 0);
+    test_lower(2, 3, 6, 9, 4, 3, 1, 1);
+    test_lower(2, 2, 4, 3, 2, 3, 1, 2);
+    test_lower(3, 2, 8, 8, 3, 4, 2, 1);
+    test_lower(4, 32, 26, 26, 64, 3, 1, 0);
+    test_lower(4, 16, 32, 32, 32, 3, 2, 1);
+    test_lower(4, 16, 32, 32, 32, 1, 2, 0);
+    test_lower(4, 3, 32, 32, 16, 3, 1, 1);
+    // linear: test_layers.c's shapes, mnist_cnn's dense layers
+    test_linear_gemm(1, 1, 1);
+    test_linear_gemm(3, 5, 4);
+    test_linear_gemm(7, 13, 2);
+    test_linear_gemm(32, 9216, 128);
+    test_linear_gemm(32, 128, 10);
     return tap_done();
 }

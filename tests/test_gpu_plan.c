@@ -3,10 +3,14 @@
  * plan checked over every rank, step and topology: every send has exactly one
  * matching receive, the counts are the out- and in-degrees, receive slots are
  * 0.. in ascending peer order, and no rank talks to itself. */
+#include "config.h"
+
 #include "comm/gpu_plan.h"
 #include "core/error.h"
+#include "run/device.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +40,14 @@ static void test_node_rank(void)
     gpu_node_rank(MPI_COMM_WORLD, &lr, &ls);
     CHECK(lr == 0 && ls == size && ls == 1,
           "gpu_node_rank: a single process is local rank %d of %d on its node", lr, ls);
+    const char *sets[] = { NULL, "", "0", "GPU-3f2a,GPU-77b1" };
+    for (int i = 0; i < 4; i++) {
+        lr = ls = -1;
+        gpu_node_rank_visible(MPI_COMM_WORLD, sets[i], &lr, &ls);
+        CHECK(lr == 0 && ls == size && ls == 1, "gpu_node_rank_visible (CUDA_VISIBLE_DEVICES %s%s%s): "
+              "a single process is local rank %d of %d", sets[i] ? "'" : "", sets[i] ? sets[i] : "unset",
+              sets[i] ? "'" : "", lr, ls);
+    }
 }
 
 /* All ranks' plans at one step agree with each other and with the topology. */
@@ -107,9 +119,45 @@ static void test_plan(const char *kind, int n, int k)
     topology_free(&t);
 }
 
+/* The start-up errors that need no GPU (run/device.c), per build. */
+static void test_config_errors(void)
+{
+    static const struct { const char *device, *transport, *needle; } c[] = {
+        { "cpu", "mpi", NULL },
+        { "cpu", "nccl", "comm.transport = nccl needs compute.device = cuda" },
+#ifdef HAVE_CUDA
+        { "cuda", "mpi", NULL },
+#else
+        { "cuda", "mpi", "this dtrain was built without CUDA" },
+#endif
+#if defined(HAVE_NCCL)
+        { "cuda", "nccl", NULL },
+#elif defined(HAVE_CUDA)
+        { "cuda", "nccl", "this dtrain was built without NCCL" },
+#else
+        { "cuda", "nccl", "this dtrain was built without CUDA" },
+#endif
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        dt_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        snprintf(cfg.compute.device, sizeof cfg.compute.device, "%s", c[i].device);
+        snprintf(cfg.comm.transport, sizeof cfg.comm.transport, "%s", c[i].transport);
+        char buf[512];
+        const char *e = device_config_error(&cfg, buf, sizeof buf);
+        if (!c[i].needle)
+            CHECK(e == NULL, "device = %s, transport = %s: accepted at start-up (%s)",
+                  c[i].device, c[i].transport, e ? e : "no error");
+        else
+            CHECK(e && strstr(e, c[i].needle), "device = %s, transport = %s: '%s'", c[i].device,
+                  c[i].transport, e ? e : "(accepted)");
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    test_config_errors();
     test_choose();
     test_node_rank();
     test_plan("exponential", 8, 1);

@@ -6,6 +6,9 @@
 #   DTRAIN_MODE     algorithm.mode forced on the run (appended last, so it wins;
 #                   empty: the deck's, e.g. a deck with rank groups)
 #   DTRAIN_JOB      the script's name before -<net>.sbatch (default DTRAIN_MODE)
+#   DTRAIN_DEVICE   deck overrides of the GPU scripts, e.g. "compute.device=cuda
+#                   comm.transport=nccl" (appended after the command line's;
+#                   empty: the deck's)
 #   DTRAIN          the dtrain binary
 #   LAUNCHER        srun (default: srun --mpi=pmi2) or mpiexec (MPICH's hydra
 #                   inside the allocation)
@@ -44,6 +47,8 @@ fi
 export OPENBLAS_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}
 
 _dt_args=("$@")
+# shellcheck disable=SC2206 # a list of section.key=value words
+[ -n "${DTRAIN_DEVICE:-}" ] && _dt_args+=($DTRAIN_DEVICE)
 [ -n "${DTRAIN_MODE:-}" ] && _dt_args+=("algorithm.mode=$DTRAIN_MODE")
 _dt_restarts=${SLURM_RESTART_COUNT:-0}
 if [ "$_dt_restarts" -gt 0 ]; then

@@ -45,6 +45,20 @@ typedef struct dt_pool_shape {
 typedef struct dt_backend {
     const char *name;
     int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
+    int device;     /* 0: tensors in host memory; 1: in the device's memory (CUDA) */
+
+    /* The memory every tensor argument below lives in: host memory for the CPU
+     * backends, device memory for CUDA. mem_alloc returns a zero-filled block
+     * (64-byte aligned on the host; one cudaMalloc on the device) and never
+     * NULL (a failure is fatal, with the library's message). */
+    void *(*mem_alloc)(size_t bytes);
+    void (*mem_free)(void *p);
+    void (*mem_zero)(void *p, size_t bytes);
+    /* dst <- src, both in the backend's memory */
+    void (*mem_copy)(void *dst, const void *src, size_t bytes);
+    /* between host memory and the backend's (the CPU: memcpy); synchronous */
+    void (*to_backend)(void *dst, const void *host_src, size_t bytes);
+    void (*to_host)(void *host_dst, const void *src, size_t bytes);
 
     /* y (B, out) = x (B, in) W^T + b;  W (out, in), b (out) or NULL */
     void (*linear_forward)(int B, int in, int out, const float *x, const float *W,
@@ -133,6 +147,10 @@ const dt_backend *backend_cpu_dnnl(void);
 /* By name ("native", "dnnl", or "auto": dnnl when built in); NULL if unknown
  * or not built. */
 const dt_backend *backend_cpu_by_name(const char *name);
+/* The CUDA backend (backend/cuda.c: cuBLAS GEMMs, the kernels of
+ * nn/cuda/, convolutions lowered onto cuBLAS by nn/lower.h) on the device
+ * cuda_device_open() selected; NULL when dtrain was built without CUDA. */
+const dt_backend *backend_cuda(void);
 /* Threads of the compute kernels (OpenBLAS, oneDNN, the engine's own loops). */
 void backend_set_threads(int threads);
 

@@ -4,15 +4,26 @@
 #include "config.h"
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "nn/kernels_cpu.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+/* Host memory: the backend's tensors are ordinary 64-byte aligned buffers. */
+static void *cpu_mem_alloc(size_t bytes) { return dt_falloc((bytes + sizeof(float) - 1) / sizeof(float)); }
+static void cpu_mem_free(void *p) { free(p); }
+static void cpu_mem_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_mem_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+
 #define CPU_KERNELS                                                                      \
+    .device = 0, .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free,                   \
+    .mem_zero = cpu_mem_zero, .mem_copy = cpu_mem_copy, .to_backend = cpu_mem_copy,      \
+    .to_host = cpu_mem_copy,                                                             \
     .linear_forward = cpu_linear_forward, .linear_backward = cpu_linear_backward,        \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \
@@ -50,6 +61,10 @@ static const dt_backend cpu_dnnl = {
 const dt_backend *backend_cpu_dnnl(void) { return &cpu_dnnl; }
 #else
 const dt_backend *backend_cpu_dnnl(void) { return NULL; }
+#endif
+
+#ifndef HAVE_CUDA
+const dt_backend *backend_cuda(void) { return NULL; }
 #endif
 
 const dt_backend *backend_cpu_by_name(const char *name)

@@ -30,6 +30,29 @@ void gpu_node_rank(MPI_Comm comm, int *local_rank, int *local_size)
     MPI_CHECK(MPI_Comm_free(&node));
 }
 
+void gpu_node_rank_visible(MPI_Comm comm, const char *visible, int *local_rank,
+                           int *local_size)
+{
+    MPI_Comm node, same;
+    int rank;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    // colour: FNV-1a of the device list (unset and "" differ); ranks whose lists
+    // collide would share a colour and be counted together: an error, not a
+    // silent share of one GPU
+    uint32_t h = 2166136261u;
+    if (visible) {
+        for (const char *c = visible; *c; c++)
+            h = (h ^ (uint8_t)*c) * 16777619u;
+        h ^= 0x5a5a5a5au;
+    }
+    MPI_CHECK(MPI_Comm_split(node, (int)(h & 0x3fffffff), rank, &same));
+    MPI_CHECK(MPI_Comm_rank(same, local_rank));
+    MPI_CHECK(MPI_Comm_size(same, local_size));
+    MPI_CHECK(MPI_Comm_free(&same));
+    MPI_CHECK(MPI_Comm_free(&node));
+}
+
 int gpu_gossip_plan(const dt_topology *t, int rank, int64_t step, dt_p2p_op *ops)
 {
     int *peers = dt_malloc((size_t)(t->n > 1 ? t->n - 1 : 1) * sizeof(int));

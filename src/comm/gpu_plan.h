@@ -24,6 +24,13 @@ int gpu_choose(int local_rank, int local_size, int ngpus);
 /* The calling rank's index and the number of ranks on its node, among the
  * ranks of comm (collective over comm). */
 void gpu_node_rank(MPI_Comm comm, int *local_rank, int *local_size);
+/* The same among the ranks of the node that see the same devices: visible
+ * is the rank's CUDA_VISIBLE_DEVICES (NULL: unset, every device). Where the
+ * scheduler binds one GPU to each task (Slurm's --gpus-per-task=1), each
+ * rank is alone with its set and drives its device 0; where all ranks see
+ * all GPUs, rank i drives GPU i; two ranks bound to one GPU still meet. */
+void gpu_node_rank_visible(MPI_Comm comm, const char *visible, int *local_rank,
+                           int *local_size);
 
 typedef enum dt_p2p_kind { P2P_SEND, P2P_RECV } dt_p2p_kind;
 

@@ -33,11 +33,25 @@ struct dt_transport {
     /* Completes every request in r[0..count). */
     void (*waitall)(dt_transport *t, dt_request *r, int count);
     void (*barrier)(dt_transport *t);
+    /* the transport's own teardown before transport_free's (NULL: none) */
+    void (*destroy)(dt_transport *t);
 };
 
 /* An MPI transport over comm (the communicator is duplicated, so transport
  * traffic never matches other messages). */
 dt_transport *transport_mpi_create(MPI_Comm comm);
 void transport_free(dt_transport *t);
+
+/* An NCCL transport over comm (comm/transport_nccl.c, built --with-nccl): one
+ * NCCL communicator for comm's ranks, from an ncclUniqueId that comm's rank 0
+ * creates and broadcasts over MPI; collectives by ncclAllReduce, ncclReduce,
+ * ncclBroadcast; isend/irecv are gathered and issued at waitall in one
+ * ncclGroupStart/ncclGroupEnd (NCCL matches a pair's operations in issue
+ * order: tags are not used). Buffers may be device or host memory; host
+ * buffers are staged through one device buffer. While an operation runs,
+ * ncclCommGetAsyncError is polled; an error, or no completion within
+ * timeout_s seconds, ends the job with a message. Barriers go over MPI.
+ * Collective over comm; every rank must have opened its GPU. */
+dt_transport *transport_nccl_create(MPI_Comm comm, double timeout_s);
 
 #endif

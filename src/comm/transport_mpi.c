@@ -109,6 +109,8 @@ void transport_free(dt_transport *t)
 {
     if (!t)
         return;
+    if (t->destroy)
+        t->destroy(t);
     MPI_CHECK(MPI_Comm_free(&t->comm));
     free(t);
 }

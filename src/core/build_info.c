@@ -64,8 +64,8 @@ void build_print(FILE *f)
     cublasGetProperty(MAJOR_VERSION, &cbmaj);
     cublasGetProperty(MINOR_VERSION, &cbmin);
     cublasGetProperty(PATCH_LEVEL, &cbpat);
-    fprintf(f, "  CUDA:      toolkit %s, cudart %d.%d, cuBLAS %d.%d.%d, driver %s (kernels built, "
-               "compute.device = cuda not wired yet)\n",
+    fprintf(f, "  CUDA:      toolkit %s, cudart %d.%d, cuBLAS %d.%d.%d, driver %s "
+               "(compute.device = cuda)\n",
             DT_CUDA_VERSION, rt / 1000, rt % 1000 / 10, cbmaj, cbmin, cbpat,
             drv ? "present" : "none");
 #else
@@ -75,10 +75,14 @@ void build_print(FILE *f)
     int nv = 0;
     ncclGetVersion(&nv);
     // NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9
-    fprintf(f, "  NCCL:      %d.%d.%d (built with %d.%d.%d; transport not wired yet)\n",
+    fprintf(f, "  NCCL:      %d.%d.%d (built with %d.%d.%d; comm.transport = nccl)\n",
             nv / 10000, nv / 100 % 100, nv % 100, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 #else
     fprintf(f, "  NCCL:      not built\n");
 #endif
+#ifdef HAVE_CUDA
+    fprintf(f, "  backends:  cpu, cuda\n");
+#else
     fprintf(f, "  backends:  cpu\n");
+#endif
 }

@@ -96,10 +96,14 @@ typedef struct dt_config {
         double mean_degree;       /* topology = random */
     } ecl;
     struct {
-        char device[16];          /* cpu (cuda: a later backend) */
+        char device[16];          /* cpu | cuda (run/device.c) */
         int64_t threads;          /* compute threads per rank */
         char kernels[16];         /* auto | dnnl | native (backend/cpu.c) */
     } compute;
+    struct {
+        char transport[16];       /* mpi | nccl (comm/transport_*.c) */
+        int64_t nccl_timeout;     /* s a NCCL operation may take before the job ends */
+    } comm;
 } dt_config;
 
 #endif

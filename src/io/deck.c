@@ -277,16 +277,22 @@ static const deck_key keys[] = {
      .doc = "edge consensus, topology = random: edges are added to a random spanning tree "
             "until the mean degree reaches this (capped by the complete graph)"},
 
-    {"compute", "device", KT_ENUM, "cpu", .choices = "cpu", AT(compute.device, char *),
-     .hint = "cuda is not built in this release: --with-cuda compiles the CUDA kernels, but the "
-             "device path is not wired yet",
-     .doc = "where the model runs"},
+    {"compute", "device", KT_ENUM, "cpu", .choices = "cpu|cuda", AT(compute.device, char *),
+     .doc = "where the model runs: cpu, or cuda (one GPU per rank, chosen by the rank's "
+            "index on its node; needs a build --with-cuda)"},
     {"compute", "threads", KT_INT, "1", IN_INT(1), AT(compute.threads, int64_t),
      .doc = "compute threads per rank (OpenBLAS, oneDNN and the engine's own loops)"},
     {"compute", "kernels", KT_ENUM, "auto", .choices = "auto|dnnl|native",
      AT(compute.kernels, char *),
      .doc = "CPU convolutions: dnnl (oneDNN on channel-blocked activations), native "
             "(dtrain's im2col + OpenBLAS, the reference), auto (dnnl when built with it)"},
+
+    {"comm", "transport", KT_ENUM, "mpi", .choices = "mpi|nccl", AT(comm.transport, char *),
+     .doc = "how the algorithms' vectors move: mpi (device buffers staged through host "
+            "memory), or nccl (needs compute.device = cuda and a build --with-nccl)"},
+    {"comm", "nccl_timeout", KT_INT, "600", GE(1), AT(comm.nccl_timeout, int64_t),
+     .doc = "seconds a NCCL operation may wait for its peers before the job ends with a "
+            "message"},
 };
 
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))

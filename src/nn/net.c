@@ -211,8 +211,10 @@ static void release_buffers(dt_net *n)
     if (!n->act)
         return;
     for (int i = 1; i < n->nnodes; i++)
-        free(n->aux[i]);
-    free(n->arena);
+        if (n->aux[i])
+            n->be->mem_free(n->aux[i]);
+    if (n->arena)
+        n->be->mem_free(n->arena);
     free(n->act_fwd);
     free(n->act_rec);
     free(n->first_use);
@@ -220,7 +222,8 @@ static void release_buffers(dt_net *n)
     free(n->act);
     free(n->dact);
     free(n->aux);
-    free(n->work);
+    if (n->work)
+        n->be->mem_free(n->work);
     n->arena = NULL;
     n->arena_n = 0;
     n->act_fwd = n->act_rec = NULL;
@@ -247,11 +250,11 @@ void net_reserve(dt_net *n, int B)
         if (d->op == OP_FLATTEN) /* a view of its input */
             continue;
         if (d->op == OP_MAXPOOL)
-            n->aux[i] = dt_calloc(sz, sizeof(int32_t));
+            n->aux[i] = n->be->mem_alloc(sz * sizeof(int32_t));
         else if (d->op == OP_DROPOUT)
-            n->aux[i] = dt_falloc(sz);
-        else if (d->op == OP_GROUPNORM)
-            n->aux[i] = dt_falloc(2 * (size_t)B * d->groups); /* mean (B, G), rstd (B, G) */
+            n->aux[i] = n->be->mem_alloc(sz * sizeof(float));
+        else if (d->op == OP_GROUPNORM) /* mean (B, G), rstd (B, G) */
+            n->aux[i] = n->be->mem_alloc(2 * (size_t)B * d->groups * sizeof(float));
         else if (d->op == OP_CONV2D) {
             dt_conv_shape s = conv_shape(n, d, B);
             size_t w = n->be->conv2d_workspace(&s);
@@ -259,7 +262,7 @@ void net_reserve(dt_net *n, int B)
                 n->work_n = w;
         }
     }
-    n->work = n->work_n ? dt_falloc(n->work_n) : NULL;
+    n->work = n->work_n ? n->be->mem_alloc(n->work_n * sizeof(float)) : NULL;
     net_plan_buffers(n, B);
     n->dlogits = n->dact[n->nnodes - 1];
 }
@@ -306,7 +309,7 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
                 be->dropout_forward(sz, d->p, rng_key(dropout_key, (uint64_t)i, 0xD60, 0), in, out,
                                     n->aux[i]);
             else
-                memcpy(out, in, sz * sizeof *out);
+                be->mem_copy(out, in, sz * sizeof *out);
             break;
         case OP_GROUPNORM: {
             float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
@@ -375,7 +378,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
                 if (d->op == OP_CONV2D)
                     dx_fresh = 1;
                 else if (!in_place)
-                    memset(n->dact[b], 0, (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
+                    be->mem_zero(n->dact[b], (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
             }
         }
         if (d->fuse == FUSE_ABSORBED)

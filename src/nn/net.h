@@ -100,7 +100,9 @@ void net_init_params(const dt_net *n, float *params, uint64_t seed);
 
 /* Allocate activations for batches of up to B samples. */
 void net_reserve(dt_net *n, int B);
-/* Forward over x (B, C, H, W) with labels y (B); returns the mean loss and
+/* Every pointer handed to the engine (params, grads, x, y) and every buffer
+ * it keeps lives in the backend's memory (be->device: on the GPU).
+ * Forward over x (B, C, H, W) with labels y (B); returns the mean loss and
  * the number of correct predictions. train: dropout active with key
  * dropout_key (mixed with the node index). Keeps what backward needs. */
 double net_forward(dt_net *n, const float *params, const float *x, const int32_t *y,

@@ -396,7 +396,7 @@ void net_plan_buffers(dt_net *n, int B)
                                 END - i);
 
     const size_t total = spans_pack(&a);
-    n->arena = total ? dt_falloc(total) : NULL;
+    n->arena = total ? n->be->mem_alloc(total * sizeof(float)) : NULL; // one device allocation on a GPU
     n->arena_n = total;
     n->act_fwd = dt_calloc((size_t)N, sizeof *n->act_fwd);
     n->act_rec = dt_calloc((size_t)N, sizeof *n->act_rec);

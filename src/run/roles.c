@@ -39,16 +39,18 @@ void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg)
     MPI_CHECK(MPI_Comm_split(comm, (int)r->mine, rank, &r->role_comm));
 }
 
-void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, FILE *f)
+void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, const char *device,
+                 FILE *f)
 {
     int rank, size, len = 0;
     MPI_CHECK(MPI_Comm_rank(world, &rank));
     MPI_CHECK(MPI_Comm_size(world, &size));
     /* (host, role) of every rank */
-    struct { char host[MPI_MAX_PROCESSOR_NAME]; int role; } mine, *all = NULL;
+    struct { char host[MPI_MAX_PROCESSOR_NAME]; char device[96]; int role; } mine, *all = NULL;
     memset(&mine, 0, sizeof mine);
     MPI_CHECK(MPI_Get_processor_name(mine.host, &len));
     mine.role = (int)r->mine;
+    snprintf(mine.device, sizeof mine.device, "%s", device);
     if (rank == 0)
         all = dt_calloc((size_t)size, sizeof *all);
     MPI_CHECK(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0,
@@ -60,8 +62,7 @@ void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, FILE *f)
         for (int i = 0; i < size; i++) {
             const dt_group *g = deck_job_group(job, i);
             fprintf(f, "%6d  %-24s  %-*s%-10s  %s\n", i, all[i].host, grouped ? 18 : 0,
-                    grouped ? g->name : "", role_name((dt_role)all[i].role),
-                    g->cfg.compute.device);
+                    grouped ? g->name : "", role_name((dt_role)all[i].role), all[i].device);
         }
         fflush(f);
     }

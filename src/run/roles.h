@@ -25,8 +25,10 @@ typedef struct dt_roles {
 /* Collective over comm, the ranks of one group. */
 void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg);
 /* World rank 0 prints one line per rank of the job: world rank, host,
- * group, role, device. Collective over world. */
-void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, FILE *f);
+ * group, role, device (each rank's own: "cpu", "cuda:0 <GPU name>").
+ * Collective over world. */
+void roles_print(const dt_roles *r, MPI_Comm world, const dt_job *job, const char *device,
+                 FILE *f);
 const char *role_name(dt_role role);
 void roles_free(dt_roles *r);
 

@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "run/trainer.h"
 
 #include <cblas.h>
@@ -20,6 +22,9 @@
 #include "run/finite.h"
 #include "run/stop.h"
 #include "core/watchdog.h"
+#ifdef HAVE_CUDA
+#include "backend/cuda_device.h"
+#endif
 
 /* "[NAME] " in front of everything a rank group prints; "" without groups. */
 static char group_tag[DT_GROUP_NAME_MAX + 4] = "";
@@ -38,6 +43,35 @@ double trainer_clock(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* compute.device = cuda: the algorithms keep their flat vectors on the host
+ * (every mode, every transport), so the parameters go up before a forward
+ * and the gradient comes down after backward, one copy each. Batches go up
+ * from pinned memory on the copy stream: the next one is loaded and sent
+ * while the current step's backward runs on the device. */
+static const float *params_on_backend(dt_trainer *t, const float *x)
+{
+    const dt_backend *be = t->net->be;
+    if (!be->device)
+        return x;
+    be->to_backend(t->dparams, x, t->n * sizeof(float));
+    return t->dparams;
+}
+
+static void batch_to_backend(dt_trainer *t, int B, const float *hx, const int32_t *hy, float *dx,
+                             int32_t *dy)
+{
+    const size_t xb = (size_t)B * t->train.c * t->train.h * t->train.w * sizeof(float);
+#ifdef HAVE_CUDA
+    cuda_upload_async(dx, hx, xb);
+    cuda_upload_async(dy, hy, (size_t)B * sizeof(int32_t));
+#else
+    t->net->be->to_backend(dx, hx, xb);
+    t->net->be->to_backend(dy, hy, (size_t)B * sizeof(int32_t));
+#endif
+}
+
+#define SWAP(T, a, b) do { T s_ = (a); (a) = (b); (b) = s_; } while (0)
+
 void trainer_gradient(dt_trainer *t, const float *x)
 {
     double t0 = trainer_clock();
@@ -47,13 +81,35 @@ void trainer_gradient(dt_trainer *t, const float *x)
         t->t_compute += trainer_clock() - t0;
         return;
     }
-    loader_next(&t->loader, t->x, t->y);
     /* dropout masks depend on (seed, rank, step) only: a resumed run draws
      * the same masks as the uninterrupted one */
     uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->worker, (uint64_t)t->step, 0xD0);
     int correct = 0;
-    double loss = net_forward(t->net, x, t->x, t->y, t->B, 1, key, &correct);
-    net_backward(t->net, x, t->grads);
+    double loss;
+    if (!t->net->be->device) {
+        loader_next(&t->loader, t->x, t->y);
+        loss = net_forward(t->net, x, t->x, t->y, t->B, 1, key, &correct);
+        net_backward(t->net, x, t->grads);
+    } else {
+        if (t->prefetched) { // on its way since the last step's backward
+            SWAP(float *, t->x, t->px);
+            SWAP(int32_t *, t->y, t->py);
+            SWAP(float *, t->dx, t->dpx);
+            SWAP(int32_t *, t->dy, t->dpy);
+            t->prefetched = 0;
+        } else {
+            loader_next(&t->loader, t->x, t->y);
+            batch_to_backend(t, t->B, t->x, t->y, t->dx, t->dy);
+        }
+        const float *p = params_on_backend(t, x);
+        loss = net_forward(t->net, p, t->dx, t->dy, t->B, 1, key, &correct);
+        net_backward(t->net, p, t->dgrads); // queued: the host goes on
+        loader_get_state(&t->loader, &t->before_prefetch);
+        loader_next(&t->loader, t->px, t->py);
+        batch_to_backend(t, t->B, t->px, t->py, t->dpx, t->dpy);
+        t->prefetched = 1;
+        t->net->be->to_host(t->grads, t->dgrads, t->n * sizeof(float));
+    }
     t->loss_sum += loss;
     t->correct += correct;
     t->seen += t->B;
@@ -173,6 +229,8 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
     double lsum = 0;
     int64_t hits = 0, seen = 0;
     const size_t per = (size_t)t->test.c * t->test.h * t->test.w;
+    const int dev = t->net->be->device;
+    const float *p = params_on_backend(t, params);
     for (int64_t i = 0; i < t->test.n; i += t->B) {
         int b = (int)(t->test.n - i < t->B ? t->test.n - i : t->B);
         for (int j = 0; j < b; j++) {
@@ -181,7 +239,10 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
         }
         int correct = 0;
         watchdog_phase("evaluation", -1);
-        lsum += net_forward(t->net, params, t->x, t->y, b, 0, 0, &correct) * b;
+        if (dev)
+            batch_to_backend(t, b, t->x, t->y, t->dx, t->dy);
+        lsum += net_forward(t->net, p, dev ? t->dx : t->x, dev ? t->dy : t->y, b, 0, 0,
+                            &correct) * b;
         watchdog_beat(-1);
         hits += correct;
         seen += b;
@@ -396,7 +457,10 @@ static int save_checkpoint(dt_trainer *t)
     watchdog_phase("checkpoint I/O", -1);
     resume_blob b = { .step = t->step, .images = t->images, .bytes_sent = t->bytes_sent,
                       .wall = trainer_clock() - t->wall_start };
-    loader_get_state(&t->loader, &b.loader);
+    if (t->prefetched) // the batch loaded ahead is loaded again after a resume
+        b.loader = t->before_prefetch;
+    else
+        loader_get_state(&t->loader, &b.loader);
     dt_ckpt_meta m = ckpt_meta(t);
     char written[DT_PATH_MAX + 64];
     if (checkpoint_write(t->comm, dir, &m, a, na, &b, sizeof b,
@@ -477,6 +541,7 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
     t->bytes_sent = b.bytes_sent;
     t->wall_start = trainer_clock() - b.wall;
     loader_set_state(&t->loader, &b.loader);
+    t->prefetched = 0;
     if (t->rank == 0) {
         say("resumed from %s at step %lld\n", path, (long long)t->step);
         fflush(stdout);
@@ -728,10 +793,56 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
 
 /* ---- the run --------------------------------------------------------------- */
 
+/* comm.transport = nccl moves the vectors of the modes whose data traffic
+ * goes through the transport from the training thread; the modes built on
+ * one-sided MPI or a communication thread keep MPI (host staging). */
+static int nccl_moves(const char *mode)
+{
+    static const char *modes[] = { "allreduce", "easgd", "sgp", "dpsgd" };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(mode, modes[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static dt_transport *transport_create(dt_trainer *t, const dt_config *cfg, MPI_Comm comm)
+{
+    if (strcmp(cfg->comm.transport, "nccl") != 0)
+        return transport_mpi_create(comm);
+    if (!nccl_moves(cfg->algorithm.mode)) {
+        if (t->rank == 0)
+            say("comm.transport = nccl: mode %s exchanges over one-sided MPI or a "
+                "communication thread; its vectors go over MPI\n", cfg->algorithm.mode);
+        return transport_mpi_create(comm);
+    }
+#ifdef HAVE_NCCL
+    return transport_nccl_create(comm, (double)cfg->comm.nccl_timeout);
+#else
+    DT_FATAL("comm.transport = nccl in a build without NCCL (run/device.c lets none through)");
+#endif
+}
+
 static void trainer_free(dt_trainer *t)
 {
     if (t->algo && t->algo->teardown && t->algo_state)
         t->algo->teardown(t);
+    if (t->net && t->net->be->device) {
+        const dt_backend *be = t->net->be;
+        be->mem_free(t->dparams);
+        be->mem_free(t->dgrads);
+        be->mem_free(t->dx);
+        be->mem_free(t->dy);
+        be->mem_free(t->dpx);
+        be->mem_free(t->dpy);
+#ifdef HAVE_CUDA
+        cuda_host_free(t->x);
+        cuda_host_free(t->y);
+        cuda_host_free(t->px);
+        cuda_host_free(t->py);
+        t->x = NULL;
+        t->y = NULL;
+#endif
+    }
     net_free(t->net);
     free(t->params);
     free(t->grads);
@@ -800,8 +911,11 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     }
 
-    const dt_backend *be = backend_cpu_by_name(cfg->compute.kernels);
-    if (!be)
+    const int on_gpu = strcmp(cfg->compute.device, "cuda") == 0;
+    const dt_backend *be = on_gpu ? backend_cuda() : backend_cpu_by_name(cfg->compute.kernels);
+    if (!be && on_gpu)
+        dt_err_set("compute.device = cuda: this dtrain was built without CUDA");
+    else if (!be)
         dt_err_set("compute.kernels = %s: this dtrain was built without oneDNN (configure "
                    "found no libdnnl-dev); use native or auto", cfg->compute.kernels);
     t->net = !be ? NULL : model_build(be, cfg->model.name, cfg->model.hidden, cfg->model.activation,
@@ -816,9 +930,25 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     t->grads = dt_falloc(t->n);
     net_init_params(t->net, t->params, cfg->run.seed);
     net_reserve(t->net, t->B);
-    t->x = dt_falloc((size_t)t->B * t->train.c * t->train.h * t->train.w);
-    t->y = dt_calloc((size_t)t->B, sizeof *t->y);
-    t->tp = transport_mpi_create(comm);
+    const size_t xn = (size_t)t->B * t->train.c * t->train.h * t->train.w;
+    if (be->device) {
+#ifdef HAVE_CUDA
+        t->x = cuda_host_alloc(xn * sizeof(float));
+        t->y = cuda_host_alloc((size_t)t->B * sizeof *t->y);
+        t->px = cuda_host_alloc(xn * sizeof(float));
+        t->py = cuda_host_alloc((size_t)t->B * sizeof *t->py);
+#endif
+        t->dx = be->mem_alloc(xn * sizeof(float));
+        t->dy = be->mem_alloc((size_t)t->B * sizeof *t->dy);
+        t->dpx = be->mem_alloc(xn * sizeof(float));
+        t->dpy = be->mem_alloc((size_t)t->B * sizeof *t->dpy);
+        t->dparams = be->mem_alloc(t->n * sizeof(float));
+        t->dgrads = be->mem_alloc(t->n * sizeof(float));
+    } else {
+        t->x = dt_falloc(xn);
+        t->y = dt_calloc((size_t)t->B, sizeof *t->y);
+    }
+    t->tp = transport_create(t, cfg, comm);
     /* one model for all: rank 0's parameters (REFERENCE.md §1) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
     sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay, cfg->optim.nesterov);

@@ -40,8 +40,20 @@ typedef struct dt_trainer {
     dt_shard shard;
     dt_loader loader;
     int B;
-    float *x;               /* (B, C, H, W) current batch */
+    float *x;               /* (B, C, H, W) current batch (pinned host memory on a GPU) */
     int32_t *y;             /* (B) */
+    /* compute.device = cuda: the network's copies in device memory, one
+     * allocation each; the algorithms' flat vectors stay on the host */
+    float *dparams, *dgrads; /* (n) */
+    float *dx;              /* (B, C, H, W) */
+    int32_t *dy;            /* (B) */
+    /* the next batch, loaded and sent while the current step's backward runs:
+     * pinned px, py and device dpx, dpy; the loader's state before it, which
+     * a checkpoint records (so a resume loads it again) */
+    float *px, *dpx;
+    int32_t *py, *dpy;
+    int prefetched;
+    dt_loader_state before_prefetch;
 
     int64_t step;           /* iterations completed by this rank */
     double global_step;     /* asynchronous modes, at the end: the group's steps per rank

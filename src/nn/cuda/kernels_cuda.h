@@ -2,14 +2,16 @@
  * memory; stream is a cudaStream_t (NULL: the default stream). Each returns 0,
  * or -1 after dt_err_set() with the CUDA error (file:line). Same arguments and
  * conventions as the CPU kernels in nn/kernels_cpu.h: input gradients
- * accumulate, a NULL input gradient is skipped. Built only --with-cuda; not
- * yet called by the trainer (compute.device = cuda is not wired). */
+ * accumulate, a NULL input gradient is skipped. Built only --with-cuda; called
+ * by the CUDA backend (backend/cuda.c). */
 #ifndef DT_NN_CUDA_KERNELS_CUDA_H
 #define DT_NN_CUDA_KERNELS_CUDA_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "backend/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +55,14 @@ int cuda_softmax_xent_rows(int B, int K, const float *logits, const int32_t *lab
 /* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
 int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
                   const float *g, float *v, void *stream);
+
+/* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
+ * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */
+int cuda_im2col(const dt_conv_shape *s, const float *x, float *cols, void *stream);
+int cuda_col2im(const dt_conv_shape *s, const float *dcols, float *dx, int accumulate,
+                void *stream);
+int cuda_bias_add(int B, int K, size_t PQ, const float *bias, float *y, void *stream);
+int cuda_bias_grad(int B, int K, size_t PQ, const float *dy, float *db, void *stream);
 
 #ifdef __cplusplus
 }

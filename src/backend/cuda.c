@@ -1,0 +1,285 @@
+/* The CUDA backend: every op of backend/backend.h on device memory.
+ *
+ * GEMMs by cuBLAS, with the column-major argument sets of backend/gemm_args.h;
+ * convolutions lowered onto cuBLAS (nn/lower.h: im2col, one GEMM per image,
+ * col2im as a gather); everything else by the kernels of nn/cuda/. All work
+ * is queued on the device's compute stream (backend/cuda_device.c); only the
+ * loss reduction and the host <-> device copies wait for it. Plain NCHW
+ * layout only (cblock 0). Every CUDA, cuBLAS and kernel call is checked
+ * (backend/cuda_check.h). */
+#include "config.h"
+
+#include "backend/backend.h"
+#include "backend/gemm_args.h"
+#include "backend/cuda_check.h"
+#include "backend/cuda_device.h"
+#include "nn/cuda/kernels_cuda.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define ST cuda_stream()
+#define BLAS ((cublasHandle_t)cuda_cublas())
+
+static const float one = 1.0f, zero = 0.0f;
+
+/* ---- memory ----------------------------------------------------------- */
+
+static void *cu_alloc(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1));
+    CUDA_OK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, ST));
+    return p;
+}
+static void cu_free(void *p)
+{
+    cuda_sync(); // a kernel queued on the stream may still read it
+    CUDA_OK(cudaFree(p));
+}
+static void cu_zero(void *p, size_t bytes) { CUDA_OK(cudaMemsetAsync(p, 0, bytes, ST)); }
+static void cu_copy(void *d, const void *s, size_t bytes)
+{
+    CUDA_OK(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, ST));
+}
+static void cu_to_device(void *d, const void *h, size_t bytes)
+{
+    CUDA_OK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, ST));
+    cuda_sync();
+}
+static void cu_to_host(void *h, const void *d, size_t bytes)
+{
+    CUDA_OK(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, ST));
+    cuda_sync();
+}
+
+/* Device scratch that only grows (GroupNorm's double sums, the loss rows). */
+static void *scratch(void **p, size_t *have, size_t bytes)
+{
+    if (bytes > *have) {
+        if (*p)
+            cu_free(*p);
+        *p = cu_alloc(bytes);
+        *have = bytes;
+    }
+    return *p;
+}
+
+/* ---- GEMMs (backend/gemm_args.h: the argument sets, tested on the host) ---- */
+
+static cublasOperation_t op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+static void gemm(const dt_gemm *g, const float *A, const float *B, float beta, float *C)
+{
+    if (g->batch == 1)
+        CUBLAS_OK(cublasSgemm(BLAS, op(g->ta), op(g->tb), g->m, g->n, g->k, &one, A, g->lda, B,
+                              g->ldb, &beta, C, g->ldc));
+    else
+        CUBLAS_OK(cublasSgemmStridedBatched(BLAS, op(g->ta), op(g->tb), g->m, g->n, g->k, &one,
+                                            A, g->lda, g->sa, B, g->ldb, g->sb, &beta, C,
+                                            g->ldc, g->sc, g->batch));
+}
+
+/* ---- linear ------------------------------------------------------------ */
+
+static void cu_linear_forward(int B, int in, int out, const float *x, const float *W,
+                              const float *b, float *y)
+{
+    const dt_gemm g = gemm_linear_forward(B, in, out);
+    gemm(&g, W, x, zero, y);
+    if (b)
+        KERNEL_OK(cuda_bias_add(B, out, 1, b, y, ST));
+}
+
+static void cu_linear_backward(int B, int in, int out, const float *x, const float *W,
+                               const float *dy, float *dx, float *dW, float *db)
+{
+    if (dx) {
+        const dt_gemm g = gemm_linear_dx(B, in, out);
+        gemm(&g, W, dy, one, dx);
+    }
+    const dt_gemm g = gemm_linear_dw(B, in, out);
+    gemm(&g, x, dy, zero, dW);
+    if (db)
+        KERNEL_OK(cuda_bias_grad(B, out, 1, dy, db, ST));
+}
+
+/* ---- convolution, lowered (nn/lower.h) --------------------------------- */
+
+static size_t cu_conv2d_workspace(const dt_conv_shape *s)
+{
+    return (size_t)s->B * s->C * s->R * s->S * s->P * s->Q; /* cols (B, CRS, PQ) */
+}
+
+static int cu_conv2d_dx_accumulates(const dt_conv_shape *s) { return 1; }
+
+static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                              const float *b, float *y, float *cols)
+{
+    KERNEL_OK(cuda_im2col(s, x, cols, ST));
+    const dt_gemm g = gemm_conv_forward(s);
+    gemm(&g, cols, w, zero, y);
+    if (b)
+        KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)s->P * s->Q, b, y, ST));
+}
+
+static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                               const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                               float *cols)
+{
+    // the workspace is shared by every conv: lower x again
+    KERNEL_OK(cuda_im2col(s, x, cols, ST));
+    const dt_gemm gw = gemm_conv_dw(s);
+    for (int i = 0; i < s->B; i++) // images summed in order
+        gemm(&gw, cols + (size_t)i * gw.sa, dy + (size_t)i * gw.sb, i ? one : zero, dw);
+    if (db)
+        KERNEL_OK(cuda_bias_grad(s->B, s->K, (size_t)s->P * s->Q, dy, db, ST));
+    if (!dx)
+        return;
+    // dcols into the same workspace, then gathered into dx
+    const dt_gemm gc = gemm_conv_dcols(s);
+    gemm(&gc, dy, w, zero, cols);
+    KERNEL_OK(cuda_col2im(s, cols, dx, !dx_fresh, ST));
+}
+
+/* ---- pooling, activations, dropout, add -------------------------------- */
+
+static void cu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
+{
+    KERNEL_OK(cuda_maxpool_forward(s->B, s->C, s->H, s->W, s->k, s->stride, s->P, s->Q, x, y,
+                                   arg, ST));
+}
+static void cu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
+                                float *dx)
+{
+    KERNEL_OK(cuda_maxpool_backward(s->B, s->C, s->H, s->W, s->k, s->stride, s->P, s->Q, dy,
+                                    arg, dx, ST));
+}
+static void cu_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y)
+{
+    KERNEL_OK(cuda_avgpool_forward(B, C, HW, x, y, ST));
+}
+static void cu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float *dx)
+{
+    KERNEL_OK(cuda_avgpool_backward(B, C, HW, dy, dx, ST));
+}
+static void cu_relu_forward(size_t n, const float *x, float *y)
+{
+    KERNEL_OK(cuda_relu_forward(n, x, y, ST));
+}
+static void cu_relu_backward(size_t n, const float *y, const float *dy, float *dx)
+{
+    KERNEL_OK(cuda_relu_backward(n, y, dy, dx, ST));
+}
+static void cu_relu_backward_inplace(size_t n, const float *y, float *d)
+{
+    KERNEL_OK(cuda_relu_backward_inplace(n, y, d, ST));
+}
+static void cu_sigmoid_forward(size_t n, const float *x, float *y)
+{
+    KERNEL_OK(cuda_sigmoid_forward(n, x, y, ST));
+}
+static void cu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx)
+{
+    KERNEL_OK(cuda_sigmoid_backward(n, y, dy, dx, ST));
+}
+static void cu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y,
+                               float *mask)
+{
+    KERNEL_OK(cuda_dropout_forward(n, p, key, x, y, mask, ST));
+}
+static void cu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+{
+    KERNEL_OK(cuda_dropout_backward(n, mask, dy, dx, ST));
+}
+static void cu_add_forward(size_t n, const float *a, const float *b, float *y)
+{
+    KERNEL_OK(cuda_add_forward(n, a, b, y, ST));
+}
+static void cu_add_backward(size_t n, const float *dy, float *da, float *db)
+{
+    KERNEL_OK(cuda_add_backward(n, dy, da, db, ST));
+}
+
+/* ---- GroupNorm ---------------------------------------------------------- */
+
+static void *gn_work;
+static size_t gn_work_have;
+
+static void cu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
+                                 const float *gamma, const float *beta, const float *skip,
+                                 int relu, float *y, float *mean, float *rstd)
+{
+    KERNEL_OK(cuda_groupnorm_forward(B, C, HW, G, x, gamma, beta, skip, relu, y, mean, rstd, ST));
+}
+static void cu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
+                                  const float *gamma, const float *mean, const float *rstd,
+                                  const float *y, const float *dy, float *dx, float *dskip,
+                                  float *dgamma, float *dbeta)
+{
+    double *work = scratch(&gn_work, &gn_work_have,
+                           (2 * (size_t)B * C + 2 * (size_t)B * G) * sizeof(double));
+    KERNEL_OK(cuda_groupnorm_backward(B, C, HW, G, x, gamma, mean, rstd, y, dy, dx, dskip, dgamma,
+                                      dbeta, work, ST));
+}
+
+/* ---- loss ----------------------------------------------------------------- */
+
+static void *xent_dev;
+static size_t xent_have;
+
+/* The rows' losses and hits come back to the host and are summed there in
+ * sample order, as the CPU backend sums them. */
+static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *labels,
+                              float *dlogits, int *correct)
+{
+    const size_t bytes = (size_t)B * (sizeof(double) + sizeof(int32_t));
+    char *d = scratch(&xent_dev, &xent_have, bytes);
+    double *loss = (double *)d;
+    int32_t *hit = (int32_t *)(d + (size_t)B * sizeof(double));
+    KERNEL_OK(cuda_softmax_xent_rows(B, K, logits, labels, dlogits, loss, hit, ST));
+    double *h = malloc(bytes ? bytes : 1);
+    if (!h)
+        DT_FATAL("out of memory for %d loss rows", B);
+    cu_to_host(h, d, bytes);
+    const int32_t *hh = (const int32_t *)((char *)h + (size_t)B * sizeof(double));
+    double total = 0.0;
+    int hits = 0;
+    for (int i = 0; i < B; i++) {
+        if (isnan(h[i])) { // a label outside [0, K): the row's loss is NaN
+            dt_err_set("xent: label of sample %d is outside [0, %d)", i, K);
+            free(h);
+            if (correct)
+                *correct = 0;
+            return NAN;
+        }
+        total += h[i];
+        hits += hh[i];
+    }
+    free(h);
+    if (correct)
+        *correct = hits;
+    return B > 0 ? total / B : 0.0;
+}
+
+static const dt_backend cuda = {
+    .name = "cuda",
+    .cblock = 0,
+    .device = 1,
+    .mem_alloc = cu_alloc, .mem_free = cu_free, .mem_zero = cu_zero, .mem_copy = cu_copy,
+    .to_backend = cu_to_device, .to_host = cu_to_host,
+    .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
+    .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
+    .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,
+    .maxpool_forward = cu_maxpool_forward, .maxpool_backward = cu_maxpool_backward,
+    .avgpool_forward = cu_avgpool_forward, .avgpool_backward = cu_avgpool_backward,
+    .relu_forward = cu_relu_forward, .relu_backward = cu_relu_backward,
+    .relu_backward_inplace = cu_relu_backward_inplace,
+    .sigmoid_forward = cu_sigmoid_forward, .sigmoid_backward = cu_sigmoid_backward,
+    .dropout_forward = cu_dropout_forward, .dropout_backward = cu_dropout_backward,
+    .groupnorm_forward = cu_groupnorm_forward, .groupnorm_backward = cu_groupnorm_backward,
+    .add_forward = cu_add_forward, .add_backward = cu_add_backward,
+    .softmax_xent = cu_softmax_xent,
+};
+
+const dt_backend *backend_cuda(void) { return &cuda; }

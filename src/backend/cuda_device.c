@@ -1,0 +1,96 @@
+/* A rank's GPU: selection, streams, cuBLAS handle, pinned staging memory. */
+#include "config.h"
+
+#include "backend/cuda_device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cuda_check.h"
+#include "nn/cuda/kernels_cuda.h"
+
+static struct {
+    int open;
+    cudaStream_t compute, copy;
+    cudaEvent_t copied;
+    cublasHandle_t blas;
+} dev;
+
+int cuda_device_count(const char **why)
+{
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        // no driver or no device: the runtime's reason for the error message
+        if (why)
+            *why = cudaGetErrorString(e);
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (why)
+        *why = n ? "" : "the CUDA runtime reports 0 devices";
+    return n;
+}
+
+int cuda_device_open(int d, char *name, size_t len)
+{
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaSetDevice(d);
+    if (e == cudaSuccess)
+        e = cudaGetDeviceProperties(&p, d);
+    if (e != cudaSuccess)
+        return dt_err_set("compute.device = cuda: cannot use GPU %d: %s", d, cudaGetErrorString(e));
+    snprintf(name, len, "cuda:%d %s", d, p.name);
+    CUDA_OK(cudaStreamCreateWithFlags(&dev.compute, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&dev.copy, cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreateWithFlags(&dev.copied, cudaEventDisableTiming));
+    CUBLAS_OK(cublasCreate(&dev.blas));
+    CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
+    // fp32 GEMMs in full precision: the results are compared against the CPU
+    CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
+    dev.open = 1;
+    return 0;
+}
+
+void cuda_device_close(void)
+{
+    if (!dev.open)
+        return;
+    CUDA_OK(cudaStreamSynchronize(dev.compute));
+    CUBLAS_OK(cublasDestroy(dev.blas));
+    CUDA_OK(cudaEventDestroy(dev.copied));
+    CUDA_OK(cudaStreamDestroy(dev.copy));
+    CUDA_OK(cudaStreamDestroy(dev.compute));
+    dev.open = 0;
+}
+
+void *cuda_stream(void) { return dev.compute; }
+void *cuda_cublas(void) { return dev.blas; }
+void cuda_sync(void) { CUDA_OK(cudaStreamSynchronize(dev.compute)); }
+
+void *cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_OK(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault));
+    memset(p, 0, bytes);
+    return p;
+}
+
+void cuda_host_free(void *p)
+{
+    if (p)
+        CUDA_OK(cudaFreeHost(p));
+}
+
+void cuda_upload_async(void *dst, const void *src, size_t bytes)
+{
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, dev.copy));
+    CUDA_OK(cudaEventRecord(dev.copied, dev.copy));
+    CUDA_OK(cudaStreamWaitEvent(dev.compute, dev.copied, 0));
+}
+
+void cuda_flat_sgd(size_t n, float momentum, float weight_decay, bool nesterov, float lr,
+                   float *x, const float *g, float *v)
+{
+    KERNEL_OK(cuda_sgd_step(n, momentum, weight_decay, nesterov, lr, x, g, v, dev.compute));
+}

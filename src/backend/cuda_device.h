@@ -1,0 +1,41 @@
+/* The GPU a rank drives, its streams, pinned host memory and the flat
+ * vectors' device copies: what the trainer needs around the CUDA backend
+ * (backend/cuda.c). Built only --with-cuda (HAVE_CUDA). */
+#ifndef DT_BACKEND_CUDA_DEVICE_H
+#define DT_BACKEND_CUDA_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Number of GPUs the CUDA runtime sees (0 when none is visible or there is no
+ * driver; the reason then in *why, e.g. "no CUDA-capable device is detected"). */
+int cuda_device_count(const char **why);
+/* Selects device dev for this process and creates its compute stream, copy
+ * stream and cuBLAS handle; name gets the GPU's name. Returns 0, or -1 after
+ * dt_err_set(). */
+int cuda_device_open(int dev, char *name, size_t len);
+void cuda_device_close(void);
+/* The compute stream (a cudaStream_t) every kernel and GEMM runs on, and the
+ * cuBLAS handle bound to it (a cublasHandle_t). */
+void *cuda_stream(void);
+void *cuda_cublas(void);
+/* Waits for everything queued on the compute stream. */
+void cuda_sync(void);
+
+/* Page-locked host memory (zero-filled): host <-> device copies from it run
+ * asynchronously at full bus speed. */
+void *cuda_host_alloc(size_t bytes);
+void cuda_host_free(void *p);
+
+/* Batch upload: copies bytes from pinned host memory to the device on the
+ * copy stream, then makes the compute stream wait for it, so the copy
+ * overlaps whatever the compute stream is doing before that point (the
+ * parameters' upload) and the host returns at once. */
+void cuda_upload_async(void *dev_dst, const void *pinned_src, size_t bytes);
+
+/* SGD step on device vectors x, g, v (n floats each; v unused when
+ * momentum is 0), same arithmetic as optim/sgd.c (nn/cuda/sgd.h). */
+void cuda_flat_sgd(size_t n, float momentum, float weight_decay, bool nesterov, float lr,
+                   float *x, const float *g, float *v);
+
+#endif

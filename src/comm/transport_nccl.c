@@ -1,0 +1,264 @@
+/* The NCCL transport: the algorithms' vectors reduced, broadcast and
+ * exchanged by NCCL on the rank's GPU (see comm/transport.h for the
+ * contract). The MPI communicator it was made from keeps the control
+ * traffic: the unique id's broadcast and barriers. */
+#include "config.h"
+
+#include "comm/transport.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend/cuda_check.h"
+#include "core/error.h"
+#include "core/watchdog.h"
+
+#define NCCL_OK(call)                                                                    \
+    do {                                                                                 \
+        const ncclResult_t r_ = (call);                                                  \
+        if (r_ != ncclSuccess)                                                           \
+            DT_FATAL("%s: %s (%s); hint: NCCL_DEBUG=WARN prints NCCL's view", #call,     \
+                     ncclGetErrorString(r_), ncclGetLastError(NULL));                    \
+    } while (0)
+
+/* One isend or irecv waiting for waitall. */
+typedef struct p2p_op {
+    int send, peer;
+    float *buf;       /* the caller's buffer */
+    size_t n;
+    float *dev;       /* its device copy (buf itself when buf is device memory) */
+} p2p_op;
+
+typedef struct nccl_transport {
+    dt_transport base; /* first: a dt_transport * is a nccl_transport * */
+    ncclComm_t comm;
+    cudaStream_t stream;
+    double timeout;
+    float *stage;      /* device staging of host buffers, stage_n floats */
+    size_t stage_n;
+    p2p_op *ops;
+    int nops, cap;
+} nccl_transport;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int is_device(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError(); // plain host memory on old runtimes
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+static float *stage(nccl_transport *t, size_t n)
+{
+    if (n > t->stage_n) {
+        if (t->stage)
+            CUDA_OK(cudaFree(t->stage));
+        CUDA_OK(cudaMalloc((void **)&t->stage, n * sizeof(float)));
+        t->stage_n = n;
+    }
+    return t->stage;
+}
+
+/* Waits for the stream, polling NCCL's asynchronous error: a peer that died
+ * makes the communicator fail (or never finish) instead of hanging the job. */
+static void wait_stream(nccl_transport *t, const char *what)
+{
+    const double t0 = now();
+    for (;;) {
+        const cudaError_t e = cudaStreamQuery(t->stream);
+        if (e == cudaSuccess)
+            return;
+        if (e != cudaErrorNotReady)
+            CUDA_OK(e);
+        ncclResult_t r;
+        NCCL_OK(ncclCommGetAsyncError(t->comm, &r));
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclCommAbort(t->comm);
+            DT_FATAL("NCCL %s failed: %s (%s)", what, ncclGetErrorString(r),
+                     ncclGetLastError(NULL));
+        }
+        if (now() - t0 > t->timeout) {
+            ncclCommAbort(t->comm);
+            DT_FATAL("NCCL %s: not complete after comm.nccl_timeout = %.0f s (a peer died or "
+                     "stopped); the job ends", what, t->timeout);
+        }
+        sched_yield();
+    }
+}
+
+/* A host buffer's device copy for a collective, or the buffer itself. */
+static float *to_dev(nccl_transport *t, float *buf, size_t n, int copy)
+{
+    if (is_device(buf))
+        return buf;
+    float *d = stage(t, n);
+    if (copy)
+        CUDA_OK(cudaMemcpyAsync(d, buf, n * sizeof(float), cudaMemcpyHostToDevice, t->stream));
+    return d;
+}
+
+static void from_dev(nccl_transport *t, float *buf, const float *d, size_t n)
+{
+    if (d != buf)
+        CUDA_OK(cudaMemcpyAsync(buf, d, n * sizeof(float), cudaMemcpyDeviceToHost, t->stream));
+}
+
+static void nccl_allreduce_sum(dt_transport *base, float *buf, size_t n)
+{
+    nccl_transport *t = (nccl_transport *)base;
+    watchdog_phase("a collective (NCCL allreduce over the group)", -1);
+    float *d = to_dev(t, buf, n, 1);
+    NCCL_OK(ncclAllReduce(d, d, n, ncclFloat, ncclSum, t->comm, t->stream));
+    from_dev(t, buf, d, n);
+    wait_stream(t, "allreduce");
+}
+
+static void nccl_reduce_sum(dt_transport *base, float *buf, size_t n, int root)
+{
+    nccl_transport *t = (nccl_transport *)base;
+    watchdog_phase("a collective (NCCL reduce to rank %d)", root);
+    float *d = to_dev(t, buf, n, 1);
+    NCCL_OK(ncclReduce(d, d, n, ncclFloat, ncclSum, root, t->comm, t->stream));
+    if (base->rank == root) // elsewhere buf is unchanged
+        from_dev(t, buf, d, n);
+    wait_stream(t, "reduce");
+}
+
+static void nccl_bcast(dt_transport *base, float *buf, size_t n, int root)
+{
+    nccl_transport *t = (nccl_transport *)base;
+    watchdog_phase("a collective (NCCL broadcast from rank %d)", root);
+    float *d = to_dev(t, buf, n, base->rank == root);
+    NCCL_OK(ncclBroadcast(d, d, n, ncclFloat, root, t->comm, t->stream));
+    from_dev(t, buf, d, n);
+    wait_stream(t, "broadcast");
+}
+
+static void push_op(nccl_transport *t, int send, const float *buf, size_t n, int peer,
+                    dt_request *r)
+{
+    if (t->nops == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        t->ops = dt_realloc(t->ops, (size_t)t->cap * sizeof *t->ops);
+    }
+    t->ops[t->nops++] = (p2p_op){ send, peer, (float *)buf, n, NULL };
+    r->n = 0; // nothing for MPI to wait on
+    r->peer = peer;
+    r->recv = !send;
+}
+
+static void nccl_isend(dt_transport *base, const float *buf, size_t n, int peer, int tag,
+                       dt_request *r)
+{
+    push_op((nccl_transport *)base, 1, buf, n, peer, r);
+}
+
+static void nccl_irecv(dt_transport *base, float *buf, size_t n, int peer, int tag,
+                       dt_request *r)
+{
+    push_op((nccl_transport *)base, 0, buf, n, peer, r);
+}
+
+/* Every gathered send and receive in one group (one gossip step). */
+static void nccl_waitall(dt_transport *base, dt_request *r, int count)
+{
+    nccl_transport *t = (nccl_transport *)base;
+    if (t->nops == 0)
+        return;
+    watchdog_phase("NCCL sends and receives of rank %d's step", base->rank);
+    // host buffers get slots of the staging buffer; a send buffer given to
+    // several peers is staged once
+    size_t need = 0;
+    for (int i = 0; i < t->nops; i++)
+        if (!is_device(t->ops[i].buf))
+            need += t->ops[i].n;
+    float *s = stage(t, need);
+    size_t off = 0;
+    for (int i = 0; i < t->nops; i++) {
+        p2p_op *o = &t->ops[i];
+        if (is_device(o->buf)) {
+            o->dev = o->buf;
+            continue;
+        }
+        for (int j = 0; j < i && o->send; j++)
+            if (t->ops[j].send && t->ops[j].buf == o->buf && t->ops[j].n == o->n)
+                o->dev = t->ops[j].dev;
+        if (o->dev)
+            continue;
+        o->dev = s + off;
+        off += o->n;
+        if (o->send)
+            CUDA_OK(cudaMemcpyAsync(o->dev, o->buf, o->n * sizeof(float),
+                                    cudaMemcpyHostToDevice, t->stream));
+    }
+    NCCL_OK(ncclGroupStart());
+    for (int i = 0; i < t->nops; i++) {
+        const p2p_op *o = &t->ops[i];
+        if (o->send)
+            NCCL_OK(ncclSend(o->dev, o->n, ncclFloat, o->peer, t->comm, t->stream));
+        else
+            NCCL_OK(ncclRecv(o->dev, o->n, ncclFloat, o->peer, t->comm, t->stream));
+    }
+    NCCL_OK(ncclGroupEnd());
+    for (int i = 0; i < t->nops; i++)
+        if (!t->ops[i].send)
+            from_dev(t, t->ops[i].buf, t->ops[i].dev, t->ops[i].n);
+    wait_stream(t, "send/receive group");
+    t->nops = 0;
+}
+
+static void nccl_barrier(dt_transport *base)
+{
+    watchdog_phase("a collective (barrier)", -1);
+    MPI_CHECK(MPI_Barrier(base->comm));
+}
+
+static void nccl_destroy(dt_transport *base)
+{
+    nccl_transport *t = (nccl_transport *)base;
+    CUDA_OK(cudaStreamSynchronize(t->stream));
+    NCCL_OK(ncclCommDestroy(t->comm));
+    if (t->stage)
+        CUDA_OK(cudaFree(t->stage));
+    CUDA_OK(cudaStreamDestroy(t->stream));
+    free(t->ops);
+}
+
+dt_transport *transport_nccl_create(MPI_Comm comm, double timeout_s)
+{
+    nccl_transport *t = dt_calloc(1, sizeof *t);
+    dt_transport *b = &t->base;
+    b->name = "nccl";
+    MPI_CHECK(MPI_Comm_dup(comm, &b->comm));
+    MPI_CHECK(MPI_Comm_rank(b->comm, &b->rank));
+    MPI_CHECK(MPI_Comm_size(b->comm, &b->size));
+    t->timeout = timeout_s;
+    ncclUniqueId id;
+    if (b->rank == 0)
+        NCCL_OK(ncclGetUniqueId(&id));
+    MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, b->comm));
+    CUDA_OK(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking));
+    NCCL_OK(ncclCommInitRank(&t->comm, b->size, id, b->rank));
+    b->allreduce_sum = nccl_allreduce_sum;
+    b->reduce_sum = nccl_reduce_sum;
+    b->bcast = nccl_bcast;
+    b->isend = nccl_isend;
+    b->irecv = nccl_irecv;
+    b->waitall = nccl_waitall;
+    b->barrier = nccl_barrier;
+    b->destroy = nccl_destroy;
+    return b;
+}

@@ -1,0 +1,61 @@
+/* Convolution lowering on the device (im2col, col2im, bias add and gradient);
+ * the work in nn/lower.h, the GEMMs in backend/cuda.c (cuBLAS). */
+#include "nn/lower.h"
+
+#include "nn/cuda/check.h"
+#include "nn/cuda/kernels_cuda.h"
+
+__global__ static void im2col_k(size_t n, int C, int H, int W, int R, int S, int st, int pad,
+                                int P, int Q, const float *x, float *cols)
+{
+    GRID_STRIDE(i, n) lower_im2col_at(i, C, H, W, R, S, st, pad, P, Q, x, cols);
+}
+__global__ static void col2im_k(size_t n, int C, int H, int W, int R, int S, int st, int pad,
+                                int P, int Q, const float *dcols, float *dx, int acc)
+{
+    GRID_STRIDE(i, n) lower_col2im_at(i, C, H, W, R, S, st, pad, P, Q, dcols, dx, acc);
+}
+__global__ static void bias_add_k(size_t n, int K, size_t PQ, const float *bias, float *y)
+{
+    GRID_STRIDE(i, n) lower_bias_add_at(i, K, PQ, bias, y);
+}
+__global__ static void bias_grad_k(int B, int K, size_t PQ, const float *dy, float *db)
+{
+    GRID_STRIDE(k, (size_t)K) lower_bias_grad_at(k, B, K, PQ, dy, db);
+}
+
+extern "C" int cuda_im2col(const dt_conv_shape *s, const float *x, float *cols, void *stream)
+{
+    const size_t n = (size_t)s->B * s->C * s->R * s->S * s->P * s->Q;
+    im2col_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(
+        n, s->C, s->H, s->W, s->R, s->S, s->stride, s->pad, s->P, s->Q, x, cols);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_col2im(const dt_conv_shape *s, const float *dcols, float *dx, int accumulate,
+                           void *stream)
+{
+    const size_t n = (size_t)s->B * s->C * s->H * s->W;
+    col2im_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(
+        n, s->C, s->H, s->W, s->R, s->S, s->stride, s->pad, s->P, s->Q, dcols, dx, accumulate);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_bias_add(int B, int K, size_t PQ, const float *bias, float *y, void *stream)
+{
+    const size_t n = (size_t)B * K * PQ;
+    bias_add_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(n, K, PQ, bias,
+                                                                                 y);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_bias_grad(int B, int K, size_t PQ, const float *dy, float *db, void *stream)
+{
+    bias_grad_k<<<dt_cuda_blocks((size_t)K), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(
+        B, K, PQ, dy, db);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}

@@ -1,0 +1,110 @@
+#!/bin/bash
+# The GPU path on a GPU (make check-gpu; not part of make check). Skips with
+# exit 77 and the reason where dtrain was built without CUDA or no GPU is
+# visible. With a GPU:
+#  1. every layer and every model, CUDA backend against the CPU backend to
+#     1e-4 relative (tests/test_gpu);
+#  2. 50 training steps of every model on the GPU: the logged loss of step 50
+#     within 1e-3 of the CPU run's (same deck, same dropout masks);
+#  3. a GPU run stopped at step 20 and resumed to 50 equals the uninterrupted
+#     GPU run bit for bit (parameters and momentum, tests/ckcmp);
+#  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
+#     trains to step 50 (checkpoints hold host copies of the flat vectors);
+#  5. NCCL: allreduce (host and device vectors), reduce and broadcast on one
+#     rank (tests/test_nccl); with two or more GPUs also on two ranks, with a
+#     gossip step equal to MPI's; a training run with comm.transport = nccl.
+# Needs only what bench/README.md lists to carry: src/dtrain, tests/test_gpu,
+# tests/test_nccl, tests/ckcmp, mpiexec.hydra + hydra_pmi_proxy and the
+# libraries ldd names (no HDF5 or MPI installation on the GPU machine).
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+set -e
+
+set +e
+"$TEST_BIN/test_gpu" >"$WORK/layers.txt" 2>&1
+rc=$?
+set -e
+if [ $rc -eq 77 ]; then
+    sed -n 's/^1\.\.0 # SKIP /gpu.sh: skipped: /p' "$WORK/layers.txt"
+    exit 77
+fi
+grep -E '^(not ok|# device)' "$WORK/layers.txt" || true
+if [ $rc -eq 0 ]; then
+    pass "every layer and model, CUDA against CPU to 1e-4 ($(grep -c '^ok' "$WORK/layers.txt") checks)"
+else
+    fail "layers and models against the CPU (rc $rc)"
+fi
+
+D=$WORK/deck.ini
+small_deck "$WORK/r" >"$D"
+# the loss logged at step S of the last run
+loss_at() { sed -n "s/^step $1\/[0-9]*  .*loss \([0-9.naif]*\) .*/\1/p" "$WORK/out.txt" | tail -n 1; }
+shape() {
+    case $1 in
+    resnet*) echo "data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32" ;;
+    *) echo "data.synthetic_channels=1 data.synthetic_height=28 data.synthetic_width=28" ;;
+    esac
+}
+common="algorithm.mode=local run.log_every=1 optim.batch_size=32 data.synthetic_train=2048"
+for m in logreg mlp mnist_cnn resnet20_gn resnet32_gn; do
+    run 1 600 "$D" model.name=$m $(shape $m) $common run.max_steps=50 compute.device=cpu \
+        run.output_dir="$WORK/cpu-$m"
+    lc=$(loss_at 50)
+    run 1 600 "$D" model.name=$m $(shape $m) $common run.max_steps=50 compute.device=cuda \
+        run.output_dir="$WORK/gpu-$m"
+    lg=$(loss_at 50)
+    if [ $RC -eq 0 ] && [ -n "$lc" ] && [ -n "$lg" ] &&
+       awk -v a="$lc" -v b="$lg" 'BEGIN { d = a - b; exit !(d <= 1e-3 && d >= -1e-3) }'; then
+        pass "$m: 50 steps on the GPU, loss $lg (CPU $lc)"
+    else
+        fail "$m: 50 steps on the GPU (rc $RC): loss '$lg', CPU '$lc'"; tail -3 "$WORK/out.txt"
+    fi
+done
+
+# stop / resume on the GPU, then the GPU checkpoint on the CPU (mnist_cnn has dropout)
+last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
+m=mnist_cnn
+args="model.name=$m $(shape $m) $common compute.device=cuda run.checkpoint_every=20"
+run 1 600 "$D" $args run.max_steps=50 run.output_dir="$WORK/full"
+rcA=$RC
+run 1 600 "$D" $args run.max_steps=20 run.output_dir="$WORK/part"
+rcB=$RC
+cp -r "$WORK/part" "$WORK/oncpu"
+run 1 600 "$D" $args run.max_steps=50 run.resume=true run.output_dir="$WORK/part"
+rcC=$RC
+if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/full")" "$(last "$WORK/part")" >/dev/null; then
+    pass "GPU: 20 steps + resume to 50 == 50 steps bit for bit"
+else
+    fail "GPU stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+fi
+run 1 600 "$D" ${args/compute.device=cuda/compute.device=cpu} run.max_steps=50 \
+    run.resume=true run.output_dir="$WORK/oncpu"
+if [ $RC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" && [ -n "$(loss_at 50)" ]; then
+    pass "a GPU checkpoint resumes on the CPU (step 50 loss $(loss_at 50))"
+else
+    fail "GPU checkpoint on the CPU (rc $RC)"; tail -3 "$WORK/out.txt"
+fi
+
+# NCCL
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+for np in 1 2; do
+    [ $np -gt 1 ] && [ "$ngpus" -lt $np ] && { echo "# NCCL on $np ranks: $ngpus GPU(s) here"; continue; }
+    set +e
+    timeout -k 5 300 "$MPIEXEC" -n $np "$TEST_BIN/test_nccl" >"$WORK/nccl.txt" 2>&1
+    rc=$?
+    set -e
+    if [ $rc -eq 0 ]; then
+        pass "NCCL transport on $np rank(s) ($(grep -c '^ok' "$WORK/nccl.txt") checks)"
+    elif [ $rc -eq 77 ]; then
+        echo "# NCCL on $np rank(s): $(grep SKIP "$WORK/nccl.txt")"
+    else
+        fail "NCCL transport on $np rank(s) (rc $rc)"; grep -E '^not ok' "$WORK/nccl.txt" | head -5
+    fi
+    if [ $np -gt 1 ]; then
+        run $np 600 "$D" model.name=mlp algorithm.mode=allreduce compute.device=cuda \
+            comm.transport=nccl run.max_steps=30 run.output_dir="$WORK/nccl$np"
+        [ $RC -eq 0 ] && pass "allreduce training over NCCL on $np GPUs" ||
+            { fail "allreduce training over NCCL (rc $RC)"; tail -3 "$WORK/out.txt"; }
+    fi
+done
+finish
