@@ -100,7 +100,8 @@ static int set_key(const char *key, const char *v)
 int sim_parse_args(int *argc, char **argv)
 {
     sim.wall_start = sim_real_clock();
-    int kept = 1;
+    char seen[8][64];   /* as the deck's keys: each at most once */
+    int nseen = 0, kept = 1;
     for (int i = 1; i < *argc; i++) {
         if (strncmp(argv[i], "sim.", 4) != 0) {
             argv[kept++] = argv[i];
@@ -112,8 +113,13 @@ int sim_parse_args(int *argc, char **argv)
             return dt_err_set("'%s': expected sim.KEY=VALUE", argv[i]);
         memcpy(key, argv[i], (size_t)(eq - argv[i]));
         key[eq - argv[i]] = '\0';
+        for (int j = 0; j < nseen; j++)
+            if (!strcmp(seen[j], key))
+                return dt_err_set("'%s': %s was already given", argv[i], key);
         if (set_key(key, eq + 1) != 0)
             return -1;
+        if (nseen < 8) /* set_key knows fewer keys than that */
+            snprintf(seen[nseen++], sizeof seen[0], "%s", key);
     }
     *argc = kept;
     argv[kept] = NULL;
