@@ -7,7 +7,8 @@
 # tens of microseconds of latency) allreduce's communication per step grows
 # with the rank count (2 (n-1)/n of the vector crosses each NIC: x1.25 from
 # 4 to 16 ranks) while sgp's stays flat within latency terms; a straggler
-# 2x slower sets allreduce's pace; a threaded mode is refused with its reason.
+# 2x slower sets allreduce's pace; sim.compute_from takes a real run's median
+# compute time per step; a threaded mode is refused with its reason.
 # Skipped (77) without the simulator.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 : "${DTRAIN_SIM:=$(pwd)/src/dtrain-sim}"
@@ -38,12 +39,13 @@ lr = 0.1
 DECK
 
 # sim MODE RANKS [key=value ...]: output dir $WORK/${OUT:-MODE-RANKS}, compute
-# time ${CT:-0.01} s per step, status in $RC
+# time $CT s per step (unset: 0.01; set and empty: none given), status in $RC
 sim() {
-    local mode=$1 np=$2 out=${OUT:-$1-$2}
+    local mode=$1 np=$2 out=${OUT:-$1-$2} ct=()
     shift 2
+    if [ -z "${CT+set}" ]; then ct=(sim.compute_time=0.01); elif [ -n "$CT" ]; then ct=(sim.compute_time="$CT"); fi
     timeout -k 5 300 "$DTRAIN_SIM" --ranks "$np" --platform eth10g "$D" algorithm.mode="$mode" \
-        run.output_dir="$WORK/$out" sim.params=$N sim.compute_time="${CT:-0.01}" "$@" \
+        run.output_dir="$WORK/$out" sim.params=$N "${ct[@]}" "$@" \
         >"$WORK/out-$out.txt" 2>&1
     RC=$?
 }
@@ -97,6 +99,20 @@ if [ "$RC" -eq 0 ] && awk "BEGIN { exit !($t >= 0.2 && $t < 0.25) }"; then
     pass "allreduce with rank 2 at 2x compute: $t s per iteration (0.2 s of compute + communication)"
 else
     fail "allreduce straggler (exit status $RC, ${t:-no} s per iteration)"; tail -3 "$WORK/out-slow.txt"
+fi
+
+# sim.compute_from: the median compute time per step of a real 2-rank run
+small_deck "$WORK/real" >"$WORK/real.ini"
+run 2 120 "$WORK/real.ini" run.max_steps=12 run.log_every=4
+set +e  # run (tests/common.sh) leaves -e on
+OUT=from CT= sim allreduce 2 sim.compute_from="$WORK/real/run.h5"
+ct=$(sed -n 's/^dtrain-sim: sim.compute_time = \([^ ]*\) s, the median of .*/\1/p' "$WORK/out-from.txt")
+got=$(col "$WORK/from/sim.csv" compute_s 2>/dev/null)
+if [ "$RC" -eq 0 ] && [ -n "$ct" ] && awk "BEGIN { exit !($ct > 0 && $got > 0.999 * $ct && $got < 1.001 * $ct) }"; then
+    pass "sim.compute_from: the real run's median compute time per step ($ct s) is the simulated one"
+else
+    fail "sim.compute_from (exit status $RC, ${ct:-no} s from the record, ${got:-no} s simulated)"
+    tail -3 "$WORK/out-from.txt"
 fi
 
 sim osgp 4
