@@ -4,12 +4,16 @@
  *                                      of B within max-abs TOL (relative to max|B|)
  *   ckcmp replicas A.h5                every rank's params row identical
  *   ckcmp finite A.h5                  params and momentum hold no NaN or Inf
+ *   ckcmp attr F.h5 NAME               print the root string attribute NAME
+ *                                      (e.g. run.h5's resume_skipped)
  * Exit 0 on success, 1 with a message otherwise. */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "io/h5attr.h"
 
 static float *read2d(const char *path, const char *name, hsize_t dims[2])
 {
@@ -109,7 +113,18 @@ int main(int argc, char **argv)
         printf("params and momentum finite\n");
         return 0;
     }
+    if (argc == 4 && !strcmp(argv[1], "attr")) {
+        hid_t f = H5Fopen(argv[2], H5F_ACC_RDONLY, H5P_DEFAULT);
+        char text[4096];
+        if (f < 0 || h5attr_read_string(f, argv[3], text, sizeof text) != 0) {
+            fprintf(stderr, "ckcmp: %s has no readable string attribute %s\n", argv[2], argv[3]);
+            return 1;
+        }
+        H5Fclose(f);
+        printf("%s\n", text);
+        return 0;
+    }
     fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A | "
-                    "finite A\n");
+                    "finite A | attr F NAME\n");
     return 2;
 }

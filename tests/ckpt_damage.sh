@@ -43,7 +43,7 @@ damage() { # NAME: prepare $WORK/NAME from the source run
 for kind in truncated flipped missing foreign; do
     damage $kind
     run 2 120 "$D" $o run.max_steps=20 run.resume=true run.output_dir="$WORK/$kind"
-    note=$(h5dump -a resume_skipped "$WORK/$kind/run.h5" 2>/dev/null | grep -c "$C15" || true)
+    note=$("$TEST_BIN/ckcmp" attr "$WORK/$kind/run.h5" resume_skipped 2>/dev/null | grep -c "$C15" || true)
     if [ "$RC" -eq 0 ] && grep -q "resumed from .*$C10" "$WORK/out.txt" &&
        grep -q "resume: .*$C15" "$WORK/out.txt" && [ "$note" -ge 1 ] &&
        "$TEST_BIN/ckcmp" same "$(last "$WORK/$kind")" "$(last "$WORK/ref")" >/dev/null; then

@@ -70,4 +70,18 @@ if [ "$RC" -eq 3 ] && grep -q "resumed from .*$from" "$WORK/out.txt" &&
 else
     fail "resume after divergence (rc $RC)"; tail -3 "$WORK/out.txt" | sed 's/^/#   /'
 fi
+# 5. the asynchronous modes: a NaN on one rank stops the group through the
+#    mode's own stop flag within a few local steps (without the check they
+#    would run the whole budget of 200 steps per rank and fail at the end)
+for m in adpsgd ps-async; do
+    run 4 180 "$D" data.test_limit=200 algorithm.mode=$m optim.lr=50 run.max_steps=200 run.log_every=1000 \
+        run.output_dir="$WORK/nf-$m"
+    most=$(sed -n 's/.*local steps per rank from [0-9]* to \([0-9]*\).*/\1/p' "$WORK/out.txt")
+    if [ "$RC" -eq 3 ] && [ "$(grep -c "non-finite value at step" "$WORK/out.txt")" -eq 1 ] &&
+       [ -n "$most" ] && [ "$most" -lt 40 ]; then
+        pass "$m: exit 3, one line, the busiest rank stopped after $most of 200 steps: $(grep -m1 "non-finite" "$WORK/out.txt" | cut -c1-110)"
+    else
+        fail "$m with lr=50 (rc $RC, busiest rank's steps '$most')"; tail -3 "$WORK/out.txt" | sed 's/^/#   /'
+    fi
+done
 finish

@@ -630,7 +630,8 @@ static void test_delay(const dt_trainer *t)
  * rows are kept in memory and written together at the end (a collective
  * write per interval would make every rank wait for the slowest), and so
  * are the per-rank evaluations of run.eval_every; the collective evaluation
- * (averaged model, consensus) runs once, at the end. Returns 0 or DT_EXIT_REQUEUE. */
+ * (averaged model, consensus) runs once, at the end. Returns 0, DT_EXIT_REQUEUE
+ * or DT_EXIT_NONFINITE. */
 static int async_loop(dt_trainer *t, dt_runlog *log)
 {
     const dt_config *c = t->cfg;
@@ -649,7 +650,14 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
         t->algo->step(t);
         t->step++;
         test_delay(t);
-        end = t->algo->progress(t, stop_poll(), &global);
+        if (c->run.check_finite && !isfinite(t->loss_sum)) {
+            char what[64];
+            snprintf(what, sizeof what, "the training loss is %g", t->loss_sum);
+            nonfinite_note(t->step, what);
+        }
+        /* a NaN or Inf stops the group like a signal, through the mode's own
+         * stop flag, within a step; the group then agrees on the status */
+        end = t->algo->progress(t, stop_poll() | (nonfinite.bad ? 2 : 0), &global);
         /* every role ends with a row at its last step (a server's step is
          * its clock and may jump past a multiple of log_every) */
         if (t->step % c->run.log_every == 0 ||
@@ -687,6 +695,9 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     /* roles may end differently (a parameter server ends when its workers
      * do): the group ends as one */
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &end, 1, MPI_INT, MPI_MAX, t->comm));
+    int nf = c->run.check_finite ? nonfinite_agree(t) : 0;
+    if (nf)
+        end = 3;
     if (end == 2 && t->rank == 0)
         say("signal received: checkpointing and exiting with status %d for requeue\n",
                DT_EXIT_REQUEUE);
@@ -719,7 +730,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     if (t->rank == 0)
         say("asynchronous run ended: local steps per rank from %lld to %lld\n",
                (long long)-steps[1], (long long)steps[0]);
-    return end == 2 ? DT_EXIT_REQUEUE : 0;
+    return end == 3 ? DT_EXIT_NONFINITE : end == 2 ? DT_EXIT_REQUEUE : 0;
 }
 
 /* Synchronous modes: every rank runs the same steps; logging, evaluation
