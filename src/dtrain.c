@@ -17,6 +17,9 @@
 #include "run/roles.h"
 #include "run/stop.h"
 #include "run/trainer.h"
+#ifdef DTRAIN_SIM
+#include "sim/sim.h"
+#endif
 
 /* MPICH 4.0 over UCX's TCP transport can hang in MPI_Finalize: a rank waits
  * for a peer's progress in the endpoint close while the peer already sits in
@@ -40,6 +43,13 @@ static void *finalize_watchdog(void *arg)
 
 static void finalize_guarded(int status)
 {
+#ifdef DTRAIN_SIM
+    /* the simulator: no host thread (SMPI's MPI_Finalize does not hang) */
+    (void)finalize_watchdog;
+    finalize_status = status;
+    MPI_CHECK(MPI_Finalize());
+    return;
+#endif
     static unsigned seconds = 60;
     const char *env = getenv("DTRAIN_FINALIZE_TIMEOUT");
     if (env && *env)
@@ -84,6 +94,10 @@ static void usage(FILE *f)
  * user's own OMP_WAIT_POLICY is left alone. */
 static void omp_wait_passive(char **argv)
 {
+#ifdef DTRAIN_SIM
+    (void)argv; /* the simulator runs no OpenMP region and must not re-execute */
+    return;
+#endif
     if (getenv("OMP_WAIT_POLICY") || getenv("DTRAIN_OMP_REEXEC"))
         return;
     // the binary's own path, so the process keeps its name ("dtrain", not "exe")
@@ -111,6 +125,17 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     int status = 0;
+#ifdef DTRAIN_SIM
+    /* sim.KEY=VALUE arguments are the simulator's; the simulated modes use
+     * no communication thread, so any thread level will do */
+    if (sim_parse_args(&argc, argv) != 0) {
+        if (rank == 0)
+            fprintf(stderr, "dtrain-sim: %s\n", dt_err_msg());
+        MPI_CHECK(MPI_Finalize());
+        return 2;
+    }
+    provided = MPI_THREAD_MULTIPLE;
+#endif
 
     if (argc >= 2 && !strcmp(argv[1], "--version")) {
         if (rank == 0)

@@ -95,7 +95,7 @@ static void serve(void *arg)
         for (long spins = 0; !flag; spins++) {
             MPI_CHECK(MPI_Test(&r, &flag, &st));
             if (!flag && spins > 64)
-                nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+                nanosleep((&(struct timespec){ 0, 50000 }), NULL);
         }
         if (st.MPI_TAG == TAG_DONE) {
             done++;

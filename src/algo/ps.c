@@ -551,7 +551,7 @@ static void supervisor_run(dt_trainer *t)
             supervisor_eval(t, s);
             next = trainer_clock() + t->cfg->ps.eval_seconds;
         }
-        nanosleep(&(struct timespec){ 0, 20000000L }, NULL);
+        nanosleep((&(struct timespec){ 0, 20000000L }), NULL);
     }
     supervisor_eval(t, s);
     ps_msg q = { .kind = K_DONE };

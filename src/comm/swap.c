@@ -75,7 +75,7 @@ static void serve(void *arg)
         for (long spins = 0; !flag; spins++) {
             MPI_CHECK(MPI_Test(&r, &flag, &st));
             if (!flag && spins > 64)
-                nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+                nanosleep((&(struct timespec){ 0, 50000 }), NULL);
         }
         MPI_CHECK(MPI_Get_count(&st, MPI_FLOAT, &count));
         int m = end_of(s, st.MPI_SOURCE);

@@ -2,7 +2,9 @@
 #include "core/build_info.h"
 
 #include <cblas.h>
+#ifndef DTRAIN_SIM /* the simulator has no HDF5 */
 #include <hdf5.h>
+#endif
 #include <mpi.h>
 #include <string.h>
 #include <zlib.h>
@@ -39,13 +41,19 @@ const char *build_mpi_runtime(void)
 
 void build_print(FILE *f)
 {
+#ifndef DTRAIN_SIM
     unsigned maj = 0, min = 0, rel = 0;
     H5get_libversion(&maj, &min, &rel);
+#endif
     fprintf(f, "dtrain %s (git %s)\n", build_version(), build_git_revision());
     fprintf(f, "  configure: %s\n", build_configure_args()[0] ? build_configure_args() : "(no flags)");
     fprintf(f, "  compiler:  %s\n", build_compiler());
     fprintf(f, "  MPI:       built with %s; runtime %s\n", DT_MPI_LIBRARY, build_mpi_runtime());
+#ifdef DTRAIN_SIM
+    fprintf(f, "  HDF5:      none (the simulator, SimGrid SMPI: run record sim.csv)\n");
+#else
     fprintf(f, "  HDF5:      %u.%u.%u (parallel)\n", maj, min, rel);
+#endif
     fprintf(f, "  BLAS:      %s\n", openblas_get_config());
     fprintf(f, "  zlib:      %s\n", zlibVersion());
 #ifdef HAVE_DNNL

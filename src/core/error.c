@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef DTRAIN_SIM
+#include "sim/sim.h"
+#endif
 
 static _Thread_local char err_buf[2048];
 
@@ -127,6 +130,16 @@ void *dt_realloc_(void *p, size_t bytes, const char *file, int line)
 float *dt_falloc_(size_t n, const char *file, int line)
 {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+#ifdef DTRAIN_SIM
+    /* the simulator: the big flat vectors of every rank share their pages
+     * (their contents do not matter); free() is smpicc's, which knows them */
+    if (n >= SIM_SHARED_MIN) {
+        void *s = SMPI_SHARED_MALLOC(bytes);
+        if (!s)
+            dt_fatal(file, line, "SMPI_SHARED_MALLOC of %zu floats failed", n);
+        return s;
+    }
+#endif
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
         dt_fatal(file, line, "out of memory allocating %zu floats", n);

@@ -740,6 +740,209 @@ out:
     return rc;
 }
 
+/* ---- simulator records: time per iteration vs ranks ---------------------- */
+
+/* Splits one CSV line in place at commas outside double quotes; quotes are
+ * dropped. Returns the number of fields (at most max). */
+static int csv_split(char *line, char **field, int max)
+{
+    int n = 0, quoted = 0;
+    char *w = line;
+    field[n++] = w;
+    for (char *r = line; *r && *r != '\n' && *r != '\r'; r++) {
+        if (*r == '"') {
+            quoted = !quoted;
+        } else if (*r == ',' && !quoted) {
+            *w++ = '\0';
+            if (n == max)
+                return n;
+            field[n++] = w;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+    return n;
+}
+
+typedef struct sim_series {
+    char label[160];        /* "mode" or "mode (platform)" */
+    int n;
+    double ranks[256], t[256];
+} sim_series;
+
+/* The series named label ("mode|platform"), created if new; NULL if full. */
+static sim_series *series_of(sim_series *s, int *ns, int max, const char *label)
+{
+    for (int i = 0; i < *ns; i++)
+        if (!strcmp(s[i].label, label))
+            return &s[i];
+    if (*ns == max)
+        return NULL;
+    memset(&s[*ns], 0, sizeof s[*ns]);
+    snprintf(s[*ns].label, sizeof s[*ns].label, "%s", label);
+    return &s[(*ns)++];
+}
+
+static int by_x(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* sim.csv files of dtrain-sim: one line per mode (and platform, when they
+ * differ), time per iteration against the rank count, log-log. */
+static int cmd_simplot(char **paths, int npaths, const char *out, const char *keep_dir)
+{
+    enum { MAXS = 64 };
+    sim_series *s = dt_calloc(MAXS, sizeof *s);
+    int ns = 0, rc = -1, nplat = 0;
+    char plat0[128] = "", dir[PATH_MAX] = "";
+    for (int p = 0; p < npaths; p++) {
+        FILE *f = fopen(paths[p], "r");
+        if (!f) {
+            dt_err_set("%s: %s", paths[p], strerror(errno));
+            goto out;
+        }
+        char line[4096], *fld[64];
+        int c_mode = -1, c_ranks = -1, c_plat = -1, c_t = -1, row = 0;
+        while (fgets(line, sizeof line, f)) {
+            int nf = csv_split(line, fld, 64);
+            if (row++ == 0) {
+                for (int i = 0; i < nf; i++) {
+                    c_mode = !strcmp(fld[i], "mode") ? i : c_mode;
+                    c_ranks = !strcmp(fld[i], "ranks") ? i : c_ranks;
+                    c_plat = !strcmp(fld[i], "platform") ? i : c_plat;
+                    c_t = !strcmp(fld[i], "time_per_iter_s") ? i : c_t;
+                }
+                if (c_mode < 0 || c_ranks < 0 || c_plat < 0 || c_t < 0) {
+                    fclose(f);
+                    dt_err_set("%s: not a dtrain-sim record (no mode, ranks, platform, "
+                               "time_per_iter_s columns)", paths[p]);
+                    goto out;
+                }
+                continue;
+            }
+            if (nf <= c_t || nf <= c_plat || nf <= c_mode || nf <= c_ranks) {
+                fclose(f);
+                dt_err_set("%s:%d: %d fields, too few", paths[p], row, nf);
+                goto out;
+            }
+            if (!plat0[0])
+                snprintf(plat0, sizeof plat0, "%s", fld[c_plat]);
+            if (strcmp(plat0, fld[c_plat]))
+                nplat = 2;
+            char label[160];
+            snprintf(label, sizeof label, "%s|%s", fld[c_mode], fld[c_plat]);
+            sim_series *se = series_of(s, &ns, MAXS, label);
+            if (!se || se->n == 256) {
+                fclose(f);
+                dt_err_set("more than %d series or 256 points in one", MAXS);
+                goto out;
+            }
+            se->ranks[se->n] = atof(fld[c_ranks]);
+            se->t[se->n++] = atof(fld[c_t]);
+        }
+        fclose(f);
+    }
+    if (ns == 0) {
+        dt_err_set("no rows in the sim.csv files given");
+        goto out;
+    }
+    if (keep_dir) {
+        snprintf(dir, sizeof dir, "%s", keep_dir);
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            dt_err_set("%s: cannot create: %s", dir, strerror(errno));
+            goto out;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/dtrain-post-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            dt_err_set("%s: cannot create a temporary directory: %s", dir, strerror(errno));
+            dir[0] = '\0';
+            goto out;
+        }
+    }
+    char path[PATH_MAX];
+    for (int i = 0; i < ns; i++) {
+        double xy[256][2];
+        for (int k = 0; k < s[i].n; k++)
+            xy[k][0] = s[i].ranks[k], xy[k][1] = s[i].t[k];
+        qsort(xy, (size_t)s[i].n, sizeof xy[0], by_x);
+        if (path_fmt(path, sizeof path, "%s/sim%d.dat", dir, i + 1) != 0)
+            goto out;
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            dt_err_set("%s: cannot create: %s", path, strerror(errno));
+            goto out;
+        }
+        char *bar = strchr(s[i].label, '|');
+        *bar = '\0';
+        fprintf(f, "ranks \"%s%s%s%s\"\n", s[i].label, nplat ? " (" : "", nplat ? bar + 1 : "",
+                nplat ? ")" : "");
+        for (int k = 0; k < s[i].n; k++)
+            fprintf(f, "%.0f %.9g\n", xy[k][0], xy[k][1]);
+        if (write_checked(f, path) != 0)
+            goto out;
+    }
+    if (path_fmt(path, sizeof path, "%s/plot.gp", dir) != 0)
+        goto out;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        dt_err_set("%s: cannot create: %s", path, strerror(errno));
+        goto out;
+    }
+    fputs("# written by dtrain-post simplot\ndir = ", f);
+    gp_quote(f, dir);
+    fprintf(f, "\nnseries = %d\nout = ", ns);
+    gp_quote(f, out);
+    fprintf(f, "\ntitle = ");
+    gp_quote(f, nplat ? "dtrain-sim: time per iteration" : plat0);
+    fputs("\nif (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+          "    set terminal pngcairo size 1000,700 noenhanced font ',11'\n"
+          "} else {\n"
+          "    set terminal png size 1000,700 noenhanced truecolor\n"
+          "}\n"
+          "set output out\n"
+          "set key autotitle columnheader outside right\n"
+          "set grid\n"
+          "set logscale x 2\n"
+          "set logscale y\n"
+          "set title sprintf('%s: simulated time per iteration', title)\n"
+          "set xlabel 'ranks'\n"
+          "set ylabel 'time per iteration (s)'\n"
+          "plot for [i=1:nseries] sprintf('%s/sim%d.dat', dir, i) using 1:2 with linespoints "
+          "pt 7 ps 0.8 lw 1.5\n"
+          "set output\n", f);
+    if (write_checked(f, path) != 0)
+        goto out;
+    const char *gnuplot = getenv("DTRAIN_GNUPLOT");
+    if (!gnuplot || !*gnuplot)
+        gnuplot = POST_GNUPLOT;
+    unlink(out);
+    if (gnuplot_run(gnuplot, path) != 0)
+        goto out;
+    struct stat st;
+    if (stat(out, &st) != 0 || st.st_size == 0) {
+        dt_err_set("%s: gnuplot finished but wrote no figure", out);
+        goto out;
+    }
+    printf("%s\n", out);
+    rc = 0;
+out:
+    if (dir[0] && !keep_dir) {
+        for (int i = 1; i <= ns; i++)
+            if (path_fmt(path, sizeof path, "%s/sim%d.dat", dir, i) == 0)
+                unlink(path);
+        if (path_fmt(path, sizeof path, "%s/plot.gp", dir) == 0)
+            unlink(path);
+        rmdir(dir);
+    }
+    free(s);
+    return rc;
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 /* Run records named by the arguments: a RUN.h5 as it is, a run directory
@@ -815,6 +1018,9 @@ static void usage(FILE *f)
           "       dtrain-post summary RUN.h5 [RUN2.h5 ...]\n"
           "         one line per run: final test accuracy (mean over ranks, averaged model),\n"
           "         wall time, images/s (all ranks), communication share of logged time\n"
+          "       dtrain-post simplot SIM.csv [SIM2.csv ...] -o FIG.png [--data DIR]\n"
+          "         dtrain-sim records: time per iteration against ranks, one line per mode\n"
+          "         (and platform, when the files hold several), log-log\n"
           "A RUN.h5 may also be given as its run directory, or as a job directory with\n"
           "rank groups (holding groups.csv), which stands for every group's run.h5.\n",
           f);
@@ -829,7 +1035,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     const char *out = NULL, *data_dir = NULL;
     char **paths = dt_calloc((size_t)argc, sizeof *paths);
-    int npaths = 0;
+    int npaths = 0, rc;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--data")) {
             if (i + 1 >= argc) {
@@ -851,9 +1057,21 @@ int main(int argc, char **argv)
         }
     }
 
+    if (!strcmp(cmd, "simplot")) { /* CSV files, not run records */
+        if (npaths < 1 || !out) {
+            fprintf(stderr, "dtrain-post: simplot needs at least one sim.csv and -o FIG.png\n");
+            free(paths);
+            return 1;
+        }
+        rc = cmd_simplot(paths, npaths, out, data_dir);
+        free(paths);
+        if (rc != 0)
+            fprintf(stderr, "dtrain-post: %s\n", dt_err_msg());
+        return rc ? 1 : 0;
+    }
     /* HDF5's own error stack would bury our one-line message. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int rc, nruns = 0;
+    int nruns = 0;
     char **runs = runs_expand(paths, npaths, &nruns);
     free(paths);
     if (!runs) {

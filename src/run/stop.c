@@ -76,7 +76,7 @@ int stop_finish(int status)
                 break; /* nobody was training in this round: all are here */
             round_start(0);
         }
-        nanosleep(&(struct timespec){ 0, 2000000L }, NULL);
+        nanosleep((&(struct timespec){ 0, 2000000L }), NULL);
     }
     int v[3] = { status == 1, status == DT_EXIT_NONFINITE, status == DT_EXIT_REQUEUE }, all[3];
     MPI_CHECK(MPI_Allreduce(v, all, 3, MPI_INT, MPI_MAX, job.world));

@@ -25,6 +25,12 @@
 #ifdef HAVE_CUDA
 #include "backend/cuda_device.h"
 #endif
+#ifdef DTRAIN_SIM
+#include "sim/sim.h"
+#define DT_SIMULATED 1 /* vectors without meaning: no scans of their values */
+#else
+#define DT_SIMULATED 0
+#endif
 
 /* "[NAME] " in front of everything a rank group prints; "" without groups. */
 static char group_tag[DT_GROUP_NAME_MAX + 4] = "";
@@ -81,6 +87,17 @@ void trainer_gradient(dt_trainer *t, const float *x)
         t->t_compute += trainer_clock() - t0;
         return;
     }
+#ifdef DTRAIN_SIM
+    /* the simulator: the step's forward and backward pass as simulated time */
+    (void)x;
+    sim_compute(t->rank);
+    t->seen += t->B;
+    t->batches++;
+    t->images += t->B;
+    t->t_compute += trainer_clock() - t0;
+    watchdog_phase("communication of the algorithm's step", -1);
+    return;
+#endif
     /* dropout masks depend on (seed, rank, step) only: a resumed run draws
      * the same masks as the uninterrupted one */
     uint64_t key = rng_key(t->cfg->run.seed, (uint64_t)t->worker, (uint64_t)t->step, 0xD0);
@@ -123,6 +140,13 @@ void trainer_gradient(dt_trainer *t, const float *x)
 void trainer_update(dt_trainer *t, float *x)
 {
     double t0 = trainer_clock();
+#ifdef DTRAIN_SIM
+    /* the simulator: the update's time is part of sim.compute_time */
+    if (!t->gradient_fn) {
+        (void)x;
+        return;
+    }
+#endif
     sgd_step(&t->opt, x, t->grads, t->lr);
     t->t_compute += trainer_clock() - t0;
 }
@@ -179,6 +203,10 @@ static int prepare_output(const dt_config *cfg, int rank)
         return dt_err_set("run.output_dir = '%s' is not writable: %s", dir, strerror(errno));
     fclose(f);
     unlink(probe);
+#ifdef DTRAIN_SIM
+    /* sim.csv gathers one row per run: a new run appends to it */
+    return 0;
+#endif
     char rec[DT_PATH_MAX + 16];
     snprintf(rec, sizeof rec, "%s/run.h5", dir);
     if (!cfg->run.resume && !cfg->run.overwrite && access(rec, F_OK) == 0)
@@ -187,6 +215,34 @@ static int prepare_output(const dt_config *cfg, int rank)
     return 0;
 }
 
+#ifdef DTRAIN_SIM
+/* The simulator loads no data: the sample shape (for the model's size) and
+ * the epoch's length come from data.name and the deck. */
+static int load_data(dt_trainer *t)
+{
+    const dt_config *c = t->cfg;
+    static const struct { const char *name; int c, h, w, classes; int64_t n; } known[] = {
+        { "fashion-mnist", 1, 28, 28, 10, 60000 }, { "mnist", 1, 28, 28, 10, 60000 },
+        { "cifar10", 3, 32, 32, 10, 50000 },
+    };
+    dt_dataset *d = &t->train;
+    if (!strcmp(c->data.name, "synthetic")) {
+        d->c = (int)c->data.synthetic_channels;
+        d->h = (int)c->data.synthetic_height;
+        d->w = (int)c->data.synthetic_width;
+        d->classes = (int)c->data.synthetic_classes;
+        d->n = c->data.synthetic_train;
+    }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(c->data.name, known[i].name)) {
+            d->c = known[i].c, d->h = known[i].h, d->w = known[i].w;
+            d->classes = known[i].classes, d->n = known[i].n;
+        }
+    if (d->n <= 0)
+        return dt_err_set("data.name = '%s': unknown to the simulator", c->data.name);
+    return 0;
+}
+#else
 static int load_data(dt_trainer *t)
 {
     const dt_config *c = t->cfg;
@@ -221,11 +277,18 @@ static int load_data(dt_trainer *t)
                           t->rank, (long long)t->shard.n, t->B);
     return 0;
 }
+#endif
 
 /* ---- evaluation ---------------------------------------------------------- */
 
 void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc)
 {
+#ifdef DTRAIN_SIM
+    /* the simulator has neither a network nor data: nothing is evaluated */
+    (void)t, (void)params;
+    *loss = *acc = NAN;
+    return;
+#endif
     double lsum = 0;
     int64_t hits = 0, seen = 0;
     const size_t per = (size_t)t->test.c * t->test.h * t->test.w;
@@ -256,6 +319,12 @@ void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *
  * (1/n) sum_i ||z_i - zbar||^2 (REFERENCE.md §0). */
 static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
 {
+#ifdef DTRAIN_SIM
+    /* no evaluation in the simulator (its vectors hold no model) */
+    (void)log, (void)wall;
+    *mean_acc = t->avg_model_acc = NAN;
+    return;
+#endif
     const float *z = t->algo->model(t);
     /* the epoch of the run: asynchronous ranks count their own steps (a
      * parameter server its clock), so they take the group's estimate */
@@ -380,6 +449,7 @@ static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
     return k;
 }
 
+#ifndef DTRAIN_SIM /* the simulator writes no checkpoints */
 static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
 {
     dt_ckpt_meta m = { .step = t->step, .epoch = t->step / t->steps_per_epoch,
@@ -388,6 +458,7 @@ static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
     snprintf(m.mode, sizeof m.mode, "%s", t->cfg->algorithm.mode);
     return m;
 }
+#endif
 
 /* ---- non-finite values (run.check_finite) ---------------------------------- */
 
@@ -445,6 +516,10 @@ static int nonfinite_agree(dt_trainer *t)
  * (every rank has printed its line; the previous checkpoint is intact). */
 static int save_checkpoint(dt_trainer *t)
 {
+#ifdef DTRAIN_SIM
+    (void)t; /* the simulator writes no checkpoints (sim_check) */
+    return 0;
+#else
     char dir[DT_PATH_MAX + 16];
     ckpt_dir(t, dir, sizeof dir);
     dt_ckpt_array a[16];
@@ -478,8 +553,10 @@ static int save_checkpoint(dt_trainer *t)
         fflush(stdout);
     }
     return 0;
+#endif
 }
 
+#ifndef DTRAIN_SIM
 /* Appends "; " and text to the buffer s (len bytes), truncating. */
 static void append(char *s, size_t len, const char *text)
 {
@@ -487,6 +564,7 @@ static void append(char *s, size_t len, const char *text)
     if (used + 1 < len)
         snprintf(s + used, len - used, "%s%s", used ? "; " : "", text);
 }
+#endif
 
 /* Returns 1 if resumed, 0 if there was nothing to resume, -1 on error.
  * A checkpoint that cannot be used (truncated, damaged, written by another
@@ -495,6 +573,11 @@ static void append(char *s, size_t len, const char *text)
  * passed over and why, for the run record. */
 static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
 {
+#ifdef DTRAIN_SIM
+    (void)t, (void)slen; /* the simulator does not resume (sim_check) */
+    skipped[0] = '\0';
+    return 0;
+#else
     char dir[DT_PATH_MAX + 16], path[DT_PATH_MAX + 64];
     ckpt_dir(t, dir, sizeof dir);
     skipped[0] = '\0';
@@ -547,6 +630,7 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
         fflush(stdout);
     }
     return 1;
+#endif
 }
 
 /* <output_dir>/deck.ini: the effective deck, beside the record, so the run
@@ -602,8 +686,8 @@ static void test_delay(const dt_trainer *t)
 {
     const dt_config *c = t->cfg;
     if (c->run.test_delay_ms > 0 && t->rank == c->run.test_delay_rank)
-        nanosleep(&(struct timespec){ c->run.test_delay_ms / 1000,
-                                      (c->run.test_delay_ms % 1000) * 1000000L }, NULL);
+        nanosleep((&(struct timespec){ c->run.test_delay_ms / 1000,
+                                      (c->run.test_delay_ms % 1000) * 1000000L }), NULL);
 }
 
 /* Asynchronous modes: no collective until the budget is spent or a signal
@@ -760,7 +844,7 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
             snprintf(what, sizeof what, "the training loss is %g", t->loss_sum);
             nonfinite_note(t->step, what);
         }
-        if (cfg->run.check_replicas && !replicas_identical(t)) {
+        if (cfg->run.check_replicas && !DT_SIMULATED && !replicas_identical(t)) {
             if (t->rank == 0)
                 fprintf(stderr, "dtrain: %serror: run.check_replicas: the replicas differ after "
                                 "step %lld\n", group_tag, (long long)t->step);
@@ -770,7 +854,7 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
         if (t->step % cfg->run.log_every == 0 || t->step == t->total_steps) {
             watchdog_phase("a collective (the training log)", -1);
             log_train(t, log, &last_wall, &last_images);
-            if (cfg->run.check_finite) {
+            if (cfg->run.check_finite && !DT_SIMULATED) {
                 dt_ckpt_array a[16];
                 nonfinite_scan(t, a, ckpt_arrays(t, a, 16));
                 if ((status = nonfinite_agree(t)) != 0)
@@ -902,6 +986,10 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     t->algo = algo_find(cfg->algorithm.mode);
     if (!t->algo || t->algo->check(cfg, t->nranks) != 0)
         rc = -1;
+#ifdef DTRAIN_SIM
+    if (rc == 0 && sim_check(cfg) != 0)
+        rc = -1;
+#endif
     if (agree(comm, t->rank, rc, "") != 0)
         return 1;
     if (agree(comm, t->rank, prepare_output(cfg, t->rank), "") != 0)
@@ -911,6 +999,36 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     }
 
+#ifdef DTRAIN_SIM
+    /* sim.params, else the size of the deck's model (built once, on rank 0);
+     * the network itself is never run */
+    int64_t np = sim_config()->params;
+    int built = 0;
+    if (np == 0 && t->rank == 0) {
+        const dt_backend *be = backend_cpu_by_name(cfg->compute.kernels);
+        dt_net *net = !be ? NULL : model_build(be, cfg->model.name, cfg->model.hidden,
+                                               cfg->model.activation, (int)cfg->model.gn_groups,
+                                               t->train.c, t->train.h, t->train.w,
+                                               t->train.classes);
+        if (!be)
+            dt_err_set("compute.kernels = %s: not built in", cfg->compute.kernels);
+        built = net ? 0 : -1;
+        if (net)
+            np = (int64_t)net->nparams;
+        net_free(net);
+    }
+    if (agree(comm, t->rank, built, "") != 0) {
+        trainer_free(t);
+        return 1;
+    }
+    MPI_CHECK(MPI_Bcast(&np, 1, MPI_INT64_T, 0, comm));
+    t->n = (size_t)np;
+    t->params = dt_falloc(t->n);
+    t->grads = dt_falloc(t->n);
+    t->x = dt_falloc((size_t)t->B * t->train.c * t->train.h * t->train.w);
+    t->y = dt_calloc((size_t)t->B, sizeof *t->y);
+    t->tp = transport_create(t, cfg, comm);
+#else
     const int on_gpu = strcmp(cfg->compute.device, "cuda") == 0;
     const dt_backend *be = on_gpu ? backend_cuda() : backend_cpu_by_name(cfg->compute.kernels);
     if (!be && on_gpu)
@@ -949,6 +1067,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         t->y = dt_calloc((size_t)t->B, sizeof *t->y);
     }
     t->tp = transport_create(t, cfg, comm);
+#endif
     /* one model for all: rank 0's parameters (REFERENCE.md §1) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
     sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay, cfg->optim.nesterov);
@@ -959,10 +1078,17 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         trainer_free(t);
         return 1;
     }
+#ifdef DTRAIN_SIM
+    /* the epoch a worker's shard would give (the learning-rate schedule) */
+    int64_t spe = (cfg->data.samples_per_epoch > 0 ? cfg->data.samples_per_epoch
+                                                   : t->train.n / (t->nworkers ? t->nworkers : 1)) /
+                  t->B;
+#else
     loader_init(&t->loader, &t->train, &t->shard, t->B, cfg->run.seed, t->worker,
                 cfg->data.samples_per_epoch > 0 ? cfg->data.samples_per_epoch : t->shard.n);
     /* synchronous modes step together: every rank uses the smallest epoch */
     int64_t spe = loader_steps_per_epoch(&t->loader);
+#endif
     MPI_CHECK(MPI_Allreduce(&spe, &t->steps_per_epoch, 1, MPI_INT64_T, MPI_MIN, comm));
     if (t->steps_per_epoch < 1) {
         if (t->rank == 0)
@@ -984,7 +1110,9 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     if (t->rank == 0) {
         char dir[DT_PATH_MAX + 16];
         ckpt_dir(t, dir, sizeof dir);
+#ifndef DTRAIN_SIM
         checkpoint_clean_partial(dir);
+#endif
     }
     int resumed = 0;
     char skipped[8192] = "";
@@ -1016,7 +1144,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
                            .group = g->name, .group_first_rank = g->first,
                            .world_ranks = world_ranks };
     char rec[DT_PATH_MAX + 16];
-    snprintf(rec, sizeof rec, "%s/run.h5", cfg->run.output_dir);
+    snprintf(rec, sizeof rec, "%s/%s", cfg->run.output_dir, DT_SIMULATED ? "sim.csv" : "run.h5");
     /* an asynchronous run writes its rows at its end, after its last
      * checkpoint, and counts them in the group's steps: a resume keeps them */
     dt_runlog *log = runlog_open(comm, rec, &prov, deck_text, resumed,
@@ -1058,6 +1186,17 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     if (status != 1 && t->algo->record)
         t->algo->record(t, log);
     watchdog_phase("writing the run record", -1);
+#ifdef DTRAIN_SIM
+    if (status == 0) {
+        dt_sim_totals tot;
+        simlog_totals(log, &tot);
+        double steps = t->algo->async ? t->global_step : (double)t->step;
+        int w = sim_write_record(comm, cfg->run.output_dir, cfg->algorithm.mode, (int64_t)t->n,
+                                 roles->mine == ROLE_WORKER, steps, &tot);
+        if (agree(comm, t->rank, w, "") != 0)
+            status = 1;
+    }
+#endif
     runlog_close(log);
     /* done training: waiting for other rank groups is no stall */
     watchdog_stop();

@@ -1,0 +1,125 @@
+#!/bin/bash
+# dtrain-sim (configure --with-smpi): dtrain's own algorithms on a simulated
+# 10 Gbit/s cluster (SimGrid SMPI). 4 and 16 ranks of allreduce, sgp and
+# ps-async finish and write sim.csv; sgp sends exactly one push of the
+# vector (n + 1 floats, the push-sum weight included) per rank and step; on
+# this bandwidth-bound setting (a 4 MB vector, 3.2 ms on the wire against
+# tens of microseconds of latency) allreduce's communication per step grows
+# with the rank count (2 (n-1)/n of the vector crosses each NIC: x1.25 from
+# 4 to 16 ranks) while sgp's stays flat within latency terms; a straggler
+# 2x slower sets allreduce's pace; sim.compute_from takes a real run's median
+# compute time per step; a threaded mode is refused with its reason.
+# Skipped (77) without the simulator.
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+: "${DTRAIN_SIM:=$(pwd)/src/dtrain-sim}"
+if [ ! -x "$DTRAIN_SIM" ] || [ ! -f "$(dirname "$DTRAIN_SIM")/dtrain-sim-bin" ]; then
+    echo "SKIP: no simulator at $DTRAIN_SIM (configure --with-smpi builds it; SimGrid: apt-get install simgrid libsimgrid-dev)"
+    exit 77
+fi
+N=1000000            # floats in the flat vector: 4 MB
+D=$WORK/deck.ini
+cat >"$D" <<DECK
+[run]
+output_dir = $WORK/unused
+max_steps = 3
+log_every = 1
+[algorithm]
+mode = allreduce
+[model]
+name = mlp
+hidden = 32
+[data]
+name = synthetic
+synthetic_train = 4096
+synthetic_height = 6
+synthetic_width = 6
+[optim]
+batch_size = 16
+lr = 0.1
+DECK
+
+# sim MODE RANKS [key=value ...]: output dir $WORK/${OUT:-MODE-RANKS}, compute
+# time $CT s per step (unset: 0.01; set and empty: none given), status in $RC
+sim() {
+    local mode=$1 np=$2 out=${OUT:-$1-$2} ct=()
+    shift 2
+    if [ -z "${CT+set}" ]; then ct=(sim.compute_time=0.01); elif [ -n "$CT" ]; then ct=(sim.compute_time="$CT"); fi
+    timeout -k 5 300 "$DTRAIN_SIM" --ranks "$np" --platform eth10g "$D" algorithm.mode="$mode" \
+        run.output_dir="$WORK/$out" sim.params=$N "${ct[@]}" "$@" \
+        >"$WORK/out-$out.txt" 2>&1
+    RC=$?
+}
+# col FILE NAME: the column NAME of the last row of a CSV file
+col() {
+    awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next }
+                          { v = $c } END { print v }' "$1"
+}
+
+for np in 4 16; do
+    for mode in allreduce sgp ps-async; do
+        sim $mode $np
+        csv=$WORK/$mode-$np/sim.csv
+        if [ "$RC" -eq 0 ] && [ -f "$csv" ] && [ "$(col "$csv" mode)" = "$mode" ] &&
+           [ "$(col "$csv" ranks)" = "$np" ] && [ "$(col "$csv" params)" = "$N" ] &&
+           [ "$(wc -l <"$WORK/$mode-$np/sim_ranks.csv")" -eq $((np + 1)) ] &&
+           awk "BEGIN { exit !($(col "$csv" time_per_iter_s) > 0.01) }"; then
+            pass "$mode on $np simulated ranks: sim.csv ($(col "$csv" time_per_iter_s) s per iteration) and sim_ranks.csv"
+        else
+            fail "$mode on $np ranks (exit status $RC)"; tail -5 "$WORK/out-$mode-$np.txt"
+        fi
+    done
+    # every sgp rank sent (n + 1) floats per step: one push to one peer
+    r=$WORK/sgp-$np/sim_ranks.csv
+    bad=$(awk -F, -v want=$(( (N + 1) * 4 )) 'NR > 1 && ($3 != 3 || $5 != 3 * want) { print $1 }' "$r" 2>/dev/null)
+    if [ -f "$r" ] && [ -z "$bad" ]; then
+        pass "sgp on $np ranks: every rank sent one push of the vector per step ($(( (N + 1) * 4 )) bytes)"
+    else
+        fail "sgp on $np ranks: traffic per step differs from one push on rank(s) ${bad:-?}"
+    fi
+done
+
+a4=$(col "$WORK/allreduce-4/sim.csv" comm_s); a16=$(col "$WORK/allreduce-16/sim.csv" comm_s)
+s4=$(col "$WORK/sgp-4/sim.csv" comm_s); s16=$(col "$WORK/sgp-16/sim.csv" comm_s)
+if awk "BEGIN { exit !($a16 > 1.15 * $a4) }"; then
+    pass "allreduce's communication per step grows with the ranks: $a4 s (4) -> $a16 s (16)"
+else
+    fail "allreduce's communication per step does not grow: $a4 s (4) -> $a16 s (16)"
+fi
+# flat: within 0.2 ms (a few latencies) of the 4-rank figure
+if awk "BEGIN { d = $s16 - $s4; exit !(d < 2e-4 && d > -2e-4) }"; then
+    pass "sgp's communication per step stays flat: $s4 s (4) -> $s16 s (16)"
+else
+    fail "sgp's communication per step is not flat: $s4 s (4) -> $s16 s (16)"
+fi
+
+# a straggler: rank 2 twice as slow sets the pace of the synchronous allreduce
+OUT=slow CT=0.1 sim allreduce 4 sim.slow_ranks=2 sim.slowdown=2
+t=$(col "$WORK/slow/sim.csv" time_per_iter_s 2>/dev/null)
+if [ "$RC" -eq 0 ] && awk "BEGIN { exit !($t >= 0.2 && $t < 0.25) }"; then
+    pass "allreduce with rank 2 at 2x compute: $t s per iteration (0.2 s of compute + communication)"
+else
+    fail "allreduce straggler (exit status $RC, ${t:-no} s per iteration)"; tail -3 "$WORK/out-slow.txt"
+fi
+
+# sim.compute_from: the median compute time per step of a real 2-rank run
+small_deck "$WORK/real" >"$WORK/real.ini"
+run 2 120 "$WORK/real.ini" run.max_steps=12 run.log_every=4
+set +e  # run (tests/common.sh) leaves -e on
+OUT=from CT= sim allreduce 2 sim.compute_from="$WORK/real/run.h5"
+ct=$(sed -n 's/^dtrain-sim: sim.compute_time = \([^ ]*\) s, the median of .*/\1/p' "$WORK/out-from.txt")
+got=$(col "$WORK/from/sim.csv" compute_s 2>/dev/null)
+if [ "$RC" -eq 0 ] && [ -n "$ct" ] && awk "BEGIN { exit !($ct > 0 && $got > 0.999 * $ct && $got < 1.001 * $ct) }"; then
+    pass "sim.compute_from: the real run's median compute time per step ($ct s) is the simulated one"
+else
+    fail "sim.compute_from (exit status $RC, ${ct:-no} s from the record, ${got:-no} s simulated)"
+    tail -3 "$WORK/out-from.txt"
+fi
+
+sim osgp 4
+if [ "$RC" -ne 0 ] && grep -q "algorithm.mode = osgp is not simulated: .*communication thread" "$WORK/out-osgp-4.txt" &&
+   [ ! -f "$WORK/osgp-4/sim.csv" ]; then
+    pass "osgp is refused with its reason (a communication thread)"
+else
+    fail "osgp: not refused (exit status $RC)"; tail -3 "$WORK/out-osgp-4.txt"
+fi
+finish
