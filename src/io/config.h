@@ -25,6 +25,7 @@ typedef struct dt_config {
         int64_t stall_timeout;    /* seconds without progress before MPI_Abort; 0: off */
         int64_t test_delay_rank;  /* tests: this rank sleeps test_delay_ms per step */
         int64_t test_delay_ms;
+        bool test_zero_gradients; /* tests: every local update is zero */
     } run;
     struct {
         char mode[32];

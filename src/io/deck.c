@@ -118,6 +118,9 @@ static const deck_key keys[] = {
      .doc = "tests: this rank sleeps run.test_delay_ms after every step (a slow worker); -1: none"},
     {"run", "test_delay_ms", KT_INT, "0", GE(0), AT(run.test_delay_ms, int64_t),
      .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
+    {"run", "test_zero_gradients", KT_BOOL, "false", AT(run.test_zero_gradients, bool),
+     .doc = "tests only: every gradient is zero and the optimizer leaves the model as it is "
+            "(no momentum, no weight decay), so only the algorithm's exchanges move the models"},
 
     {"algorithm", "mode", KT_ENUM, "local",
      .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd|"
