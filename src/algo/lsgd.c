@@ -183,9 +183,18 @@ static int lsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
     const dt_config *c = t->cfg;
     const int64_t per = c->lsgd.tau_local * t->nranks;
     const int64_t budget = t->total_steps * t->nranks;
+    int64_t next = gcount_next_multiple(&s->gc, c->run.checkpoint_every);
+    if ((s->dsteps + 1) * per < next)
+        next = (s->dsteps + 1) * per;
+    if (budget < next)
+        next = budget;
     double t0 = trainer_clock();
     int round = gcount_poll(&s->gc, 1, stop_local);
-    t->t_comm += trainer_clock() - t0;
+    double t1 = trainer_clock();
+    if (!round)
+        round = gcount_hold(&s->gc, next);
+    t->t_comm += t1 - t0;
+    t->t_wait += trainer_clock() - t1;
     if (!round) {
         *global_steps = (double)s->count / t->nranks;
         return ALGO_GO;

@@ -1,5 +1,7 @@
 #include "comm/gcount.h"
 
+#include <time.h>
+
 #include "core/error.h"
 
 void gcount_init(dt_gcount *g, MPI_Comm comm, int64_t total)
@@ -29,10 +31,34 @@ int gcount_poll(dt_gcount *g, int64_t steps, int stop)
     return 1;
 }
 
+int gcount_hold(dt_gcount *g, int64_t next)
+{
+    const int64_t left = next - g->total;
+    int64_t share = (left + g->nranks - 1) / g->nranks;
+    if (share < 1)
+        share = 1;
+    while ((g->req != MPI_REQUEST_NULL ? g->send[0] : 0) + g->pending >= share) {
+        /* yield the core: on oversubscribed nodes the ranks this round
+         * waits for may need it */
+        nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+        if (gcount_poll(g, 0, 0))
+            return 1;
+    }
+    return 0;
+}
+
 int gcount_crossed(const dt_gcount *g, int64_t every)
 {
     const int64_t per = every * g->nranks; /* group steps per rank -> all ranks' steps */
     return every > 0 && g->total / per > g->before / per;
+}
+
+int64_t gcount_next_multiple(const dt_gcount *g, int64_t every)
+{
+    if (every <= 0)
+        return INT64_MAX;
+    const int64_t per = every * g->nranks;
+    return (g->total / per + 1) * per;
 }
 
 void gcount_settle(dt_gcount *g)

@@ -32,6 +32,17 @@ void gcount_init(dt_gcount *g, MPI_Comm comm, int64_t total);
  * before and stop are updated, and no round is in flight until the next
  * call (so a caller that stops after it leaves nothing open). */
 int gcount_poll(dt_gcount *g, int64_t steps, int stop);
+/* Called after gcount_poll returned 0. The group's next event (a
+ * distributed step, a checkpoint, the end) comes when the count reaches
+ * next: this rank waits, testing the round, while it holds its share
+ * ((next - total) / ranks, rounded up) of the steps left uncounted, so the
+ * count passes next by fewer than ranks steps however slowly rounds
+ * complete (on oversubscribed cores a round takes tens of milliseconds).
+ * Returns 1 if a round completed while waiting (as gcount_poll), else 0. */
+int gcount_hold(dt_gcount *g, int64_t next);
+/* The first multiple of every (> 0) group steps per rank after the count,
+ * in all ranks' steps; INT64_MAX when every is 0. */
+int64_t gcount_next_multiple(const dt_gcount *g, int64_t every);
 /* Did the last completed round carry the group's steps per rank across a
  * multiple of every (> 0)? */
 int gcount_crossed(const dt_gcount *g, int64_t every);
