@@ -554,11 +554,14 @@ static void test_delay(const dt_trainer *t)
  * The averaged model and the consensus need every rank at one moment: the
  * final evaluation gives them. */
 static void flush_rows(dt_trainer *t, dt_runlog *log, dt_train_row **rows, int64_t *nrows,
-                       dt_eval_row *evals, int64_t *nevals)
+                       int64_t *cap, dt_eval_row *evals, int64_t *nevals)
 {
     int64_t most = *nrows;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
-    *rows = dt_realloc(*rows, (size_t)(most ? most : 1) * sizeof **rows);
+    if (most > *cap || !*rows) {
+        *cap = most > *cap ? most : 1;
+        *rows = dt_realloc(*rows, (size_t)*cap * sizeof **rows);
+    }
     for (int64_t i = *nrows; i < most; i++)
         (*rows)[i] = (dt_train_row){ .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
                                      .accuracy = NAN, .lr = NAN, .compute_time = 0,
@@ -648,7 +651,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
                 break;
             /* the rows after the checkpoint they belong to: a resume from it
              * keeps them, and a kill before it leaves none twice */
-            flush_rows(t, log, &rows, &nrows, evals, &nevals);
+            flush_rows(t, log, &rows, &nrows, &cap, evals, &nevals);
             if (t->algo->restart)
                 t->algo->restart(t);
             end = ALGO_GO;
@@ -661,7 +664,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     if (end == ALGO_STOP && t->rank == 0)
         say("signal received: checkpointing and exiting with status %d for requeue\n",
                DT_EXIT_REQUEUE);
-    flush_rows(t, log, &rows, &nrows, evals, &nevals);
+    flush_rows(t, log, &rows, &nrows, &cap, evals, &nevals);
     free(rows);
     free(evals);
     t->global_step = global;
