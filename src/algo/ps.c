@@ -513,9 +513,11 @@ static void worker_step(dt_trainer *t)
 
 /* ---- supervisor ------------------------------------------------------------------ */
 
-static void supervisor_eval(dt_trainer *t, ps_state *s)
+/* fetch: get the servers' model first (else it was just fetched) */
+static void supervisor_eval(dt_trainer *t, ps_state *s, int fetch)
 {
-    worker_fetch(t, s, -1);
+    if (fetch)
+        worker_fetch(t, s, -1);
     double loss, acc;
     trainer_evaluate(t, t->params, &loss, &acc);
     if (s->npoints == s->cap) {
@@ -533,27 +535,43 @@ static void supervisor_eval(dt_trainer *t, ps_state *s)
     fflush(stdout);
 }
 
-/* Evaluate every ps.eval_seconds until server 0 says the workers are done,
- * then once more; sleeps between checks. */
+/* Evaluate every ps.eval_seconds, or (without it) every run.eval_every of
+ * the servers' clock in worker steps, until server 0 says the workers are
+ * done, then once more; sleeps between checks. By steps, the supervisor
+ * fetches the model every check (20 ms) and evaluates it when the clock has
+ * passed the next multiple. */
 static void supervisor_run(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
+    const dt_config *c = t->cfg;
+    const double seconds = c->ps.eval_seconds > 0 ? c->ps.eval_seconds
+                           : c->run.eval_every > 0 ? 0 : 60;
     MPI_Request fin;
     MPI_CHECK(MPI_Irecv(NULL, 0, MPI_BYTE, 0, TAG_FIN, s->comm, &fin));
-    double next = trainer_clock() + t->cfg->ps.eval_seconds;
+    double next = trainer_clock() + seconds;
+    int64_t mark = seconds == 0 ? (int64_t)(worker_steps_at(t, s, s->seen_clock) /
+                                            (double)c->run.eval_every) : 0;
     for (;;) {
         int done = 0;
         MPI_CHECK(MPI_Test(&fin, &done, MPI_STATUS_IGNORE));
         if (done)
             break;
         stop_poll(); /* take part in the job-wide stop rounds */
-        if (trainer_clock() >= next) {
-            supervisor_eval(t, s);
-            next = trainer_clock() + t->cfg->ps.eval_seconds;
+        if (seconds > 0 && trainer_clock() >= next) {
+            supervisor_eval(t, s, 1);
+            next = trainer_clock() + seconds;
+        } else if (seconds == 0) {
+            worker_fetch(t, s, -1);
+            int64_t m = (int64_t)(worker_steps_at(t, s, s->seen_clock) /
+                                  (double)c->run.eval_every);
+            if (m > mark) {
+                mark = m;
+                supervisor_eval(t, s, 0);
+            }
         }
         nanosleep(&(struct timespec){ 0, 20000000L }, NULL);
     }
-    supervisor_eval(t, s);
+    supervisor_eval(t, s, 1);
     ps_msg q = { .kind = K_DONE };
     for (int i = 0; i < s->S; i++)
         MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));

@@ -599,8 +599,10 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     double global = (double)t->step, last_print = trainer_clock();
     /* run.eval_every: each rank tests its own model every eval_every of its
      * own steps, with no collective; the rows wait in memory like /train's.
-     * The parameter-server modes are drawn by their supervisor instead. */
-    const int64_t eval_every = strncmp(t->algo->name, "ps", 2) != 0 ? c->run.eval_every : 0;
+     * In the parameter-server modes the workers test the model they last
+     * fetched; servers and the supervisor have no steps of their own (the
+     * supervisor draws the servers' model by their clock instead). */
+    const int64_t eval_every = t->roles->mine == ROLE_WORKER ? c->run.eval_every : 0;
     dt_eval_row *evals = NULL;
     int64_t nevals = 0, ecap = 0;
     int end = ALGO_GO, status = 0;
