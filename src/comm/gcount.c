@@ -8,6 +8,7 @@ void gcount_init(dt_gcount *g, MPI_Comm comm, int64_t total)
 {
     *g = (dt_gcount){ .req = MPI_REQUEST_NULL, .total = total, .before = total };
     MPI_CHECK(MPI_Comm_dup(comm, &g->comm));
+    MPI_CHECK(MPI_Comm_dup(comm, &g->close));
     MPI_CHECK(MPI_Comm_size(g->comm, &g->nranks));
 }
 
@@ -19,6 +20,7 @@ int gcount_poll(dt_gcount *g, int64_t steps, int stop)
         g->send[0] = g->pending;
         g->send[1] = g->asked;
         g->pending = 0;
+        g->posted++;
         MPI_CHECK(MPI_Iallreduce(g->send, g->recv, 2, MPI_INT64_T, MPI_SUM, g->comm, &g->req));
     }
     int done = 0;
@@ -77,7 +79,15 @@ void gcount_settle(dt_gcount *g)
 
 void gcount_free(dt_gcount *g)
 {
+    int64_t most = 0;
+    MPI_CHECK(MPI_Allreduce(&g->posted, &most, 1, MPI_INT64_T, MPI_MAX, g->close));
     if (g->req != MPI_REQUEST_NULL)
         MPI_CHECK(MPI_Wait(&g->req, MPI_STATUS_IGNORE));
+    for (; g->posted < most; g->posted++) { /* the rounds others started, with nothing */
+        g->send[0] = g->send[1] = 0;
+        MPI_CHECK(MPI_Iallreduce(g->send, g->recv, 2, MPI_INT64_T, MPI_SUM, g->comm, &g->req));
+        MPI_CHECK(MPI_Wait(&g->req, MPI_STATUS_IGNORE));
+    }
+    MPI_CHECK(MPI_Comm_free(&g->close));
     MPI_CHECK(MPI_Comm_free(&g->comm));
 }

@@ -14,8 +14,9 @@
 #include <stdint.h>
 
 typedef struct dt_gcount {
-    MPI_Comm comm;
+    MPI_Comm comm, close;     /* the rounds; the closing agreement */
     int nranks;
+    int64_t posted;           /* rounds this rank has started */
     MPI_Request req;
     int64_t send[2], recv[2]; /* (steps, stop flags) of the round in flight */
     int64_t pending;          /* this rank's steps not yet in a round */
@@ -49,8 +50,10 @@ int gcount_crossed(const dt_gcount *g, int64_t every);
 /* Collective, at a point every rank reaches after the same completed round
  * (a checkpoint, the end): adds every rank's steps not yet counted. */
 void gcount_settle(dt_gcount *g);
-/* Collective: completes a round in flight (every rank has one, or none),
- * frees the communicator. */
+/* Collective: every rank completes as many rounds as the most any rank
+ * started (a caller that stops after a fixed number of steps, not at a
+ * round's verdict, may leave one open on some ranks only); frees the
+ * communicators. */
 void gcount_free(dt_gcount *g);
 
 #endif
