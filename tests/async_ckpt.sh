@@ -6,6 +6,8 @@
 # pairwise averages move the models, and the ranks' models differ after the
 # training), the sum of the ranks' models in every checkpoint equals the sum
 # at the start: each checkpoint is a consistent cut, no exchange half applied.
+# ps-async (server, supervisor, 2 workers) takes periodic checkpoints too and
+# resumes from one of them.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -66,6 +68,24 @@ if [ $rcZ -eq 0 ] && [ $new -ge 3 ] && [ -z "$bad" ]; then
     pass "run.test_zero_gradients: the sum of the 4 models in each of $new checkpoints equals the sum at the start ($(cat "$WORK/sum.txt"))"
 else
     fail "mass conservation across periodic checkpoints (rc $rcZ, $new new checkpoints;$bad)"
+    tail -3 "$WORK/out.txt"
+fi
+
+P=$WORK/ps
+b="algorithm.mode=ps-async ps.supervisor=true run.epochs=1000 run.max_steps=60
+   run.checkpoint_every=15 run.checkpoint_keep=100 run.output_dir=$P"
+run 4 300 "$D" $b
+rcP=$RC
+n=$(ls "$P/checkpoints" 2>/dev/null | grep -c '^ckpt-[0-9]*\.h5$' || true)
+periodic=$(grep -c "^checkpoint at the group's step" "$WORK/out.txt" || true)
+first=$(ls "$P/checkpoints" 2>/dev/null | grep '^ckpt-[0-9]*\.h5$' | head -1)
+[ -n "$first" ] && echo "$first" >"$P/checkpoints/latest"
+run 4 300 "$D" $b run.resume=true
+if [ $rcP -eq 0 ] && [ "$n" -ge 3 ] && [ "$periodic" -ge 3 ] && [ "$RC" -eq 0 ] &&
+   grep -q "resumed from .*$first" "$WORK/out.txt" && grep -q "^done: 6[0-9] steps per rank" "$WORK/out.txt"; then
+    pass "ps-async, run.checkpoint_every=15: $n checkpoints ($((periodic - 1)) during the run); resumed from $first and finished"
+else
+    fail "ps-async periodic checkpoints (rc $rcP, $n files, $periodic written, resume rc $RC from '$first')"
     tail -3 "$WORK/out.txt"
 fi
 finish
