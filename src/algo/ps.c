@@ -17,7 +17,10 @@
  * fetch shows the server clock at the step budget, or that a stop (signal)
  * was requested; the stop request rides on pushes, so every server decides
  * it at the same clock. At the end the servers' ranges are gathered on every
- * rank: the evaluated and checkpointed model is the servers' model.
+ * rank: the evaluated and checkpointed model is the servers' model. A
+ * periodic checkpoint (run.checkpoint_every, in worker steps of the clock)
+ * pauses every client first (server_run), so no push is in flight when the
+ * ranges are gathered and written; then serving goes on.
  *
  * Wire format, one MPI_BYTE message per (worker, server) and direction:
  *   to a server:  ps_msg header (tag REQ); a push's body follows (tag DATA):
