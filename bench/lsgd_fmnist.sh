@@ -6,9 +6,10 @@
 # TAU local steps per rank), easgd one allreduce of the model every TAU steps
 # (easgd.tau = TAU), allreduce one gradient allreduce per step.
 #
-# lsgd is asynchronous and evaluates once, at its end (run.eval_every does not
-# apply), so every point of a curve is a run of its own stopped at
-# run.max_steps = K, logged and evaluated once at K. The three modes are
+# Every point of a curve is a run of its own stopped at run.max_steps = K,
+# logged and evaluated once at K (written when lsgd ignored run.eval_every;
+# since issue #20 one lsgd run with run.eval_every gives the curve too, as in
+# RESULTS §8b). The three modes are
 # measured the same way, so no curve carries the cost of intermediate
 # evaluations; a synchronous run stopped at K is the prefix of the full run
 # (the learning-rate schedule depends on the epoch, not on max_steps).

@@ -6,6 +6,9 @@
  *   ckcmp finite A.h5                  params and momentum hold no NaN or Inf
  *   ckcmp attr F.h5 NAME               print the root string attribute NAME
  *                                      (e.g. run.h5's resume_skipped)
+ *   ckcmp sum A.h5 B.h5 TOL            the sum over ranks of params in A equals B's
+ *                                      within max-abs TOL (relative to max|sum B|), and
+ *                                      B's rows are not all equal (something to mix)
  * Exit 0 on success, 1 with a message otherwise. */
 #include <hdf5.h>
 #include <math.h>
@@ -124,7 +127,36 @@ int main(int argc, char **argv)
         printf("%s\n", text);
         return 0;
     }
+    if (argc == 5 && !strcmp(argv[1], "sum")) {
+        hsize_t da[2], db[2];
+        float *a = read2d(argv[2], "params", da), *b = read2d(argv[3], "params", db);
+        if (da[0] != db[0] || da[1] != db[1]) {
+            fprintf(stderr, "ckcmp: shapes differ\n");
+            return 1;
+        }
+        double tol = atof(argv[4]), worst = 0, scale = 0, spread = 0;
+        for (size_t i = 0; i < da[1]; i++) {
+            double sa = 0, sb = 0; /* in double: the rank order of a float sum is arbitrary */
+            for (size_t r = 0; r < da[0]; r++) {
+                sa += a[r * da[1] + i];
+                sb += b[r * db[1] + i];
+                spread = fmax(spread, fabs((double)b[r * db[1] + i] - b[i]));
+            }
+            worst = fmax(worst, fabs(sa - sb));
+            scale = fmax(scale, fabs(sb));
+        }
+        printf("max |sum A - sum B| = %.3g (max |sum B| = %.3g), rows of B differ by up to "
+               "%.3g\n", worst, scale, spread);
+        free(a);
+        free(b);
+        if (spread == 0) {
+            fprintf(stderr, "ckcmp: every rank of %s holds the same parameters: the sum "
+                            "tests nothing\n", argv[3]);
+            return 1;
+        }
+        return worst <= tol * scale ? 0 : 1;
+    }
     fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A | "
-                    "finite A | attr F NAME\n");
+                    "finite A | sum A B TOL | attr F NAME\n");
     return 2;
 }

@@ -73,7 +73,7 @@ fi
 # 5. the asynchronous modes: a NaN on one rank stops the group through the
 #    mode's own stop flag within a few local steps (without the check they
 #    would run the whole budget of 200 steps per rank and fail at the end)
-for m in adpsgd ps-async; do
+for m in adpsgd lsgd ps-async; do
     run 4 180 "$D" data.test_limit=200 algorithm.mode=$m optim.lr=50 run.max_steps=200 run.log_every=1000 \
         run.output_dir="$WORK/nf-$m"
     most=$(sed -n 's/.*local steps per rank from [0-9]* to \([0-9]*\).*/\1/p' "$WORK/out.txt")

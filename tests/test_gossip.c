@@ -21,6 +21,7 @@
 
 #include "algo/algo.h"
 #include "algo/lsgd.h"
+#include "comm/gcount.h"
 #include "core/error.h"
 #include "run/trainer.h"
 #include "tap.h"
@@ -441,6 +442,58 @@ static void test_lsgd(void)
     free_trainer(&t);
 }
 
+/* The group step count: rank r adds r + 1 steps per call; the last rank asks
+ * for a stop after K / 4 calls. Every rank sees the same sequence of round
+ * totals (compared by a hash of it), leaves at the round that carries the
+ * stop, and after the settle holds the sum of every rank's steps. Then a
+ * fixed number of calls (no verdict) and gcount_free: no round is left open. */
+static void test_gcount(void)
+{
+    const int K = 400;
+    dt_gcount g;
+    gcount_init(&g, MPI_COMM_WORLD, 0);
+    uint64_t seq = 1469598103934665603ULL;
+    int64_t rounds = 0, mine = 0;
+    int stopped = 0;
+    for (int k = 0; k < K && !stopped; k++) {
+        mine += rank + 1;
+        if (gcount_poll(&g, rank + 1, rank == nranks - 1 && k >= K / 4)) {
+            seq = (seq ^ (uint64_t)g.total) * 1099511628211ULL;
+            rounds++;
+            stopped = g.stop; /* a verdict: every rank leaves at this round */
+        }
+        usleep(200);
+    }
+    gcount_settle(&g);
+    uint64_t lo, hi;
+    int64_t v[4] = { g.total, -g.total, rounds, -rounds }, all = 0;
+    MPI_CHECK(MPI_Allreduce(&seq, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(&seq, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+    int st = stopped, st_all;
+    MPI_CHECK(MPI_Allreduce(&st, &st_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK(st_all && lo == hi && v[2] == -v[3],
+              "gcount: every rank saw the same %lld round totals and left at the round that "
+              "carried the last rank's stop", (long long)v[2]);
+        CHECK(v[0] == -v[1] && v[0] == all,
+              "gcount: after the settle every rank holds the sum of all ranks' steps (%lld = "
+              "%lld)", (long long)v[0], (long long)all);
+    }
+    gcount_free(&g);
+    /* a fixed number of calls: rank-dependent sleeps leave rounds open on
+     * some ranks only; gcount_free must still return everywhere */
+    gcount_init(&g, MPI_COMM_WORLD, 0);
+    for (int k = 0; k < 50; k++) {
+        gcount_poll(&g, 1, 0);
+        usleep(100 * (rank + 1));
+    }
+    gcount_free(&g);
+    if (rank == 0)
+        CHECK(1, "gcount: freed after a fixed number of calls on every rank (no round left open)");
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -463,6 +516,7 @@ int main(int argc, char **argv)
     test_easgd("root", 0.5, 2);
     test_easgd("replicated", 0.0, 2);
     test_lsgd();
+    test_gcount();
     if (rank == 0)
         unlink(graph);
     int rc = rank == 0 ? tap_done() : 0;

@@ -9,10 +9,14 @@
  * communication thread: under the lock that guards x it replies with x_i and
  * replaces x_i by the same average, so each exchange preserves x_i + x_j.
  * A rank is in at most one exchange at a time. The global step count (for
- * the learning-rate schedule and the stop) is an MPI one-sided fetch-and-add
- * on rank 0's window, which also carries a stop flag for signals. At the end
- * every active rank tells its passive neighbours it is done; a passive
- * rank's thread ends once all of them have, so no exchange is left open. */
+ * the learning-rate schedule, the stop and run.checkpoint_every) is kept by
+ * rounds of a non-blocking sum (comm/gcount.h), which also carry the stop
+ * requests of signals; no rank holds it. At the end, and before a periodic
+ * checkpoint, every active rank tells its passive neighbours it is done; a
+ * passive rank's thread ends once all of them have, so no exchange is left
+ * half applied (the checkpoint is a consistent cut: the sum of the models
+ * is what the exchanges conserved); after the checkpoint the thread starts
+ * again. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,20 +24,19 @@
 #include <time.h>
 
 #include "algo/algo.h"
+#include "comm/gcount.h"
 #include "comm/progress.h"
 #include "core/error.h"
 #include "graph/topology.h"
 #include "run/trainer.h"
 
 enum { TAG_REQ = 31, TAG_REP = 32, TAG_DONE = 33 };
-enum { W_COUNT = 0, W_STOP = 1 }; /* int64 slots of rank 0's window */
 
 typedef struct adpsgd_state {
     dt_topology topo;
     int active;
     MPI_Comm comm;              /* exchanges (a duplicate of the trainer's) */
-    MPI_Win win;                /* global step counter and stop flag, on rank 0 */
-    int64_t *win_mem;
+    dt_gcount count;            /* the group's steps and stop requests */
     pthread_mutex_t lock;       /* guards x on passive ranks */
     dt_progress *server;        /* passive ranks: answers exchanges */
     int nclients;               /* passive: distinct active neighbours */
@@ -44,7 +47,7 @@ typedef struct adpsgd_state {
     float counter[4];           /* checkpoint: global count and this rank's exchange
                                  * count (its topology position), each as hi, lo with
                                  * value = hi * 2^20 + lo (exact in floats) */
-    int finished;               /* the drain has run */
+    int finished;               /* the drain has run (and no restart since) */
     _Atomic int64_t served;     /* passive: bytes sent by the thread, not yet counted */
     dt_trainer *t;
 } adpsgd_state;
@@ -117,15 +120,7 @@ static void adpsgd_setup(dt_trainer *t)
         DT_FATAL("%s", dt_err_msg());
     s->active = topology_is_active(&s->topo, t->rank);
     MPI_CHECK(MPI_Comm_dup(t->comm, &s->comm));
-    MPI_Aint bytes = t->rank == 0 ? 2 * (MPI_Aint)sizeof(int64_t) : 0;
-    MPI_CHECK(MPI_Win_allocate(bytes, sizeof(int64_t), MPI_INFO_NULL, t->comm, &s->win_mem,
-                               &s->win));
-    if (t->rank == 0) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, s->win));
-        s->win_mem[W_COUNT] = s->win_mem[W_STOP] = 0;
-        MPI_CHECK(MPI_Win_unlock(0, s->win));
-    }
-    MPI_CHECK(MPI_Barrier(t->comm));
+    gcount_init(&s->count, t->comm, 0);
     if (pthread_mutex_init(&s->lock, NULL))
         DT_FATAL("adpsgd: pthread_mutex_init failed");
     s->xhat = dt_falloc(t->n);
@@ -177,28 +172,40 @@ static void adpsgd_step(dt_trainer *t)
 static int adpsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
 {
     adpsgd_state *s = t->algo_state;
-    const int64_t one = 1, flag = 1;
-    int64_t count, stop;
+    const int64_t budget = t->total_steps * t->nranks;
+    const int64_t ckpt = gcount_next_multiple(&s->count, t->cfg->run.checkpoint_every);
     double t0 = trainer_clock();
-    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, s->win));
-    MPI_CHECK(MPI_Fetch_and_op(&one, &count, MPI_INT64_T, 0, W_COUNT, MPI_SUM, s->win));
-    if (stop_local)
-        MPI_CHECK(MPI_Fetch_and_op(&flag, &stop, MPI_INT64_T, 0, W_STOP, MPI_REPLACE, s->win));
-    else
-        MPI_CHECK(MPI_Fetch_and_op(NULL, &stop, MPI_INT64_T, 0, W_STOP, MPI_NO_OP, s->win));
-    MPI_CHECK(MPI_Win_unlock(0, s->win));
-    t->t_comm += trainer_clock() - t0;
-    count += 1;
-    ckpt_count_put(count, s->counter);
-    ckpt_count_put(s->exchanges, s->counter + 2);
-    *global_steps = (double)count / t->nranks;
-    if (stop || stop_local)
-        return 2;
-    return count >= t->total_steps * t->nranks ? 1 : 0;
+    int round = gcount_poll(&s->count, 1, stop_local);
+    double t1 = trainer_clock();
+    if (!round)
+        round = gcount_hold(&s->count, ckpt < budget ? ckpt : budget);
+    t->t_comm += t1 - t0;
+    t->t_wait += trainer_clock() - t1;
+    *global_steps = (double)s->count.total / t->nranks;
+    if (!round)
+        return ALGO_GO;
+    if (s->count.stop)
+        return ALGO_STOP;
+    if (s->count.total >= budget)
+        return ALGO_END;
+    return gcount_crossed(&s->count, t->cfg->run.checkpoint_every) ? ALGO_CHECKPOINT : ALGO_GO;
+}
+
+/* The passive ranks' thread answers exchanges again (after a checkpoint). */
+static void adpsgd_restart(dt_trainer *t)
+{
+    adpsgd_state *s = t->algo_state;
+    s->finished = 0;
+    if (!s->active) {
+        s->server = progress_start();
+        progress_post(s->server, serve, s);
+    }
 }
 
 /* Drain: actives tell their passive neighbours they are done; passive ranks
- * wait for their thread, which ends once every active neighbour is. */
+ * wait for their thread, which ends once every active neighbour is. Then
+ * the steps not yet counted join the count (collective), so a checkpoint
+ * holds every step taken. */
 static void adpsgd_finish(dt_trainer *t)
 {
     adpsgd_state *s = t->algo_state;
@@ -213,6 +220,9 @@ static void adpsgd_finish(dt_trainer *t)
         s->server = NULL;
         t->bytes_sent += atomic_exchange(&s->served, 0);
     }
+    gcount_settle(&s->count);
+    ckpt_count_put(s->count.total, s->counter);
+    ckpt_count_put(s->exchanges, s->counter + 2);
 }
 
 static void adpsgd_resumed(dt_trainer *t)
@@ -221,12 +231,7 @@ static void adpsgd_resumed(dt_trainer *t)
     int64_t count = ckpt_count_get(s->counter), max;
     s->exchanges = ckpt_count_get(s->counter + 2);
     MPI_CHECK(MPI_Allreduce(&count, &max, 1, MPI_INT64_T, MPI_MAX, t->comm));
-    if (t->rank == 0) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, s->win));
-        s->win_mem[W_COUNT] = max;
-        MPI_CHECK(MPI_Win_unlock(0, s->win));
-    }
-    MPI_CHECK(MPI_Barrier(t->comm));
+    s->count.total = s->count.before = max;
 }
 
 static int adpsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
@@ -244,7 +249,7 @@ static void adpsgd_teardown(dt_trainer *t)
 {
     adpsgd_state *s = t->algo_state;
     adpsgd_finish(t); /* no-op when the trainer already drained */
-    MPI_CHECK(MPI_Win_free(&s->win));
+    gcount_free(&s->count);
     MPI_CHECK(MPI_Comm_free(&s->comm));
     pthread_mutex_destroy(&s->lock);
     topology_free(&s->topo);
@@ -259,7 +264,7 @@ const dt_algo algo_adpsgd = {
     .name = "adpsgd",
     .summary = "asynchronous decentralized SGD: active ranks average with one passive "
                "neighbour per step (answered by its thread), no global barrier; each "
-               "exchange preserves x_i + x_j; steps counted by a one-sided global counter",
+               "exchange preserves x_i + x_j; steps counted by rounds of a non-blocking sum",
     .decentralized = 1,
     .async = 1,
     .check = adpsgd_check,
@@ -267,6 +272,7 @@ const dt_algo algo_adpsgd = {
     .step = adpsgd_step,
     .progress = adpsgd_progress,
     .finish = adpsgd_finish,
+    .restart = adpsgd_restart,
     .resumed = adpsgd_resumed,
     .model = adpsgd_model,
     .state = adpsgd_state_arrays,

@@ -12,6 +12,14 @@
 struct dt_trainer;
 struct dt_runlog;
 
+/* What progress tells the asynchronous loop. */
+enum {
+    ALGO_GO = 0,         /* go on */
+    ALGO_END = 1,        /* the step budget is spent */
+    ALGO_STOP = 2,       /* a stop (signal) was requested: checkpoint and exit for requeue */
+    ALGO_CHECKPOINT = 3, /* run.checkpoint_every of the group's steps: drain, write, go on */
+};
+
 typedef struct dt_algo {
     const char *name;
     const char *summary;    /* one line for --help: what it does and its invariant */
@@ -30,11 +38,15 @@ typedef struct dt_algo {
      * max); returns how many. NULL: none. */
     int (*state)(struct dt_trainer *t, dt_ckpt_array *out, int max);
     /* async only: after each step, publish this rank's step (and a stop
-     * request); *global_steps = steps of all ranks / ranks. Returns 0 to go
-     * on, 1 when the step budget is spent, 2 when a stop was requested. */
+     * request); *global_steps = steps of all ranks / ranks. Returns an
+     * ALGO_* verdict, the same on every rank of the group in the same order. */
     int (*progress)(struct dt_trainer *t, int stop_local, double *global_steps);
-    /* async only: complete every exchange before the collective end. */
+    /* async only: complete every exchange before a collective (the end, or a
+     * periodic checkpoint); the algorithm's counters are then final. */
     void (*finish)(struct dt_trainer *t);
+    /* async only: after a periodic checkpoint, start the exchanges that
+     * finish stopped (NULL: finish stopped nothing). */
+    void (*restart)(struct dt_trainer *t);
     /* Collective, before the run record is closed: write the algorithm's own
      * series (NULL: none). */
     void (*record)(struct dt_trainer *t, struct dt_runlog *log);

@@ -4,35 +4,36 @@
  * global first:
  *   x <- x - (p_g / tau_g) (x - xg),   then, with groups, x <- x - (p_l / tau_l) (x - xl)
  * A distributed step comes after ranks * tau_l local steps in total, counted
- * by a one-sided fetch-and-add on rank 0 (a fast rank does more of them):
+ * by rounds of a non-blocking sum that no rank holds (comm/gcount.h; a fast
+ * rank does more of the steps, a rank's place in the group gives it none):
  * every rank contributes the running mean of its last lsgd.loss_window
  * losses; the lowest (ties: lowest rank) of each group is its local leader,
  * broadcast in the group, x <- (1 - c_l) x + c_l xl; every tau_g / tau_l
  * distributed steps the lowest overall is the global leader, broadcast to
  * all, x <- (1 - c_g) x + c_g xg. With one group, or tau_l = tau_g, only the
  * global leader exists. The pull targets stay the broadcast leaders between
- * distributed steps (never an average). A signal takes effect at the next
- * distributed step, where every rank learns of it together. */
+ * distributed steps (never an average). A signal, the end of the budget and
+ * run.checkpoint_every take effect at the round of the count where every
+ * rank learns of them together. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/lsgd.h"
+#include "comm/gcount.h"
 #include "core/error.h"
 #include "io/runlog.h"
 #include "run/trainer.h"
 
 typedef struct lsgd_state {
     MPI_Comm comm, group;      /* all ranks (a duplicate); this rank's group */
-    MPI_Win win;               /* the global count of local steps, on rank 0 */
-    int64_t *win_mem;
+    dt_gcount gc;              /* the group's local steps, and stop requests */
     int gsize, grank, ngroups, has_local, global_every;
     float *xl, *xg;            /* (n) the last broadcast local and global leaders */
     double *losses;            /* (window) the last minibatch losses */
     int64_t nloss;
     int64_t dsteps, count;     /* distributed steps done; the count last seen */
-    int stop, end;
     float ckpt[6];             /* checkpoint: dsteps, count, losses seen as (hi, lo) */
     /* rank 0: per distributed step, for the record */
     double *rec[4];            /* count, global leader, local leader of group 0, pull */
@@ -91,15 +92,7 @@ static void lsgd_setup(dt_trainer *t)
     s->global_every = s->has_local ? (int)(c->lsgd.tau_global / c->lsgd.tau_local) : 1;
     MPI_CHECK(MPI_Comm_split(t->comm, t->rank / s->gsize, t->rank, &s->group));
     MPI_CHECK(MPI_Comm_rank(s->group, &s->grank));
-    MPI_Aint bytes = t->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0;
-    MPI_CHECK(MPI_Win_allocate(bytes, sizeof(int64_t), MPI_INFO_NULL, s->comm, &s->win_mem,
-                               &s->win));
-    if (t->rank == 0) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, s->win));
-        s->win_mem[0] = 0;
-        MPI_CHECK(MPI_Win_unlock(0, s->win));
-    }
-    MPI_CHECK(MPI_Barrier(s->comm));
+    gcount_init(&s->gc, s->comm, 0);
     s->xl = dt_falloc(t->n);
     s->xg = dt_falloc(t->n);
     memcpy(s->xl, t->params, t->n * sizeof(float)); /* every replica starts equal */
@@ -124,21 +117,19 @@ static void distributed_step(dt_trainer *t, lsgd_state *s)
     const dt_config *c = t->cfg;
     double t0 = trainer_clock();
     int64_t w = s->nloss < c->lsgd.loss_window ? s->nloss : c->lsgd.loss_window;
-    double mine[3] = { 0, (double)(s->stop != 0), 0 };
+    double mine[2] = { 0, 0 };
     for (int64_t i = 0; i < w; i++)
         mine[0] += s->losses[i] / (double)w;
     if (w == 0)
         mine[0] = 1e300; /* no loss yet: never the leader */
     for (size_t i = 0; i < t->n; i++)
-        mine[2] += ((double)t->params[i] - s->xg[i]) * ((double)t->params[i] - s->xg[i]);
-    double *all = dt_malloc(3 * (size_t)t->nranks * sizeof *all);
-    MPI_CHECK(MPI_Allgather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, s->comm));
+        mine[1] += ((double)t->params[i] - s->xg[i]) * ((double)t->params[i] - s->xg[i]);
+    double *all = dt_malloc(2 * (size_t)t->nranks * sizeof *all);
+    MPI_CHECK(MPI_Allgather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, s->comm));
     double *loss = dt_malloc((size_t)t->nranks * sizeof *loss), pull = 0;
-    int stop = 0;
     for (int r = 0; r < t->nranks; r++) {
-        loss[r] = all[3 * r];
-        stop |= all[3 * r + 1] != 0;
-        pull += sqrt(all[3 * r + 2]) / t->nranks;
+        loss[r] = all[2 * r];
+        pull += sqrt(all[2 * r + 1]) / t->nranks;
     }
     s->dsteps++;
     int first = (t->rank / s->gsize) * s->gsize;
@@ -168,8 +159,6 @@ static void distributed_step(dt_trainer *t, lsgd_state *s)
             s->rec[k][s->nrec] = v[k];
         s->nrec++;
     }
-    if (stop)
-        s->end = 2;
     free(all);
     free(loss);
     t->t_comm += trainer_clock() - t0;
@@ -192,28 +181,43 @@ static int lsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
 {
     lsgd_state *s = t->algo_state;
     const dt_config *c = t->cfg;
-    const int64_t one = 1, per = c->lsgd.tau_local * t->nranks;
+    const int64_t per = c->lsgd.tau_local * t->nranks;
     const int64_t budget = t->total_steps * t->nranks;
+    int64_t next = gcount_next_multiple(&s->gc, c->run.checkpoint_every);
+    if ((s->dsteps + 1) * per < next)
+        next = (s->dsteps + 1) * per;
+    if (budget < next)
+        next = budget;
     double t0 = trainer_clock();
-    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, s->win));
-    MPI_CHECK(MPI_Fetch_and_op(&one, &s->count, MPI_INT64_T, 0, 0, MPI_SUM, s->win));
-    MPI_CHECK(MPI_Win_unlock(0, s->win));
-    t->t_comm += trainer_clock() - t0;
-    s->count += 1;
-    s->stop |= stop_local;
-    /* every rank runs the same distributed steps: those due at or before the
-     * budget, in order, as soon as its count passes them */
-    while (!s->end && (s->dsteps + 1) * per <= s->count && (s->dsteps + 1) * per <= budget)
-        distributed_step(t, s);
+    int round = gcount_poll(&s->gc, 1, stop_local);
+    double t1 = trainer_clock();
+    if (!round)
+        round = gcount_hold(&s->gc, next);
+    t->t_comm += t1 - t0;
+    t->t_wait += trainer_clock() - t1;
+    if (!round) {
+        *global_steps = (double)s->count / t->nranks;
+        return ALGO_GO;
+    }
+    s->count = s->gc.total;
     *global_steps = (double)s->count / t->nranks;
-    if (s->end)
-        return s->end;
-    return s->count >= budget && (s->dsteps + 1) * per > budget ? 1 : 0;
+    if (s->gc.stop)
+        return ALGO_STOP;
+    /* every rank runs the same distributed steps: those due at or before the
+     * budget, in order, at the same round of the count */
+    while ((s->dsteps + 1) * per <= s->count && (s->dsteps + 1) * per <= budget)
+        distributed_step(t, s);
+    if (s->count >= budget)
+        return ALGO_END;
+    return gcount_crossed(&s->gc, c->run.checkpoint_every) ? ALGO_CHECKPOINT : ALGO_GO;
 }
 
+/* Before the end or a checkpoint: the steps not yet counted join the count. */
 static void lsgd_finish(dt_trainer *t)
 {
     lsgd_state *s = t->algo_state;
+    gcount_settle(&s->gc);
+    s->count = s->gc.total;
     ckpt_count_put(s->dsteps, s->ckpt);
     ckpt_count_put(s->count, s->ckpt + 2);
     ckpt_count_put(s->nloss, s->ckpt + 4);
@@ -240,12 +244,7 @@ static void lsgd_resumed(dt_trainer *t)
     s->nloss = 0; /* the loss window refills */
     int64_t most = s->count;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, s->comm));
-    if (t->rank == 0) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, s->win));
-        s->win_mem[0] = most;
-        MPI_CHECK(MPI_Win_unlock(0, s->win));
-    }
-    MPI_CHECK(MPI_Barrier(s->comm));
+    s->count = s->gc.total = s->gc.before = most;
 }
 
 static void lsgd_record(dt_trainer *t, dt_runlog *log)
@@ -258,7 +257,7 @@ static void lsgd_record(dt_trainer *t, dt_runlog *log)
 static void lsgd_teardown(dt_trainer *t)
 {
     lsgd_state *s = t->algo_state;
-    MPI_CHECK(MPI_Win_free(&s->win));
+    gcount_free(&s->gc);
     MPI_CHECK(MPI_Comm_free(&s->group));
     MPI_CHECK(MPI_Comm_free(&s->comm));
     free(s->xl);
@@ -273,7 +272,7 @@ static void lsgd_teardown(dt_trainer *t)
 const dt_algo algo_lsgd = {
     .name = "lsgd",
     .summary = "leader SGD: local steps pulled towards the last broadcast local and global "
-               "leaders (lowest running loss); distributed steps by a one-sided step count",
+               "leaders (lowest running loss); distributed steps by a step count of non-blocking sums",
     .decentralized = 1,
     .async = 1,
     .check = lsgd_check,

@@ -17,7 +17,10 @@
  * fetch shows the server clock at the step budget, or that a stop (signal)
  * was requested; the stop request rides on pushes, so every server decides
  * it at the same clock. At the end the servers' ranges are gathered on every
- * rank: the evaluated and checkpointed model is the servers' model.
+ * rank: the evaluated and checkpointed model is the servers' model. A
+ * periodic checkpoint (run.checkpoint_every, in worker steps of the clock)
+ * pauses every client first (server_run), so no push is in flight when the
+ * ranges are gathered and written; then serving goes on.
  *
  * Wire format, one MPI_BYTE message per (worker, server) and direction:
  *   to a server:  ps_msg header (tag REQ); a push's body follows (tag DATA):
@@ -39,9 +42,10 @@
 #include "run/stop.h"
 #include "run/trainer.h"
 
-enum { TAG_REQ = 41, TAG_REP = 42, TAG_FIN = 43, TAG_DATA = 44 };
-enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY, K_PUSH_QSPARSE };
-enum { F_STOP = 1, F_END = 2 };    /* flags: stop requested; the run is over */
+enum { TAG_REQ = 41, TAG_REP = 42, TAG_FIN = 43, TAG_DATA = 44, TAG_PAUSE = 45 };
+enum { K_FETCH = 1, K_PUSH_DENSE, K_PUSH_SPARSE, K_DONE, K_REPLY, K_PUSH_QSPARSE, K_PAUSE };
+enum { F_STOP = 1, F_END = 2, F_PAUSE = 4 }; /* flags: stop requested; the run is over;
+                                              * a periodic checkpoint is due */
 enum { C_NONE, C_TOPK, C_ADACOMP }; /* ps.compress */
 enum { HIST_DELAYS = 64 };
 
@@ -62,6 +66,12 @@ typedef struct ps_state {
 
     /* server */
     int64_t clock, dropped, stop_at;
+    int64_t ckpt_at;               /* clock of the next periodic checkpoint; -1 none */
+    int pausing, npaused, told_sup; /* a checkpoint is due: clients paused; supervisor told */
+    int nc, open;                  /* clients (supervisor, workers); those not done */
+    ps_msg *head;                  /* (nc) one posted header receive per client */
+    MPI_Request *hreq;             /* (nc) */
+    char *paused;                  /* (nc) */
     size_t m;                      /* range length */
     char *inbox;                   /* one request */
     size_t inbox_bytes;
@@ -79,8 +89,10 @@ typedef struct ps_state {
     double hist_delay[HIST_DELAYS + 1]; /* pushes by delay d (last bin: d >= HIST_DELAYS) */
     double *hist_queue;            /* (clients + 1) requests ready per wait, by count */
 
-    /* worker */
-    int fetched, stop_sent, ended;
+    /* worker; pause: a periodic checkpoint is due (supervisor too) */
+    int fetched, stop_sent, ended, pause;
+    int64_t first_want;            /* sync: the clock the first fetch after a pause wants */
+    MPI_Request fin;               /* supervisor: server 0's end message */
     int64_t seen_clock;            /* clock of the model in params */
     float *acc;                    /* (n) gradients summed since the last push */
     float *residual;               /* (n) topk, adacomp-chen: what was not sent yet */
@@ -158,6 +170,26 @@ static float lr_at(dt_trainer *t, const ps_state *s, int64_t c)
     return (float)schedule_lr(&t->sched, worker_steps_at(t, s, c) / (double)t->steps_per_epoch);
 }
 
+/* The first server clock after c at which the workers' steps pass a
+ * multiple of run.checkpoint_every; -1 without periodic checkpoints, or
+ * when that is within W ticks of the end (servers' clocks differ by the
+ * pushes in flight, at most one per worker: no worker may see one server's
+ * end and another's pause). */
+static int64_t next_ckpt(const dt_trainer *t, const ps_state *s, int64_t c)
+{
+    const int64_t every = t->cfg->run.checkpoint_every;
+    if (every <= 0)
+        return -1;
+    int64_t m = (int64_t)(worker_steps_at(t, s, c) / (double)every) + 1, at;
+    if (s->sync) {
+        at = m * every;
+    } else {
+        const int64_t pe = t->cfg->ps.push_every;
+        at = (m * every * s->W + pe - 1) / pe;
+    }
+    return at + s->W + 1 < s->budget ? at : -1;
+}
+
 static void ps_setup(dt_trainer *t)
 {
     ps_state *s = dt_calloc(1, sizeof *s);
@@ -169,6 +201,7 @@ static void ps_setup(dt_trainer *t)
     s->W = t->nworkers;
     s->R = s->sync && c->ps.replicas > 0 ? (int)c->ps.replicas : s->W;
     s->role = t->roles->mine;
+    s->fin = MPI_REQUEST_NULL;
     s->budget = s->sync ? t->total_steps
                         : (t->total_steps * s->W + c->ps.push_every - 1) / c->ps.push_every;
     s->lo = dt_calloc((size_t)s->S + 1, sizeof *s->lo);
@@ -192,6 +225,14 @@ static void ps_setup(dt_trainer *t)
         s->opt.n = s->m;
         s->opt.v = t->opt.v + s->lo[me];
         s->stop_at = -1;
+        s->ckpt_at = next_ckpt(t, s, 0);
+        s->nc = t->nranks - s->S;
+        s->open = s->nc;
+        s->head = dt_calloc((size_t)s->nc, sizeof *s->head);
+        s->hreq = dt_malloc((size_t)s->nc * sizeof *s->hreq);
+        s->paused = dt_calloc((size_t)s->nc, 1);
+        for (int c = 0; c < s->nc; c++)
+            s->hreq[c] = MPI_REQUEST_NULL;
         s->touched = dt_malloc((s->m ? s->m : 1) * sizeof *s->touched);
         s->tval = dt_falloc(s->m ? s->m : 1);
         if (s->sync) {
@@ -241,8 +282,11 @@ static void server_reply(ps_state *s, dt_trainer *t, int to)
     ps_msg *h = (ps_msg *)s->inbox; /* the inbox is free again: the request was read */
     int me = t->rank;
     h->kind = K_REPLY;
-    h->flags = (s->clock >= s->budget ? F_END : 0) |
-               (s->stop_at >= 0 && s->clock >= s->stop_at ? F_STOP : 0);
+    /* a checkpoint first: the end and a stop come after it (every worker
+     * must take the same path to the next collective) */
+    h->flags = s->pausing ? F_PAUSE
+                          : (s->clock >= s->budget ? F_END : 0) |
+                                (s->stop_at >= 0 && s->clock >= s->stop_at ? F_STOP : 0);
     h->clock = s->clock;
     h->count = (int64_t)s->m;
     memcpy(s->inbox + sizeof *h, t->params + s->lo[me], s->m * sizeof(float));
@@ -281,13 +325,16 @@ static void server_apply(ps_state *s, dt_trainer *t, const float *g)
     t->lr = lr;
     sgd_step(&s->opt, t->params + s->lo[t->rank], g, lr);
     s->clock++;
+    if (s->ckpt_at >= 0 && s->clock >= s->ckpt_at && s->clock < s->budget &&
+        !(s->stop_at >= 0 && s->clock >= s->stop_at))
+        s->pausing = 1;
 }
 
 /* ps-sync: serve the fetches waiting for the clock just reached. */
 static void server_release(ps_state *s, dt_trainer *t)
 {
     for (int w = 0; w < s->W; w++)
-        if (s->want[w] >= 0 && (s->want[w] <= s->clock || s->clock >= s->budget ||
+        if (s->want[w] >= 0 && (s->want[w] <= s->clock || s->clock >= s->budget || s->pausing ||
                                 (s->stop_at >= 0 && s->clock >= s->stop_at))) {
             s->want[w] = -1;
             server_reply(s, t, s->S + (s->sup >= 0) + w);
@@ -346,25 +393,33 @@ static void server_push(ps_state *s, dt_trainer *t, const ps_msg *h, size_t byte
     server_apply(s, t, s->g);
 }
 
-/* Serve until every worker (and the supervisor) is done. Every client has
- * a header receive posted; MPI_Waitsome hands over all that arrived, so a
- * busy worker cannot starve another (a probe for any source may keep
- * matching the same sender). A push's body follows its header. */
+/* Serve until every worker (and the supervisor) is done, or has paused for
+ * a periodic checkpoint. Every client has a header receive posted;
+ * MPI_Waitsome hands over all that arrived, so a busy worker cannot starve
+ * another (a probe for any source may keep matching the same sender). A
+ * push's body follows its header. A pause: once this server's clock passes
+ * the checkpoint's (or a worker paused on another server's word) replies
+ * carry F_PAUSE; a worker that sees it sends K_PAUSE after its last push,
+ * so when every open client has paused no push is in flight; server 0 then
+ * tells the supervisor, which pauses too. */
 static void server_run(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
-    int first = s->S, nc = t->nranks - s->S; /* clients: the supervisor, then workers */
+    const int first = s->S, nc = s->nc; /* clients: the supervisor, then workers */
     int first_worker = s->S + (s->sup >= 0);
-    ps_msg *head = dt_calloc((size_t)nc, sizeof *head);
-    MPI_Request *req = dt_malloc((size_t)nc * sizeof *req);
+    ps_msg *head = s->head;
+    MPI_Request *req = s->hreq;
     MPI_Status *st = dt_malloc((size_t)nc * sizeof *st);
     int *ready = dt_malloc((size_t)nc * sizeof *ready);
     for (int c = 0; c < nc; c++)
-        MPI_CHECK(MPI_Irecv(&head[c], sizeof head[c], MPI_BYTE, first + c, TAG_REQ, s->comm,
-                            &req[c]));
-    int open = nc;
-    s->hist_queue = dt_calloc((size_t)nc + 1, sizeof *s->hist_queue);
-    while (open > 0) {
+        if (req[c] == MPI_REQUEST_NULL && (s->paused[c] || !s->hist_queue))
+            MPI_CHECK(MPI_Irecv(&head[c], sizeof head[c], MPI_BYTE, first + c, TAG_REQ, s->comm,
+                                &req[c]));
+    memset(s->paused, 0, (size_t)nc);
+    s->npaused = 0;
+    if (!s->hist_queue)
+        s->hist_queue = dt_calloc((size_t)nc + 1, sizeof *s->hist_queue);
+    while (s->open > 0 && !(s->npaused > 0 && s->npaused == s->open)) {
         int nready = 0;
         MPI_CHECK(MPI_Waitsome(nc, req, &nready, ready, st));
         s->hist_queue[nready]++;
@@ -373,7 +428,7 @@ static void server_run(dt_trainer *t)
             ps_msg h = head[c];
             if (h.kind == K_FETCH) {
                 if (s->sync && w >= 0 && h.clock > s->clock && s->clock < s->budget &&
-                    !(s->stop_at >= 0 && s->clock >= s->stop_at))
+                    !s->pausing && !(s->stop_at >= 0 && s->clock >= s->stop_at))
                     s->want[w] = h.clock;
                 else
                     server_reply(s, t, src);
@@ -391,10 +446,15 @@ static void server_run(dt_trainer *t)
                 MPI_CHECK(MPI_Get_count(&bs, MPI_BYTE, &body));
                 server_push(s, t, (const ps_msg *)s->inbox, sizeof h + (size_t)body, w);
             } else if (h.kind == K_DONE) {
-                open--;
-                if (w >= 0 && open == (s->sup >= 0) && s->sup >= 0 && t->rank == 0)
+                s->open--;
+                if (w >= 0 && s->open == (s->sup >= 0) && s->sup >= 0 && t->rank == 0)
                     MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, s->sup, TAG_FIN, s->comm));
                 continue; /* no more requests from this client */
+            } else if (h.kind == K_PAUSE) {
+                s->pausing = 1; /* a worker saw another server's pause */
+                s->paused[c] = 1;
+                s->npaused++;
+                continue; /* its next request comes after the checkpoint */
             } else {
                 DT_FATAL("server %d: unknown request kind %d from rank %d", t->rank, h.kind,
                          src);
@@ -404,11 +464,15 @@ static void server_run(dt_trainer *t)
         }
         if (stop_poll() && s->stop_at < 0)
             s->stop_at = s->clock; /* a signal reached this server: end at the next reply */
-        if (s->sync && s->stop_at >= 0)
+        if (s->sync && (s->stop_at >= 0 || s->pausing))
             server_release(s, t);
+        /* every worker has paused: the supervisor (if any) pauses next */
+        if (s->pausing && s->sup >= 0 && !s->told_sup && !s->paused[0] &&
+            s->npaused == s->open - 1 && t->rank == 0) {
+            MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, s->sup, TAG_PAUSE, s->comm));
+            s->told_sup = 1;
+        }
     }
-    free(head);
-    free(req);
     free(st);
     free(ready);
     t->step = s->clock - 1; /* the loop adds the last one */
@@ -481,13 +545,30 @@ static void worker_push(dt_trainer *t, ps_state *s)
     t->t_comm += trainer_clock() - t0;
 }
 
+/* A reply said a periodic checkpoint is due: no more requests until it is
+ * written; the fetch that was interrupted is the first after it. */
+static void worker_pause(ps_state *s, int64_t want)
+{
+    s->pause = 1;
+    s->fetched = 0;
+    s->first_want = want;
+    ps_msg q = { .kind = K_PAUSE };
+    for (int i = 0; i < s->S; i++)
+        MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
+}
+
 static void worker_step(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
     const dt_config *c = t->cfg;
     if (!s->fetched) {
         s->fetched = 1;
-        int f = worker_fetch(t, s, s->sync ? s->seen_clock : 0);
+        int64_t want = s->sync ? s->first_want : 0;
+        int f = worker_fetch(t, s, want);
+        if (f & F_PAUSE) {
+            worker_pause(s, want);
+            return;
+        }
         if (f & (F_END | F_STOP)) {
             s->ended = f & F_STOP ? 2 : 1;
             return;
@@ -505,17 +586,22 @@ static void worker_step(dt_trainer *t)
     if (k % c->ps.push_every == 0)
         worker_push(t, s);
     if (k % c->ps.fetch_every == 0) {
-        int f = worker_fetch(t, s, s->sync ? s->seen_clock + 1 : 0);
-        if (f & (F_END | F_STOP))
+        int64_t want = s->sync ? s->seen_clock + 1 : 0;
+        int f = worker_fetch(t, s, want);
+        if (f & F_PAUSE)
+            worker_pause(s, want);
+        else if (f & (F_END | F_STOP))
             s->ended = f & F_STOP ? 2 : 1;
     }
 }
 
 /* ---- supervisor ------------------------------------------------------------------ */
 
-static void supervisor_eval(dt_trainer *t, ps_state *s)
+/* fetch: get the servers' model first (else it was just fetched) */
+static void supervisor_eval(dt_trainer *t, ps_state *s, int fetch)
 {
-    worker_fetch(t, s, -1);
+    if (fetch)
+        worker_fetch(t, s, -1);
     double loss, acc;
     trainer_evaluate(t, t->params, &loss, &acc);
     if (s->npoints == s->cap) {
@@ -533,27 +619,55 @@ static void supervisor_eval(dt_trainer *t, ps_state *s)
     fflush(stdout);
 }
 
-/* Evaluate every ps.eval_seconds until server 0 says the workers are done,
- * then once more; sleeps between checks. */
+/* Evaluate every ps.eval_seconds, or (without it) every run.eval_every of
+ * the servers' clock in worker steps, until server 0 says the workers are
+ * done, then once more; sleeps between checks. By steps, the supervisor
+ * fetches the model every check (20 ms) and evaluates it when the clock has
+ * passed the next multiple. */
 static void supervisor_run(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
-    MPI_Request fin;
-    MPI_CHECK(MPI_Irecv(NULL, 0, MPI_BYTE, 0, TAG_FIN, s->comm, &fin));
-    double next = trainer_clock() + t->cfg->ps.eval_seconds;
+    const dt_config *c = t->cfg;
+    const double seconds = c->ps.eval_seconds > 0 ? c->ps.eval_seconds
+                           : c->run.eval_every > 0 ? 0 : 60;
+    if (s->fin == MPI_REQUEST_NULL) /* posted once: a pause leaves it waiting */
+        MPI_CHECK(MPI_Irecv(NULL, 0, MPI_BYTE, 0, TAG_FIN, s->comm, &s->fin));
+    MPI_Request pause;
+    MPI_CHECK(MPI_Irecv(NULL, 0, MPI_BYTE, 0, TAG_PAUSE, s->comm, &pause));
+    double next = trainer_clock() + seconds;
+    int64_t mark = seconds == 0 ? (int64_t)(worker_steps_at(t, s, s->seen_clock) /
+                                            (double)c->run.eval_every) : 0;
     for (;;) {
         int done = 0;
-        MPI_CHECK(MPI_Test(&fin, &done, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Test(&s->fin, &done, MPI_STATUS_IGNORE));
         if (done)
             break;
+        MPI_CHECK(MPI_Test(&pause, &done, MPI_STATUS_IGNORE));
+        if (done) { /* every worker has paused for a checkpoint */
+            ps_msg q = { .kind = K_PAUSE };
+            for (int i = 0; i < s->S; i++)
+                MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
+            s->pause = 1;
+            return;
+        }
         stop_poll(); /* take part in the job-wide stop rounds */
-        if (trainer_clock() >= next) {
-            supervisor_eval(t, s);
-            next = trainer_clock() + t->cfg->ps.eval_seconds;
+        if (seconds > 0 && trainer_clock() >= next) {
+            supervisor_eval(t, s, 1);
+            next = trainer_clock() + seconds;
+        } else if (seconds == 0) {
+            worker_fetch(t, s, -1);
+            int64_t m = (int64_t)(worker_steps_at(t, s, s->seen_clock) /
+                                  (double)c->run.eval_every);
+            if (m > mark) {
+                mark = m;
+                supervisor_eval(t, s, 0);
+            }
         }
         nanosleep((&(struct timespec){ 0, 20000000L }), NULL);
     }
-    supervisor_eval(t, s);
+    MPI_CHECK(MPI_Cancel(&pause));
+    MPI_CHECK(MPI_Wait(&pause, MPI_STATUS_IGNORE));
+    supervisor_eval(t, s, 1);
     ps_msg q = { .kind = K_DONE };
     for (int i = 0; i < s->S; i++)
         MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
@@ -576,8 +690,12 @@ static int ps_progress(dt_trainer *t, int stop_local, double *global_steps)
 {
     ps_state *s = t->algo_state;
     *global_steps = worker_steps_at(t, s, s->role == ROLE_SERVER ? s->clock : s->seen_clock);
+    if (s->role == ROLE_SERVER)
+        return s->pausing ? ALGO_CHECKPOINT : ALGO_END;
+    if (s->pause)
+        return ALGO_CHECKPOINT;
     if (s->role != ROLE_WORKER)
-        return 1;
+        return ALGO_END;
     if (stop_local)
         s->stop_sent = 1;
     return s->ended;
@@ -587,7 +705,8 @@ static int ps_progress(dt_trainer *t, int stop_local, double *global_steps)
 static void ps_finish(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
-    if (s->role == ROLE_WORKER) {
+    const int pause = s->pause || s->pausing; /* a periodic checkpoint, not the end */
+    if (s->role == ROLE_WORKER && !pause) {
         ps_msg q = { .kind = K_DONE };
         for (int i = 0; i < s->S; i++)
             MPI_CHECK(MPI_Send(&q, sizeof q, MPI_BYTE, i, TAG_REQ, s->comm));
@@ -609,10 +728,25 @@ static void ps_finish(dt_trainer *t)
     ckpt_count_put(s->clock, s->ckpt);
     ckpt_count_put(s->dropped, s->ckpt + 2);
     ckpt_count_put(s->role == ROLE_WORKER ? s->seen_clock : 0, s->ckpt + 4);
+    if (pause)
+        return;
     int64_t dropped = s->dropped;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_INT64_T, MPI_SUM, s->comm));
     if (t->rank == 0 && s->sync)
         printf("ps-sync: %lld stale gradient(s) dropped\n", (long long)dropped);
+}
+
+/* After a periodic checkpoint: servers serve again (their next pause at
+ * the next multiple); workers fetch again before their next gradient. */
+static void ps_restart(dt_trainer *t)
+{
+    ps_state *s = t->algo_state;
+    s->pause = 0;
+    if (s->role == ROLE_SERVER) {
+        s->pausing = 0;
+        s->told_sup = 0;
+        s->ckpt_at = next_ckpt(t, s, s->clock);
+    }
 }
 
 static const float *ps_model(dt_trainer *t) { return t->params; }
@@ -638,8 +772,9 @@ static void ps_resumed(dt_trainer *t)
     if (s->role == ROLE_SERVER) {
         s->clock = ckpt_count_get(s->ckpt);
         s->dropped = ckpt_count_get(s->ckpt + 2);
+        s->ckpt_at = next_ckpt(t, s, s->clock);
     } else if (s->role == ROLE_WORKER) {
-        s->seen_clock = ckpt_count_get(s->ckpt + 4);
+        s->seen_clock = s->first_want = ckpt_count_get(s->ckpt + 4);
     }
 }
 
@@ -698,6 +833,9 @@ static void ps_teardown(dt_trainer *t)
     free(s->touched);
     free(s->tval);
     free(s->hist_queue);
+    free(s->head);
+    free(s->hreq);
+    free(s->paused);
     if (s->stale)
         staleness_free(s->stale);
     for (int c = 0; c < 4; c++)
@@ -712,7 +850,8 @@ static void ps_teardown(dt_trainer *t)
     {                                                                                      \
         .name = NAME, .summary = SUMMARY, .async = 1, .check = CHECK, .setup = ps_setup,  \
         .step = ps_step, .model = ps_model, .state = ps_state_arrays,                      \
-        .progress = ps_progress, .finish = ps_finish, .resumed = ps_resumed,               \
+        .progress = ps_progress, .finish = ps_finish, .restart = ps_restart,               \
+        .resumed = ps_resumed,                                                             \
         .record = ps_record, .teardown = ps_teardown,                                      \
     }
 

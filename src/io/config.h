@@ -25,6 +25,7 @@ typedef struct dt_config {
         int64_t stall_timeout;    /* seconds without progress before MPI_Abort; 0: off */
         int64_t test_delay_rank;  /* tests: this rank sleeps test_delay_ms per step */
         int64_t test_delay_ms;
+        bool test_zero_gradients; /* tests: every local update is zero */
     } run;
     struct {
         char mode[32];
@@ -75,7 +76,7 @@ typedef struct dt_config {
         double ratio;             /* topk: fraction of each tensor sent */
         int64_t bin_conv, bin_fc; /* adacomp-chen: bin lengths (convolutions, the rest) */
         int64_t replicas;         /* ps-sync: gradients per global step; 0: all workers */
-        double eval_seconds;      /* supervisor: seconds between evaluations */
+        double eval_seconds;      /* supervisor: seconds between evaluations; 0: run.eval_every */
     } ps;
     struct {                      /* algo/lsgd.c */
         int64_t group_size;       /* ranks per group; 0: the ranks of one node */

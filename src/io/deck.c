@@ -118,6 +118,9 @@ static const deck_key keys[] = {
      .doc = "tests: this rank sleeps run.test_delay_ms after every step (a slow worker); -1: none"},
     {"run", "test_delay_ms", KT_INT, "0", GE(0), AT(run.test_delay_ms, int64_t),
      .doc = "tests: milliseconds the rank run.test_delay_rank sleeps per step"},
+    {"run", "test_zero_gradients", KT_BOOL, "false", AT(run.test_zero_gradients, bool),
+     .doc = "tests only: every gradient is zero and the optimizer leaves the model as it is "
+            "(no momentum, no weight decay), so only the algorithm's exchanges move the models"},
 
     {"algorithm", "mode", KT_ENUM, "local",
      .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd|"
@@ -214,7 +217,7 @@ static const deck_key keys[] = {
     {"ps", "servers", KT_INT, "1", IN_INT(1), AT(ps.servers, int64_t),
      .doc = "ps-*: server ranks (0 .. servers-1), each holding a contiguous range of the model"},
     {"ps", "supervisor", KT_BOOL, "false", AT(ps.supervisor, bool),
-     .doc = "ps-*: the rank after the servers evaluates the model every ps.eval_seconds"},
+     .doc = "ps-*: the rank after the servers evaluates the model every ps.eval_seconds (or run.eval_every)"},
     {"ps", "fetch_every", KT_INT, "1", IN_INT(1), AT(ps.fetch_every, int64_t),
      .doc = "ps-async: steps between a worker's fetches of the model (Downpour n_fetch)"},
     {"ps", "push_every", KT_INT, "1", IN_INT(1), AT(ps.push_every, int64_t),
@@ -235,8 +238,10 @@ static const deck_key keys[] = {
     {"ps", "replicas", KT_INT, "0", IN_INT(0), AT(ps.replicas, int64_t),
      .doc = "ps-sync: gradients aggregated per global step; 0: all workers; fewer than the "
             "workers leaves backup workers"},
-    {"ps", "eval_seconds", KT_DOUBLE, "60", GT(0), AT(ps.eval_seconds, double),
-     .doc = "supervisor: seconds between evaluations of the whole test set"},
+    {"ps", "eval_seconds", KT_DOUBLE, "0", GE(0), AT(ps.eval_seconds, double),
+     .doc = "supervisor: seconds between evaluations of the whole test set; 0: every "
+            "run.eval_every of the servers' clock in worker steps, or every 60 s without "
+            "run.eval_every"},
 
     {"lsgd", "group_size", KT_INT, "0", IN_INT(0), AT(lsgd.group_size, int64_t),
      .doc = "lsgd: ranks per group (consecutive ranks); 0: the ranks of one node"},

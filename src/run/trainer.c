@@ -127,6 +127,8 @@ void trainer_gradient(dt_trainer *t, const float *x)
         t->prefetched = 1;
         t->net->be->to_host(t->grads, t->dgrads, t->n * sizeof(float));
     }
+    if (t->cfg->run.test_zero_gradients) /* tests: only the exchanges move the models */
+        memset(t->grads, 0, t->n * sizeof *t->grads);
     t->loss_sum += loss;
     t->correct += correct;
     t->seen += t->B;
@@ -139,6 +141,8 @@ void trainer_gradient(dt_trainer *t, const float *x)
 
 void trainer_update(dt_trainer *t, float *x)
 {
+    if (t->cfg->run.test_zero_gradients)
+        return; /* a zero update: no momentum, no weight decay either */
     double t0 = trainer_clock();
 #ifdef DTRAIN_SIM
     /* the simulator: the update's time is part of sim.compute_time */
@@ -549,7 +553,11 @@ static int save_checkpoint(dt_trainer *t)
     snprintf(last_ckpt, sizeof last_ckpt, "%s", written);
     watchdog_beat(-1);
     if (t->rank == 0) {
-        say("checkpoint step %lld written to %s\n", (long long)t->step, dir);
+        if (t->algo->async) /* the file is named by rank 0's own step */
+            say("checkpoint at the group's step %.0f (rank 0: step %lld) written to %s\n",
+                t->global_step, (long long)t->step, dir);
+        else
+            say("checkpoint step %lld written to %s\n", (long long)t->step, dir);
         fflush(stdout);
     }
     return 0;
@@ -690,13 +698,50 @@ static void test_delay(const dt_trainer *t)
                                       (c->run.test_delay_ms % 1000) * 1000000L }), NULL);
 }
 
-/* Asynchronous modes: no collective until the budget is spent or a signal
- * stops the run. The learning rate follows the global step count; /train
- * rows are kept in memory and written together at the end (a collective
- * write per interval would make every rank wait for the slowest), and so
- * are the per-rank evaluations of run.eval_every; the collective evaluation
- * (averaged model, consensus) runs once, at the end. Returns 0, DT_EXIT_REQUEUE
- * or DT_EXIT_NONFINITE. */
+/* Collective: appends this rank's rows kept in memory (/train, then the
+ * per-rank evaluations) with the others'; ranks with fewer pad with step -1.
+ * The averaged model and the consensus need every rank at one moment: the
+ * final evaluation gives them. */
+static void flush_rows(dt_trainer *t, dt_runlog *log, dt_train_row **rows, int64_t *nrows,
+                       int64_t *cap, dt_eval_row *evals, int64_t *nevals)
+{
+    int64_t most = *nrows;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
+    if (most > *cap || !*rows) {
+        *cap = most > *cap ? most : 1;
+        *rows = dt_realloc(*rows, (size_t)*cap * sizeof **rows);
+    }
+    for (int64_t i = *nrows; i < most; i++)
+        (*rows)[i] = (dt_train_row){ .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
+                                     .accuracy = NAN, .lr = NAN, .compute_time = 0,
+                                     .comm_time = 0, .wait_time = 0, .images = t->images,
+                                     .weight = NAN, .bytes_sent = t->bytes_sent };
+    runlog_append_train_rows(log, *rows, most);
+    most = *nevals;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
+    for (int64_t i = 0; i < most; i++) {
+        dt_eval_row pad = { .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
+                            .accuracy = NAN };
+        runlog_append_eval(log, i < *nevals ? &evals[i] : &pad, NAN, NAN, NAN);
+    }
+    *nrows = *nevals = 0;
+}
+
+static int save_checkpoint(dt_trainer *t);
+
+/* Asynchronous modes: no collective until the budget is spent, a signal
+ * stops the run or run.checkpoint_every of the group's steps are done (the
+ * algorithm's count tells every rank at the same round). The learning rate
+ * follows the group's step count; /train rows are kept in memory and written
+ * together at each checkpoint and at the end (a collective write per
+ * interval would make every rank wait for the slowest), and so are the
+ * per-rank evaluations of run.eval_every; the collective evaluation
+ * (averaged model, consensus) runs once, at the end. A periodic checkpoint
+ * takes the signal's path: the algorithm completes its exchanges in flight,
+ * one collective write, then the exchanges start again. A NaN or Inf in
+ * the loss (run.check_finite) raises the algorithm's stop flag like a
+ * signal. Returns 0, DT_EXIT_REQUEUE, DT_EXIT_NONFINITE, or 1 (a checkpoint
+ * could not be written). */
 static int async_loop(dt_trainer *t, dt_runlog *log)
 {
     const dt_config *c = t->cfg;
@@ -705,12 +750,14 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     double global = (double)t->step, last_print = trainer_clock();
     /* run.eval_every: each rank tests its own model every eval_every of its
      * own steps, with no collective; the rows wait in memory like /train's.
-     * The parameter-server modes are drawn by their supervisor instead. */
-    const int64_t eval_every = strncmp(t->algo->name, "ps", 2) != 0 ? c->run.eval_every : 0;
+     * In the parameter-server modes the workers test the model they last
+     * fetched; servers and the supervisor have no steps of their own (the
+     * supervisor draws the servers' model by their clock instead). */
+    const int64_t eval_every = t->roles->mine == ROLE_WORKER ? c->run.eval_every : 0;
     dt_eval_row *evals = NULL;
     int64_t nevals = 0, ecap = 0;
-    int end = 0;
-    while (!end) {
+    int end = ALGO_GO, status = 0;
+    while (end == ALGO_GO) {
         t->lr = (float)schedule_lr(&t->sched, global / (double)t->steps_per_epoch);
         t->algo->step(t);
         t->step++;
@@ -726,7 +773,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
         /* every role ends with a row at its last step (a server's step is
          * its clock and may jump past a multiple of log_every) */
         if (t->step % c->run.log_every == 0 ||
-            (end && (nrows == 0 || rows[nrows - 1].step != t->step))) {
+            (end != ALGO_GO && (nrows == 0 || rows[nrows - 1].step != t->step))) {
             if (nrows == cap) {
                 cap = cap ? 2 * cap : 64;
                 rows = dt_realloc(rows, (size_t)cap * sizeof *rows);
@@ -743,7 +790,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
                 last_print = trainer_clock();
             }
         }
-        if (eval_every > 0 && !end && t->step % eval_every == 0) {
+        if (eval_every > 0 && end == ALGO_GO && t->step % eval_every == 0) {
             if (nevals == ecap) {
                 ecap = ecap ? 2 * ecap : 16;
                 evals = dt_realloc(evals, (size_t)ecap * sizeof *evals);
@@ -755,38 +802,33 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
                                 .wall = trainer_clock() - t->wall_start };
             trainer_evaluate(t, t->algo->model(t), &e->loss, &e->accuracy);
         }
+        if (end == ALGO_CHECKPOINT) {
+            t->algo->finish(t); /* exchanges completed; the count settled */
+            t->global_step = global;
+            MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t->global_step, 1, MPI_DOUBLE, MPI_MAX,
+                                    t->comm));
+            if ((status = save_checkpoint(t)) != 0)
+                break;
+            /* the rows after the checkpoint they belong to: a resume from it
+             * keeps them, and a kill before it leaves none twice */
+            flush_rows(t, log, &rows, &nrows, &cap, evals, &nevals);
+            if (t->algo->restart)
+                t->algo->restart(t);
+            end = ALGO_GO;
+        }
     }
     t->algo->finish(t);
     /* roles may end differently (a parameter server ends when its workers
      * do): the group ends as one */
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &end, 1, MPI_INT, MPI_MAX, t->comm));
-    int nf = c->run.check_finite ? nonfinite_agree(t) : 0;
-    if (nf)
-        end = 3;
-    if (end == 2 && t->rank == 0)
+    /* a non-finite loss anywhere: the one line, and status 3 for all (a
+     * failed periodic checkpoint has already agreed on its own status) */
+    int nf = status == 0 && c->run.check_finite ? nonfinite_agree(t) : 0;
+    if (end == ALGO_STOP && !nf && t->rank == 0)
         say("signal received: checkpointing and exiting with status %d for requeue\n",
                DT_EXIT_REQUEUE);
-    /* one collective append of every row; ranks with fewer rows pad with step -1 */
-    int64_t most = nrows;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
-    rows = dt_realloc(rows, (size_t)(most ? most : 1) * sizeof *rows);
-    for (int64_t i = nrows; i < most; i++)
-        rows[i] = (dt_train_row){ .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
-                                  .accuracy = NAN, .lr = NAN, .compute_time = 0,
-                                  .comm_time = 0, .wait_time = 0, .images = t->images,
-                                  .weight = NAN, .bytes_sent = t->bytes_sent };
-    runlog_append_train_rows(log, rows, most);
+    flush_rows(t, log, &rows, &nrows, &cap, evals, &nevals);
     free(rows);
-    /* the ranks' evaluations, row by row; ranks with fewer pad with step -1
-     * (the averaged model and the consensus need every rank at one moment:
-     * the final evaluation gives them) */
-    most = nevals;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, t->comm));
-    for (int64_t i = 0; i < most; i++) {
-        dt_eval_row pad = { .step = -1, .epoch = NAN, .wall = NAN, .loss = NAN,
-                            .accuracy = NAN };
-        runlog_append_eval(log, i < nevals ? &evals[i] : &pad, NAN, NAN, NAN);
-    }
     free(evals);
     t->global_step = global;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t->global_step, 1, MPI_DOUBLE, MPI_MAX, t->comm));
@@ -795,7 +837,11 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     if (t->rank == 0)
         say("asynchronous run ended: local steps per rank from %lld to %lld\n",
                (long long)-steps[1], (long long)steps[0]);
-    return end == 3 ? DT_EXIT_NONFINITE : end == 2 ? DT_EXIT_REQUEUE : 0;
+    if (status != 0)
+        return status;
+    if (nf)
+        return DT_EXIT_NONFINITE;
+    return end == ALGO_STOP ? DT_EXIT_REQUEUE : 0;
 }
 
 /* Synchronous modes: every rank runs the same steps; logging, evaluation
