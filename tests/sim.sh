@@ -8,7 +8,8 @@
 # with the rank count (2 (n-1)/n of the vector crosses each NIC: x1.25 from
 # 4 to 16 ranks) while sgp's stays flat within latency terms; a straggler
 # 2x slower sets allreduce's pace; sim.compute_from takes a real run's median
-# compute time per step; a threaded mode is refused with its reason.
+# compute time per step; dtrain-post simplot draws one line per mode; a
+# threaded mode is refused with its reason.
 # Skipped (77) without the simulator.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 : "${DTRAIN_SIM:=$(pwd)/src/dtrain-sim}"
@@ -90,6 +91,19 @@ if awk "BEGIN { d = $s16 - $s4; exit !(d < 2e-4 && d > -2e-4) }"; then
     pass "sgp's communication per step stays flat: $s4 s (4) -> $s16 s (16)"
 else
     fail "sgp's communication per step is not flat: $s4 s (4) -> $s16 s (16)"
+fi
+
+# dtrain-post simplot: one series per mode, its points sorted by rank count
+"$DTRAIN_POST" simplot "$WORK"/allreduce-16/sim.csv "$WORK"/allreduce-4/sim.csv \
+    "$WORK"/sgp-4/sim.csv "$WORK"/sgp-16/sim.csv -o "$WORK/sim.png" --data "$WORK/simplot" \
+    >"$WORK/out-simplot.txt" 2>&1 || true
+pts=$(cat "$WORK"/simplot/sim[12].dat 2>/dev/null | awk 'NR % 3 != 1 { printf "%s ", $1 }')
+if [ -s "$WORK/sim.png" ] && [ "$(ls "$WORK"/simplot/sim*.dat 2>/dev/null | wc -l)" -eq 2 ] &&
+   [ "$pts" = "4 16 4 16 " ] && grep -q '"allreduce"' "$WORK/simplot/sim1.dat" &&
+   grep -q '"sgp"' "$WORK/simplot/sim2.dat"; then
+    pass "dtrain-post simplot: one line per mode (allreduce, sgp), 4 then 16 ranks, $(stat -c %s "$WORK/sim.png")-byte PNG"
+else
+    fail "dtrain-post simplot (points '$pts')"; tail -3 "$WORK/out-simplot.txt"
 fi
 
 # a straggler: rank 2 twice as slow sets the pace of the synchronous allreduce

@@ -634,8 +634,15 @@ static char *file_slurp(const char *path)
     return buf;
 }
 
-static int gnuplot_run(const char *gnuplot, const char *script)
+/* Runs gnuplot ($DTRAIN_GNUPLOT, else the configured one) on script, which
+ * writes the figure out; 0 once out exists and is not empty (its name is
+ * printed), else -1 with the reason set. */
+static int gnuplot_render(const char *script, const char *out)
 {
+    const char *gnuplot = getenv("DTRAIN_GNUPLOT");
+    if (!gnuplot || !*gnuplot)
+        gnuplot = POST_GNUPLOT;
+    unlink(out);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -656,6 +663,10 @@ static int gnuplot_run(const char *gnuplot, const char *script)
                           gnuplot);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return dt_err_set("%s failed on %s (its messages are above)", gnuplot, script);
+    struct stat st;
+    if (stat(out, &st) != 0 || st.st_size == 0)
+        return dt_err_set("%s: gnuplot finished but wrote no figure", out);
+    printf("%s\n", out);
     return 0;
 }
 
@@ -720,18 +731,8 @@ static int cmd_plot(char **paths, int npaths, const char *out, const char *keep_
     if (write_checked(f, script) != 0)
         goto out;
 
-    const char *gnuplot = getenv("DTRAIN_GNUPLOT");
-    if (!gnuplot || !*gnuplot)
-        gnuplot = POST_GNUPLOT;
-    unlink(out);
-    if (gnuplot_run(gnuplot, script) != 0)
+    if (gnuplot_render(script, out) != 0)
         goto out;
-    struct stat st;
-    if (stat(out, &st) != 0 || st.st_size == 0) {
-        dt_err_set("%s: gnuplot finished but wrote no figure", out);
-        goto out;
-    }
-    printf("%s\n", out);
     rc = 0;
 out:
     free(body);
@@ -917,18 +918,8 @@ static int cmd_simplot(char **paths, int npaths, const char *out, const char *ke
           "set output\n", f);
     if (write_checked(f, path) != 0)
         goto out;
-    const char *gnuplot = getenv("DTRAIN_GNUPLOT");
-    if (!gnuplot || !*gnuplot)
-        gnuplot = POST_GNUPLOT;
-    unlink(out);
-    if (gnuplot_run(gnuplot, path) != 0)
+    if (gnuplot_render(path, out) != 0)
         goto out;
-    struct stat st;
-    if (stat(out, &st) != 0 || st.st_size == 0) {
-        dt_err_set("%s: gnuplot finished but wrote no figure", out);
-        goto out;
-    }
-    printf("%s\n", out);
     rc = 0;
 out:
     if (dir[0] && !keep_dir) {
