@@ -27,10 +27,7 @@ for i in $(seq 1 1500); do
     sleep 0.1
 done
 seen=$(ckpts)
-# SIGKILL only this test's ranks (other tests may run dtrain at the same time)
-for p in $(pgrep -f -- "$O"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ] && kill -KILL $p
-done
+signal_ranks KILL "$O"
 wait $pid
 rcK=$?
 set -e

@@ -25,6 +25,15 @@ finish() {
 
 # run NPROCS TIMEOUT ARGS...: dtrain under mpiexec with a hard time limit;
 # output in $WORK/out.txt, exit status in $RC.
+# signal_ranks SIG PATTERN: send SIG to this test's dtrain ranks only (those
+# whose command line contains PATTERN; other tests may run dtrain meanwhile)
+signal_ranks() {
+    local p
+    for p in $(pgrep -f -- "$2"); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ] && kill -"$1" "$p"
+    done
+    return 0
+}
 run() {
     local np=$1 limit=$2
     shift 2

@@ -85,9 +85,7 @@ for i in $(seq 1 600); do
     grep -Eq "^\[sgp\] step 60/" "$WORK/sig.txt" 2>/dev/null && break
     sleep 0.1
 done
-for p in $(pgrep -f -- "$WORK/sig"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ] && kill -TERM $p
-done
+signal_ranks TERM "$WORK/sig"
 wait $pid
 rc=$?
 set -e

@@ -20,10 +20,7 @@ interrupt() {
         grep -Eq "^step $after/" "$WORK/sig.txt" 2>/dev/null && break
         sleep 0.1
     done
-    # only this test's ranks (other tests may run dtrain at the same time)
-    for p in $(pgrep -f -- "$WORK/sig"); do
-        [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ] && kill -$sig $p
-    done
+    signal_ranks "$sig" "$WORK/sig"
     wait $pid
     local rc=$?
     set -e
