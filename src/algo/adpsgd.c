@@ -173,22 +173,27 @@ static int adpsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
 {
     adpsgd_state *s = t->algo_state;
     const int64_t budget = t->total_steps * t->nranks;
-    const int64_t ckpt = gcount_next_multiple(&s->count, t->cfg->run.checkpoint_every);
     double t0 = trainer_clock();
     int round = gcount_poll(&s->count, 1, stop_local);
-    double t1 = trainer_clock();
-    if (!round)
-        round = gcount_hold(&s->count, ckpt < budget ? ckpt : budget);
-    t->t_comm += t1 - t0;
-    t->t_wait += trainer_clock() - t1;
-    *global_steps = (double)s->count.total / t->nranks;
-    if (!round)
-        return ALGO_GO;
-    if (s->count.stop)
-        return ALGO_STOP;
-    if (s->count.total >= budget)
-        return ALGO_END;
-    return gcount_crossed(&s->count, t->cfg->run.checkpoint_every) ? ALGO_CHECKPOINT : ALGO_GO;
+    t->t_comm += trainer_clock() - t0;
+    for (;;) {
+        const int64_t ckpt = gcount_next_multiple(&s->count, t->cfg->run.checkpoint_every);
+        if (!round) {
+            double t1 = trainer_clock();
+            round = gcount_hold(&s->count, ckpt < budget ? ckpt : budget);
+            t->t_wait += trainer_clock() - t1;
+        }
+        *global_steps = (double)s->count.total / t->nranks;
+        if (!round)
+            return ALGO_GO;
+        if (s->count.stop)
+            return ALGO_STOP;
+        if (s->count.total >= budget)
+            return ALGO_END;
+        if (gcount_crossed(&s->count, t->cfg->run.checkpoint_every))
+            return ALGO_CHECKPOINT;
+        round = 0; /* no event: hold again while this rank's steps are uncounted */
+    }
 }
 
 /* The passive ranks' thread answers exchanges again (after a checkpoint). */

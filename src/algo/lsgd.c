@@ -183,33 +183,38 @@ static int lsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
     const dt_config *c = t->cfg;
     const int64_t per = c->lsgd.tau_local * t->nranks;
     const int64_t budget = t->total_steps * t->nranks;
-    int64_t next = gcount_next_multiple(&s->gc, c->run.checkpoint_every);
-    if ((s->dsteps + 1) * per < next)
-        next = (s->dsteps + 1) * per;
-    if (budget < next)
-        next = budget;
     double t0 = trainer_clock();
     int round = gcount_poll(&s->gc, 1, stop_local);
-    double t1 = trainer_clock();
-    if (!round)
-        round = gcount_hold(&s->gc, next);
-    t->t_comm += t1 - t0;
-    t->t_wait += trainer_clock() - t1;
-    if (!round) {
+    t->t_comm += trainer_clock() - t0;
+    for (;;) {
+        if (!round) {
+            int64_t next = gcount_next_multiple(&s->gc, c->run.checkpoint_every);
+            if ((s->dsteps + 1) * per < next)
+                next = (s->dsteps + 1) * per;
+            if (budget < next)
+                next = budget;
+            double t1 = trainer_clock();
+            round = gcount_hold(&s->gc, next);
+            t->t_wait += trainer_clock() - t1;
+        }
+        if (!round) {
+            *global_steps = (double)s->count / t->nranks;
+            return ALGO_GO;
+        }
+        s->count = s->gc.total;
         *global_steps = (double)s->count / t->nranks;
-        return ALGO_GO;
+        if (s->gc.stop)
+            return ALGO_STOP;
+        /* every rank runs the same distributed steps: those due at or before
+         * the budget, in order, at the same round of the count */
+        while ((s->dsteps + 1) * per <= s->count && (s->dsteps + 1) * per <= budget)
+            distributed_step(t, s);
+        if (s->count >= budget)
+            return ALGO_END;
+        if (gcount_crossed(&s->gc, c->run.checkpoint_every))
+            return ALGO_CHECKPOINT;
+        round = 0; /* no event: hold again while this rank's steps are uncounted */
     }
-    s->count = s->gc.total;
-    *global_steps = (double)s->count / t->nranks;
-    if (s->gc.stop)
-        return ALGO_STOP;
-    /* every rank runs the same distributed steps: those due at or before the
-     * budget, in order, at the same round of the count */
-    while ((s->dsteps + 1) * per <= s->count && (s->dsteps + 1) * per <= budget)
-        distributed_step(t, s);
-    if (s->count >= budget)
-        return ALGO_END;
-    return gcount_crossed(&s->gc, c->run.checkpoint_every) ? ALGO_CHECKPOINT : ALGO_GO;
 }
 
 /* Before the end or a checkpoint: the steps not yet counted join the count. */

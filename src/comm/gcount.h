@@ -33,13 +33,15 @@ void gcount_init(dt_gcount *g, MPI_Comm comm, int64_t total);
  * before and stop are updated, and no round is in flight until the next
  * call (so a caller that stops after it leaves nothing open). */
 int gcount_poll(dt_gcount *g, int64_t steps, int stop);
-/* Called after gcount_poll returned 0. The group's next event (a
- * distributed step, a checkpoint, the end) comes when the count reaches
- * next: this rank waits, testing the round, while it holds its share
- * ((next - total) / ranks, rounded up) of the steps left uncounted, so the
- * count passes next by a step or two per rank at most however slowly rounds
- * complete (on oversubscribed cores a round takes tens of milliseconds;
- * seen: 66 of a 64-step budget on 2 ranks under Slurm).
+/* Called after gcount_poll returned 0, and again after a completed round
+ * that brought no event. The group's next event (a distributed step, a
+ * checkpoint, the end) comes when the count reaches next: this rank waits,
+ * testing the round, while it holds its share ((next - total) / ranks,
+ * rounded up) of the steps left uncounted, so however slowly rounds
+ * complete (on oversubscribed cores a round takes tens of milliseconds) the
+ * count passes next by less than a step per rank, plus the steps a rank
+ * takes while it has not yet seen a round that others have (seen on 4
+ * ranks on 2 busy cores: 66-69 steps for a budget of 64).
  * Returns 1 if a round completed while waiting (as gcount_poll), else 0. */
 int gcount_hold(dt_gcount *g, int64_t next);
 /* The first multiple of every (> 0) group steps per rank after the count,
