@@ -223,6 +223,18 @@ static void cu_groupnorm_backward(int B, int C, int HW, int G, int blk, const fl
                                       dbeta, work, ST));
 }
 
+/* ---- the flat vectors (modes with device_vectors) ------------------------ */
+
+static void cu_flat_sgd(size_t n, float momentum, float weight_decay, int nesterov, float lr,
+                        float *x, const float *g, float *v)
+{
+    KERNEL_OK(cuda_sgd_step(n, momentum, weight_decay, nesterov != 0, lr, x, g, v, ST));
+}
+static void cu_flat_scale(size_t n, float a, float *x)
+{
+    KERNEL_OK(cuda_flat_scale(n, a, x, ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -268,6 +280,8 @@ static const dt_backend cuda = {
     .device = 1,
     .mem_alloc = cu_alloc, .mem_free = cu_free, .mem_zero = cu_zero, .mem_copy = cu_copy,
     .to_backend = cu_to_device, .to_host = cu_to_host,
+    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
+    .flat_sgd = cu_flat_sgd, .flat_scale = cu_flat_scale,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,

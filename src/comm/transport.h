@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "backend/backend.h"
+
 typedef struct dt_transport dt_transport;
 
 /* Handle of a non-blocking transfer. */
@@ -41,6 +43,12 @@ struct dt_transport {
  * traffic never matches other messages). */
 dt_transport *transport_mpi_create(MPI_Comm comm);
 void transport_free(dt_transport *t);
+
+/* A transport for vectors in a device backend's memory (be->device) over a
+ * host transport (MPI): every buffer is staged through host memory of
+ * be->host_alloc (page-locked on CUDA) with be->to_host and be->to_backend.
+ * Takes inner over: transport_free frees both. */
+dt_transport *transport_staged_create(dt_transport *inner, const dt_backend *be);
 
 /* An NCCL transport over comm (comm/transport_nccl.c, built --with-nccl): one
  * NCCL communicator for comm's ranks, from an ncclUniqueId that comm's rank 0

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "backend/cuda_check.h"
+#include "backend/cuda_device.h"
 #include "core/error.h"
 #include "core/watchdog.h"
 
@@ -99,11 +100,15 @@ static void wait_stream(nccl_transport *t, const char *what)
     }
 }
 
-/* A host buffer's device copy for a collective, or the buffer itself. */
+/* A host buffer's device copy for a collective, or the buffer itself: a
+ * device vector (the modes with device_vectors) is used in place, once the
+ * compute stream's kernels that write it have run. */
 static float *to_dev(nccl_transport *t, float *buf, size_t n, int copy)
 {
-    if (is_device(buf))
+    if (is_device(buf)) {
+        cuda_stream_after_compute(t->stream);
         return buf;
+    }
     float *d = stage(t, n);
     if (copy)
         CUDA_OK(cudaMemcpyAsync(d, buf, n * sizeof(float), cudaMemcpyHostToDevice, t->stream));
@@ -190,6 +195,7 @@ static void nccl_waitall(dt_transport *base, dt_request *r, int count)
     for (int i = 0; i < t->nops; i++) {
         p2p_op *o = &t->ops[i];
         if (is_device(o->buf)) {
+            cuda_stream_after_compute(t->stream);
             o->dev = o->buf;
             continue;
         }

@@ -55,6 +55,8 @@ int cuda_softmax_xent_rows(int B, int K, const float *logits, const int32_t *lab
 /* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
 int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
                   const float *g, float *v, void *stream);
+/* sgd.cu; x <- a x, x: (n) */
+int cuda_flat_scale(size_t n, float a, float *x, void *stream);
 
 /* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
  * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */
