@@ -56,9 +56,12 @@ dt_transport *transport_staged_create(dt_transport *inner, const dt_backend *be)
  * ncclBroadcast; isend/irecv are gathered and issued at waitall in one
  * ncclGroupStart/ncclGroupEnd (NCCL matches a pair's operations in issue
  * order: tags are not used). Buffers may be device or host memory; host
- * buffers are staged through one device buffer. While an operation runs,
- * ncclCommGetAsyncError is polled; an error, or no completion within
- * timeout_s seconds, ends the job with a message. Barriers go over MPI.
+ * buffers are staged through one device buffer; a device buffer is used in
+ * place once the compute stream's work before the call is done. The
+ * communicator is nonblocking: while it is created and while an operation
+ * runs, ncclCommGetAsyncError is polled; an error, or no completion within
+ * timeout_s seconds, ends the job with a message naming the rank. Barriers
+ * go over MPI.
  * Collective over comm; every rank must have opened its GPU. */
 dt_transport *transport_nccl_create(MPI_Comm comm, double timeout_s);
 
