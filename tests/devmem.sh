@@ -7,7 +7,9 @@
 #  - allreduce (device_vectors: params, grads, momentum in backend memory, the
 #    optimizer and the 1/n scale as backend ops, the MPI transport staged),
 #    with a checkpoint, a resume, run.check_replicas and evaluations;
-#  - easgd, a mode with host vectors (the network's copies, staging per step).
+#  - easgd (device_vectors too: its center, mean and pull, and the elastic
+#    terms as backend ops), both center placements, with a resume;
+#  - dpsgd, a mode with host vectors (the network's copies, staging per step).
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -43,15 +45,35 @@ else
     fail "allreduce, device vectors: evaluations differ"; diff <(evals "$WORK/cpu") <(evals "$WORK/dev") | head -5
 fi
 
-e="algorithm.mode=easgd run.max_steps=12 easgd.tau=4"
-run 2 300 "$D" $m $e run.output_dir="$WORK/ecpu"
+# easgd: the center, the mean and the pull in backend memory too; the center
+# is a checkpoint array (resumed through its host mirror)
+for center in replicated root; do
+    e="algorithm.mode=easgd easgd.tau=4 easgd.center=$center"
+    run 2 300 "$D" $m $e run.max_steps=12 run.output_dir="$WORK/e$center-cpu"
+    rcA=$RC
+    run 2 300 "$D" $m $e run.max_steps=6 run.output_dir="$WORK/e$center-dev" \
+        compute.test_device_memory=true
+    rcB=$RC
+    run 2 300 "$D" $m $e run.max_steps=12 run.output_dir="$WORK/e$center-dev" \
+        compute.test_device_memory=true run.resume=true
+    rcC=$RC
+    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] &&
+       "$TEST_BIN/ckcmp" same "$(last "$WORK/e$center-cpu")" "$(last "$WORK/e$center-dev")" \
+           params momentum easgd_center >/dev/null; then
+        pass "easgd center=$center, device vectors: 6 steps + resume to 12 == the CPU's 12 steps bit for bit"
+    else
+        fail "easgd center=$center with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
+    fi
+done
+run 2 300 "$D" $m algorithm.mode=dpsgd run.max_steps=8 run.output_dir="$WORK/dcpu"
 rcA=$RC
-run 2 300 "$D" $m $e run.output_dir="$WORK/edev" compute.test_device_memory=true
+run 2 300 "$D" $m algorithm.mode=dpsgd run.max_steps=8 run.output_dir="$WORK/ddev" \
+    compute.test_device_memory=true
 rcB=$RC
 if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] &&
-   "$TEST_BIN/ckcmp" same "$(last "$WORK/ecpu")" "$(last "$WORK/edev")" params momentum easgd_center >/dev/null; then
-    pass "easgd, host vectors with a device backend: 12 steps == the CPU's bit for bit"
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/dcpu")" "$(last "$WORK/ddev")" >/dev/null; then
+    pass "dpsgd, host vectors with a device backend: 8 steps == the CPU's bit for bit"
 else
-    fail "easgd with a device backend (rc $rcA/$rcB)"; tail -5 "$WORK/out.txt"
+    fail "dpsgd with a device backend (rc $rcA/$rcB)"; tail -5 "$WORK/out.txt"
 fi
 finish

@@ -28,8 +28,10 @@ typedef struct dt_algo {
                              * loop; the algorithm counts global steps (progress) */
     int device_vectors;     /* with a device backend (compute.device = cuda), params,
                              * grads and momentum live in the backend's memory: the
-                             * step touches them only through trainer_update,
-                             * trainer_scale and the transport (run/trainer.c) */
+                             * algorithm touches them, and keeps its own vectors and
+                             * state arrays, only through trainer_update,
+                             * trainer_scale, trainer_vectors(t)'s memory and flat_*
+                             * ops, and the transport (run/trainer.c) */
     /* Reject configurations the algorithm cannot run (rank count...):
      * -1 after dt_err_set(). */
     int (*check)(const dt_config *cfg, int nranks);

@@ -149,6 +149,11 @@ typedef struct dt_backend {
                      float *x, const float *g, float *v);
     /* x (n) <- a x */
     void (*flat_scale)(size_t n, float a, float *x);
+    /* EASGD (algo/easgd.c), all (n): out <- a (x - c); c <- c + beta (mean inv - c);
+     * x <- x - d */
+    void (*flat_diff_scale)(size_t n, float a, const float *x, const float *c, float *out);
+    void (*flat_toward)(size_t n, float beta, float inv, const float *mean, float *c);
+    void (*flat_sub)(size_t n, const float *d, float *x);
 } dt_backend;
 
 /* The CPU backend (OpenBLAS sgemm + plain C loops, all tensors plain): the

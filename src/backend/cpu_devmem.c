@@ -195,6 +195,15 @@ static void dm_flat_sgd(size_t n, float momentum, float weight_decay, int nester
     GUARD(CPU->flat_sgd(n, momentum, weight_decay, nesterov, lr, x, g, v));
 }
 static void dm_flat_scale(size_t n, float a, float *x) { GUARD(CPU->flat_scale(n, a, x)); }
+static void dm_flat_diff_scale(size_t n, float a, const float *x, const float *c, float *out)
+{
+    GUARD(CPU->flat_diff_scale(n, a, x, c, out));
+}
+static void dm_flat_toward(size_t n, float beta, float inv, const float *mean, float *c)
+{
+    GUARD(CPU->flat_toward(n, beta, inv, mean, c));
+}
+static void dm_flat_sub(size_t n, const float *d, float *x) { GUARD(CPU->flat_sub(n, d, x)); }
 
 static const dt_backend devmem = {
     .name = "cpu-devmem",
@@ -216,6 +225,7 @@ static const dt_backend devmem = {
     .add_forward = dm_add_forward, .add_backward = dm_add_backward,
     .softmax_xent = dm_softmax_xent,
     .flat_sgd = dm_flat_sgd, .flat_scale = dm_flat_scale,
+    .flat_diff_scale = dm_flat_diff_scale, .flat_toward = dm_flat_toward, .flat_sub = dm_flat_sub,
 };
 
 const dt_backend *backend_cpu_devmem(void) { return &devmem; }

@@ -168,6 +168,11 @@ void trainer_update(dt_trainer *t, float *x)
     t->t_compute += trainer_clock() - t0;
 }
 
+const dt_backend *trainer_vectors(const dt_trainer *t)
+{
+    return t->dev_vectors ? t->net->be : backend_cpu();
+}
+
 void trainer_scale(dt_trainer *t, float *x, float a)
 {
     if (t->dev_vectors)

@@ -98,6 +98,10 @@ void trainer_update(dt_trainer *t, float *x);
 /* x (t->n) <- a x, where the flat vectors live (the backend's op with
  * device vectors). */
 void trainer_scale(dt_trainer *t, float *x, float a);
+/* The backend whose memory and flat_* ops hold the flat vectors (and an
+ * algorithm's own vectors of the same kind): the network's with device
+ * vectors, else the CPU backend (host memory). */
+const dt_backend *trainer_vectors(const dt_trainer *t);
 
 /* What a finished (or stopped) run reports; the same on every rank. */
 typedef struct dt_run_result {

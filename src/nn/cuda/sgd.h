@@ -49,4 +49,25 @@ static inline DT_HD void flat_scale_at(size_t i, float a, float *x)
     x[i] *= a;
 }
 
+/* EASGD's elastic terms (algo/easgd.c); x, c, mean, d, out: (n).
+ * out <- a (x - c): the pull on a replica, from pre-update values */
+static inline DT_HD void flat_diff_scale_at(size_t i, float a, const float *x, const float *c,
+                                            float *out)
+{
+    out[i] = a * (x[i] - c[i]);
+}
+
+/* c <- c + beta (mean inv - c): the center moves towards the replicas' mean */
+static inline DT_HD void flat_toward_at(size_t i, float beta, float inv, const float *mean,
+                                        float *c)
+{
+    c[i] += beta * (mean[i] * inv - c[i]);
+}
+
+/* x <- x - d */
+static inline DT_HD void flat_sub_at(size_t i, const float *d, float *x)
+{
+    x[i] -= d[i];
+}
+
 #endif
