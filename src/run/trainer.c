@@ -512,25 +512,24 @@ static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
 }
 
 /* ckpt_arrays with host data: with device vectors each array's mirror,
- * filled from the backend when down is set (a restore reads into the
- * mirrors, then ckpt_arrays_up sends them to the backend). */
-static int ckpt_host_arrays(dt_trainer *t, dt_ckpt_array *a, int max, int down)
+ * filled from the backend when down is set. dev (NULL: not wanted) gets the
+ * arrays themselves: a restore reads into the mirrors, then sends them to
+ * dev's. (algo->state may fill its arrays as it is called: it is called
+ * once per write or read.) */
+static int ckpt_host_arrays(dt_trainer *t, dt_ckpt_array *a, int max, int down,
+                            dt_ckpt_array *dev)
 {
     int na = ckpt_arrays(t, a, max);
-    for (int k = 0; k < na && t->dev_vectors; k++)
-        a[k].data = down ? (float *)on_host(t, k, a[k].data, a[k].n) : mirror(t, k, a[k].n);
+    for (int k = 0; k < na; k++) {
+        if (dev)
+            dev[k] = a[k];
+        if (t->dev_vectors)
+            a[k].data = down ? (float *)on_host(t, k, a[k].data, a[k].n) : mirror(t, k, a[k].n);
+    }
     return na;
 }
 
 #ifndef DTRAIN_SIM /* the simulator writes no checkpoints */
-static void ckpt_arrays_up(dt_trainer *t)
-{
-    dt_ckpt_array a[16];
-    int na = ckpt_arrays(t, a, 16);
-    for (int k = 0; k < na && t->dev_vectors; k++)
-        t->net->be->to_backend(a[k].data, t->mirror[k], a[k].n * sizeof(float));
-}
-
 static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
 {
     dt_ckpt_meta m = { .step = t->step, .epoch = t->step / t->steps_per_epoch,
@@ -604,7 +603,7 @@ static int save_checkpoint(dt_trainer *t)
     char dir[DT_PATH_MAX + 16];
     ckpt_dir(t, dir, sizeof dir);
     dt_ckpt_array a[16];
-    int na = ckpt_host_arrays(t, a, 16, 1);
+    int na = ckpt_host_arrays(t, a, 16, 1, NULL);
     if (t->cfg->run.check_finite) {
         nonfinite_scan(t, a, na);
         if (nonfinite_agree(t) != 0)
@@ -675,8 +674,8 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
             fprintf(stderr, "dtrain: %sresume: %s; trying the newest checkpoint file\n",
                     group_tag, checkpoint_find_note());
     }
-    dt_ckpt_array a[16];
-    int na = ckpt_host_arrays(t, a, 16, 0);
+    dt_ckpt_array a[16], dev[16];
+    int na = ckpt_host_arrays(t, a, 16, 0, dev);
     dt_ckpt_meta want = ckpt_meta(t), got;
     resume_blob b;
     while (checkpoint_read(t->comm, path, &want, &got, a, na, &b, sizeof b) != 0) {
@@ -701,7 +700,8 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
             return -1;
         }
     }
-    ckpt_arrays_up(t);
+    for (int k = 0; k < na && t->dev_vectors; k++)
+        t->net->be->to_backend(dev[k].data, a[k].data, a[k].n * sizeof(float));
     snprintf(last_ckpt, sizeof last_ckpt, "%s", path);
     t->step = b.step;
     if (t->algo->resumed)
@@ -980,7 +980,7 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
             log_train(t, log, &last_wall, &last_images);
             if (cfg->run.check_finite && !DT_SIMULATED) {
                 dt_ckpt_array a[16];
-                nonfinite_scan(t, a, ckpt_host_arrays(t, a, 16, 1));
+                nonfinite_scan(t, a, ckpt_host_arrays(t, a, 16, 1, NULL));
                 if ((status = nonfinite_agree(t)) != 0)
                     break;
             }
