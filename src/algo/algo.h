@@ -26,6 +26,12 @@ typedef struct dt_algo {
     int decentralized;      /* replicas may differ: evaluate the averaged model too */
     int async;              /* ranks step independently: no collective in the training
                              * loop; the algorithm counts global steps (progress) */
+    int device_vectors;     /* with a device backend (compute.device = cuda), params,
+                             * grads and momentum live in the backend's memory: the
+                             * algorithm touches them, and keeps its own vectors and
+                             * state arrays, only through trainer_update,
+                             * trainer_scale, trainer_vectors(t)'s memory and flat_*
+                             * ops, and the transport (run/trainer.c) */
     /* Reject configurations the algorithm cannot run (rank count...):
      * -1 after dt_err_set(). */
     int (*check)(const dt_config *cfg, int nranks);

@@ -22,8 +22,7 @@ static void allreduce_step(dt_trainer *t)
     t->tp->allreduce_sum(t->tp, t->grads, t->n);
     t->bytes_sent += (int64_t)(t->n * sizeof(float)); /* the vector this rank contributes */
     const float inv = 1.0f / (float)t->nranks;
-    for (size_t i = 0; i < t->n; i++)
-        t->grads[i] *= inv;
+    trainer_scale(t, t->grads, inv);
     t->t_comm += trainer_clock() - t0;
     trainer_update(t, t->params);
 }
@@ -36,4 +35,5 @@ const dt_algo algo_allreduce = {
     .check = allreduce_check,
     .step = allreduce_step,
     .model = allreduce_model,
+    .device_vectors = 1,
 };

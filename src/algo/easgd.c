@@ -31,12 +31,13 @@ static int easgd_check(const dt_config *cfg, int nranks)
 
 static void easgd_setup(dt_trainer *t)
 {
+    const dt_backend *v = trainer_vectors(t); /* where params live: the vectors go there too */
     easgd_state *s = dt_calloc(1, sizeof *s);
-    s->center = dt_falloc(t->n);
-    s->mean = dt_falloc(t->n);
-    s->pull = dt_falloc(t->n);
+    s->center = v->mem_alloc(t->n * sizeof(float));
+    s->mean = v->mem_alloc(t->n * sizeof(float));
+    s->pull = v->mem_alloc(t->n * sizeof(float));
     s->root = strcmp(t->cfg->easgd.center, "root") == 0;
-    memcpy(s->center, t->params, t->n * sizeof(float)); /* every replica starts equal */
+    v->mem_copy(s->center, t->params, t->n * sizeof(float)); /* every replica starts equal */
     t->algo_state = s;
 }
 
@@ -50,27 +51,25 @@ static void easgd_step(dt_trainer *t)
     }
     const float beta = (float)t->cfg->easgd.beta, alpha = beta / (float)t->nranks;
     const float inv = 1.0f / (float)t->nranks;
+    const dt_backend *v = trainer_vectors(t);
     double t0 = trainer_clock();
-    memcpy(s->mean, t->params, t->n * sizeof(float));
+    v->mem_copy(s->mean, t->params, t->n * sizeof(float));
     if (s->root)
         t->tp->reduce_sum(t->tp, s->mean, t->n, 0);
     else
         t->tp->allreduce_sum(t->tp, s->mean, t->n);
     t->bytes_sent += (int64_t)(t->n * sizeof(float));
     t->t_comm += trainer_clock() - t0;
-    for (size_t i = 0; i < t->n; i++)
-        s->pull[i] = alpha * (t->params[i] - s->center[i]);
+    v->flat_diff_scale(t->n, alpha, t->params, s->center, s->pull);
     if (!s->root || t->rank == 0)
-        for (size_t i = 0; i < t->n; i++)
-            s->center[i] += beta * (s->mean[i] * inv - s->center[i]);
+        v->flat_toward(t->n, beta, inv, s->mean, s->center);
     if (s->root) {
         t0 = trainer_clock();
         t->tp->bcast(t->tp, s->center, t->n, 0);
         t->t_comm += trainer_clock() - t0;
     }
     trainer_update(t, t->params);
-    for (size_t i = 0; i < t->n; i++)
-        t->params[i] -= s->pull[i];
+    v->flat_sub(t->n, s->pull, t->params);
 }
 
 static const float *easgd_model(dt_trainer *t)
@@ -89,9 +88,10 @@ static int easgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 static void easgd_teardown(dt_trainer *t)
 {
     easgd_state *s = t->algo_state;
-    free(s->center);
-    free(s->mean);
-    free(s->pull);
+    const dt_backend *v = trainer_vectors(t);
+    v->mem_free(s->center);
+    v->mem_free(s->mean);
+    v->mem_free(s->pull);
     free(s);
     t->algo_state = NULL;
 }
@@ -106,4 +106,5 @@ const dt_algo algo_easgd = {
     .model = easgd_model,
     .state = easgd_state_arrays,
     .teardown = easgd_teardown,
+    .device_vectors = 1,
 };

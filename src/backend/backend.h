@@ -59,6 +59,11 @@ typedef struct dt_backend {
     /* between host memory and the backend's (the CPU: memcpy); synchronous */
     void (*to_backend)(void *dst, const void *host_src, size_t bytes);
     void (*to_host)(void *host_dst, const void *src, size_t bytes);
+    /* Host memory for staging the copies above: page-locked on CUDA (copies
+     * from it run asynchronously at full speed), ordinary elsewhere;
+     * zero-filled, never NULL. */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *p);
 
     /* y (B, out) = x (B, in) W^T + b;  W (out, in), b (out) or NULL */
     void (*linear_forward)(int B, int in, int out, const float *x, const float *W,
@@ -135,6 +140,20 @@ typedef struct dt_backend {
      * (overwritten, may be NULL) and *correct = number of argmax hits. */
     double (*softmax_xent)(int B, int K, const float *logits, const int32_t *labels,
                            float *dlogits, int *correct);
+
+    /* The flat vectors' arithmetic, for the modes whose vectors live in the
+     * backend's memory (dt_algo.device_vectors, run/trainer.c).
+     * The SGD step of optim/sgd.h on x, g, v (n): g is not modified, v is
+     * unused when momentum is 0. */
+    void (*flat_sgd)(size_t n, float momentum, float weight_decay, int nesterov, float lr,
+                     float *x, const float *g, float *v);
+    /* x (n) <- a x */
+    void (*flat_scale)(size_t n, float a, float *x);
+    /* EASGD (algo/easgd.c), all (n): out <- a (x - c); c <- c + beta (mean inv - c);
+     * x <- x - d */
+    void (*flat_diff_scale)(size_t n, float a, const float *x, const float *c, float *out);
+    void (*flat_toward)(size_t n, float beta, float inv, const float *mean, float *c);
+    void (*flat_sub)(size_t n, const float *d, float *x);
 } dt_backend;
 
 /* The CPU backend (OpenBLAS sgemm + plain C loops, all tensors plain): the
@@ -151,6 +170,12 @@ const dt_backend *backend_cpu_by_name(const char *name);
  * nn/cuda/, convolutions lowered onto cuBLAS by nn/lower.h) on the device
  * cuda_device_open() selected; NULL when dtrain was built without CUDA. */
 const dt_backend *backend_cuda(void);
+/* Tests only (compute.test_device_memory): the native CPU kernels behind a
+ * backend that says device = 1 and keeps every tensor in its own pages,
+ * unreadable (PROT_NONE) except inside its own calls, so host code that
+ * touches backend memory without to_host/to_backend crashes
+ * (backend/cpu_devmem.c). */
+const dt_backend *backend_cpu_devmem(void);
 /* Threads of the compute kernels (OpenBLAS, oneDNN, the engine's own loops). */
 void backend_set_threads(int threads);
 

@@ -5,7 +5,9 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "nn/cuda/sgd.h"
 #include "nn/kernels_cpu.h"
+#include "optim/sgd.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -19,11 +21,34 @@ static void *cpu_mem_alloc(size_t bytes) { return dt_falloc((bytes + sizeof(floa
 static void cpu_mem_free(void *p) { free(p); }
 static void cpu_mem_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_mem_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void cpu_flat_scale(size_t n, float a, float *x)
+{
+    for (size_t i = 0; i < n; i++)
+        flat_scale_at(i, a, x);
+}
+static void cpu_flat_diff_scale(size_t n, float a, const float *x, const float *c, float *out)
+{
+    for (size_t i = 0; i < n; i++)
+        flat_diff_scale_at(i, a, x, c, out);
+}
+static void cpu_flat_toward(size_t n, float beta, float inv, const float *mean, float *c)
+{
+    for (size_t i = 0; i < n; i++)
+        flat_toward_at(i, beta, inv, mean, c);
+}
+static void cpu_flat_sub(size_t n, const float *d, float *x)
+{
+    for (size_t i = 0; i < n; i++)
+        flat_sub_at(i, d, x);
+}
 
 #define CPU_KERNELS                                                                      \
     .device = 0, .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free,                   \
     .mem_zero = cpu_mem_zero, .mem_copy = cpu_mem_copy, .to_backend = cpu_mem_copy,      \
-    .to_host = cpu_mem_copy,                                                             \
+    .to_host = cpu_mem_copy, .host_alloc = cpu_mem_alloc, .host_free = cpu_mem_free,     \
+    .flat_sgd = sgd_step_flat, .flat_scale = cpu_flat_scale,                             \
+    .flat_diff_scale = cpu_flat_diff_scale, .flat_toward = cpu_flat_toward,              \
+    .flat_sub = cpu_flat_sub,                                                            \
     .linear_forward = cpu_linear_forward, .linear_backward = cpu_linear_backward,        \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \

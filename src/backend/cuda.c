@@ -223,6 +223,30 @@ static void cu_groupnorm_backward(int B, int C, int HW, int G, int blk, const fl
                                       dbeta, work, ST));
 }
 
+/* ---- the flat vectors (modes with device_vectors) ------------------------ */
+
+static void cu_flat_sgd(size_t n, float momentum, float weight_decay, int nesterov, float lr,
+                        float *x, const float *g, float *v)
+{
+    KERNEL_OK(cuda_sgd_step(n, momentum, weight_decay, nesterov != 0, lr, x, g, v, ST));
+}
+static void cu_flat_scale(size_t n, float a, float *x)
+{
+    KERNEL_OK(cuda_flat_scale(n, a, x, ST));
+}
+static void cu_flat_diff_scale(size_t n, float a, const float *x, const float *c, float *out)
+{
+    KERNEL_OK(cuda_flat_diff_scale(n, a, x, c, out, ST));
+}
+static void cu_flat_toward(size_t n, float beta, float inv, const float *mean, float *c)
+{
+    KERNEL_OK(cuda_flat_toward(n, beta, inv, mean, c, ST));
+}
+static void cu_flat_sub(size_t n, const float *d, float *x)
+{
+    KERNEL_OK(cuda_flat_sub(n, d, x, ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -268,6 +292,9 @@ static const dt_backend cuda = {
     .device = 1,
     .mem_alloc = cu_alloc, .mem_free = cu_free, .mem_zero = cu_zero, .mem_copy = cu_copy,
     .to_backend = cu_to_device, .to_host = cu_to_host,
+    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
+    .flat_sgd = cu_flat_sgd, .flat_scale = cu_flat_scale,
+    .flat_diff_scale = cu_flat_diff_scale, .flat_toward = cu_flat_toward, .flat_sub = cu_flat_sub,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,

@@ -13,6 +13,7 @@ static struct {
     int open;
     cudaStream_t compute, copy;
     cudaEvent_t copied;
+    cudaEvent_t computed; /* the compute stream's point another stream waits for */
     cublasHandle_t blas;
 } dev;
 
@@ -44,6 +45,7 @@ int cuda_device_open(int d, char *name, size_t len)
     CUDA_OK(cudaStreamCreateWithFlags(&dev.compute, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&dev.copy, cudaStreamNonBlocking));
     CUDA_OK(cudaEventCreateWithFlags(&dev.copied, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&dev.computed, cudaEventDisableTiming));
     CUBLAS_OK(cublasCreate(&dev.blas));
     CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
     // fp32 GEMMs in full precision: the results are compared against the CPU
@@ -59,6 +61,7 @@ void cuda_device_close(void)
     CUDA_OK(cudaStreamSynchronize(dev.compute));
     CUBLAS_OK(cublasDestroy(dev.blas));
     CUDA_OK(cudaEventDestroy(dev.copied));
+    CUDA_OK(cudaEventDestroy(dev.computed));
     CUDA_OK(cudaStreamDestroy(dev.copy));
     CUDA_OK(cudaStreamDestroy(dev.compute));
     dev.open = 0;
@@ -89,8 +92,8 @@ void cuda_upload_async(void *dst, const void *src, size_t bytes)
     CUDA_OK(cudaStreamWaitEvent(dev.compute, dev.copied, 0));
 }
 
-void cuda_flat_sgd(size_t n, float momentum, float weight_decay, bool nesterov, float lr,
-                   float *x, const float *g, float *v)
+void cuda_stream_after_compute(void *stream)
 {
-    KERNEL_OK(cuda_sgd_step(n, momentum, weight_decay, nesterov, lr, x, g, v, dev.compute));
+    CUDA_OK(cudaEventRecord(dev.computed, dev.compute));
+    CUDA_OK(cudaStreamWaitEvent((cudaStream_t)stream, dev.computed, 0));
 }

@@ -33,9 +33,9 @@ void cuda_host_free(void *p);
  * parameters' upload) and the host returns at once. */
 void cuda_upload_async(void *dev_dst, const void *pinned_src, size_t bytes);
 
-/* SGD step on device vectors x, g, v (n floats each; v unused when
- * momentum is 0), same arithmetic as optim/sgd.c (nn/cuda/sgd.h). */
-void cuda_flat_sgd(size_t n, float momentum, float weight_decay, bool nesterov, float lr,
-                   float *x, const float *g, float *v);
+/* Makes stream (a cudaStream_t, e.g. the NCCL transport's) wait for the
+ * work queued so far on the compute stream, without blocking the host: a
+ * collective on a device vector starts after the kernels that wrote it. */
+void cuda_stream_after_compute(void *stream);
 
 #endif

@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "backend/backend.h"
+
 typedef struct dt_transport dt_transport;
 
 /* Handle of a non-blocking transfer. */
@@ -42,15 +44,24 @@ struct dt_transport {
 dt_transport *transport_mpi_create(MPI_Comm comm);
 void transport_free(dt_transport *t);
 
+/* A transport for vectors in a device backend's memory (be->device) over a
+ * host transport (MPI): every buffer is staged through host memory of
+ * be->host_alloc (page-locked on CUDA) with be->to_host and be->to_backend.
+ * Takes inner over: transport_free frees both. */
+dt_transport *transport_staged_create(dt_transport *inner, const dt_backend *be);
+
 /* An NCCL transport over comm (comm/transport_nccl.c, built --with-nccl): one
  * NCCL communicator for comm's ranks, from an ncclUniqueId that comm's rank 0
  * creates and broadcasts over MPI; collectives by ncclAllReduce, ncclReduce,
  * ncclBroadcast; isend/irecv are gathered and issued at waitall in one
  * ncclGroupStart/ncclGroupEnd (NCCL matches a pair's operations in issue
  * order: tags are not used). Buffers may be device or host memory; host
- * buffers are staged through one device buffer. While an operation runs,
- * ncclCommGetAsyncError is polled; an error, or no completion within
- * timeout_s seconds, ends the job with a message. Barriers go over MPI.
+ * buffers are staged through one device buffer; a device buffer is used in
+ * place once the compute stream's work before the call is done. The
+ * communicator is nonblocking: while it is created and while an operation
+ * runs, ncclCommGetAsyncError is polled; an error, or no completion within
+ * timeout_s seconds, ends the job with a message naming the rank. Barriers
+ * go over MPI.
  * Collective over comm; every rank must have opened its GPU. */
 dt_transport *transport_nccl_create(MPI_Comm comm, double timeout_s);
 

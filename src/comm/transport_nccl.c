@@ -1,7 +1,13 @@
 /* The NCCL transport: the algorithms' vectors reduced, broadcast and
  * exchanged by NCCL on the rank's GPU (see comm/transport.h for the
  * contract). The MPI communicator it was made from keeps the control
- * traffic: the unique id's broadcast and barriers. */
+ * traffic: the unique id's broadcast and barriers.
+ *
+ * The communicator is nonblocking (ncclConfig_t.blocking = 0): no NCCL call
+ * waits for the peers inside NCCL, each may return ncclInProgress, and the
+ * host then polls ncclCommGetAsyncError (settle) with the same timeout as the
+ * operations, so a peer that died, or never joined, ends the job with a
+ * message instead of a hang. */
 #include "config.h"
 
 #include "comm/transport.h"
@@ -14,6 +20,7 @@
 #include <time.h>
 
 #include "backend/cuda_check.h"
+#include "backend/cuda_device.h"
 #include "core/error.h"
 #include "core/watchdog.h"
 
@@ -23,6 +30,16 @@
         if (r_ != ncclSuccess)                                                           \
             DT_FATAL("%s: %s (%s); hint: NCCL_DEBUG=WARN prints NCCL's view", #call,     \
                      ncclGetErrorString(r_), ncclGetLastError(NULL));                    \
+    } while (0)
+
+/* The one NCCL call of a nonblocking communicator whose return code is not
+ * settled by settle(): getting the state it polls. */
+#define NCCL_ASYNC(comm, r)                                                              \
+    do {                                                                                 \
+        const ncclResult_t q_ = ncclCommGetAsyncError((comm), (r));                      \
+        if (q_ != ncclSuccess)                                                           \
+            DT_FATAL("ncclCommGetAsyncError: %s (%s)", ncclGetErrorString(q_),            \
+                     ncclGetLastError(NULL));                                            \
     } while (0)
 
 /* One isend or irecv waiting for waitall. */
@@ -72,6 +89,31 @@ static float *stage(nccl_transport *t, size_t n)
     return t->stage;
 }
 
+/* The return code r of an NCCL call on the nonblocking communicator (what
+ * names it): ncclInProgress is polled until the communicator is idle, at most
+ * comm.nccl_timeout seconds; an error or the timeout aborts the communicator
+ * and ends the job with one line naming this rank. */
+static void settle(nccl_transport *t, ncclResult_t r, const char *what)
+{
+    const double t0 = now();
+    while (r == ncclInProgress) {
+        if (now() - t0 > t->timeout) {
+            ncclCommAbort(t->comm);
+            DT_FATAL("rank %d of %d: NCCL %s still in progress after comm.nccl_timeout = %.0f s "
+                     "(a peer died, stopped or never joined); the job ends",
+                     t->base.rank, t->base.size, what, t->timeout);
+        }
+        sched_yield();
+        NCCL_ASYNC(t->comm, &r);
+    }
+    if (r != ncclSuccess) {
+        ncclCommAbort(t->comm);
+        DT_FATAL("rank %d of %d: NCCL %s failed: %s (%s); hint: NCCL_DEBUG=WARN prints "
+                 "NCCL's view", t->base.rank, t->base.size, what, ncclGetErrorString(r),
+                 ncclGetLastError(t->comm));
+    }
+}
+
 /* Waits for the stream, polling NCCL's asynchronous error: a peer that died
  * makes the communicator fail (or never finish) instead of hanging the job. */
 static void wait_stream(nccl_transport *t, const char *what)
@@ -84,7 +126,7 @@ static void wait_stream(nccl_transport *t, const char *what)
         if (e != cudaErrorNotReady)
             CUDA_OK(e);
         ncclResult_t r;
-        NCCL_OK(ncclCommGetAsyncError(t->comm, &r));
+        NCCL_ASYNC(t->comm, &r);
         if (r != ncclSuccess && r != ncclInProgress) {
             ncclCommAbort(t->comm);
             DT_FATAL("NCCL %s failed: %s (%s)", what, ncclGetErrorString(r),
@@ -99,11 +141,15 @@ static void wait_stream(nccl_transport *t, const char *what)
     }
 }
 
-/* A host buffer's device copy for a collective, or the buffer itself. */
+/* A host buffer's device copy for a collective, or the buffer itself: a
+ * device vector (the modes with device_vectors) is used in place, once the
+ * compute stream's kernels that write it have run. */
 static float *to_dev(nccl_transport *t, float *buf, size_t n, int copy)
 {
-    if (is_device(buf))
+    if (is_device(buf)) {
+        cuda_stream_after_compute(t->stream);
         return buf;
+    }
     float *d = stage(t, n);
     if (copy)
         CUDA_OK(cudaMemcpyAsync(d, buf, n * sizeof(float), cudaMemcpyHostToDevice, t->stream));
@@ -121,7 +167,7 @@ static void nccl_allreduce_sum(dt_transport *base, float *buf, size_t n)
     nccl_transport *t = (nccl_transport *)base;
     watchdog_phase("a collective (NCCL allreduce over the group)", -1);
     float *d = to_dev(t, buf, n, 1);
-    NCCL_OK(ncclAllReduce(d, d, n, ncclFloat, ncclSum, t->comm, t->stream));
+    settle(t, ncclAllReduce(d, d, n, ncclFloat, ncclSum, t->comm, t->stream), "allreduce");
     from_dev(t, buf, d, n);
     wait_stream(t, "allreduce");
 }
@@ -131,7 +177,7 @@ static void nccl_reduce_sum(dt_transport *base, float *buf, size_t n, int root)
     nccl_transport *t = (nccl_transport *)base;
     watchdog_phase("a collective (NCCL reduce to rank %d)", root);
     float *d = to_dev(t, buf, n, 1);
-    NCCL_OK(ncclReduce(d, d, n, ncclFloat, ncclSum, root, t->comm, t->stream));
+    settle(t, ncclReduce(d, d, n, ncclFloat, ncclSum, root, t->comm, t->stream), "reduce");
     if (base->rank == root) // elsewhere buf is unchanged
         from_dev(t, buf, d, n);
     wait_stream(t, "reduce");
@@ -142,7 +188,7 @@ static void nccl_bcast(dt_transport *base, float *buf, size_t n, int root)
     nccl_transport *t = (nccl_transport *)base;
     watchdog_phase("a collective (NCCL broadcast from rank %d)", root);
     float *d = to_dev(t, buf, n, base->rank == root);
-    NCCL_OK(ncclBroadcast(d, d, n, ncclFloat, root, t->comm, t->stream));
+    settle(t, ncclBroadcast(d, d, n, ncclFloat, root, t->comm, t->stream), "broadcast");
     from_dev(t, buf, d, n);
     wait_stream(t, "broadcast");
 }
@@ -190,6 +236,7 @@ static void nccl_waitall(dt_transport *base, dt_request *r, int count)
     for (int i = 0; i < t->nops; i++) {
         p2p_op *o = &t->ops[i];
         if (is_device(o->buf)) {
+            cuda_stream_after_compute(t->stream);
             o->dev = o->buf;
             continue;
         }
@@ -207,12 +254,14 @@ static void nccl_waitall(dt_transport *base, dt_request *r, int count)
     NCCL_OK(ncclGroupStart());
     for (int i = 0; i < t->nops; i++) {
         const p2p_op *o = &t->ops[i];
-        if (o->send)
-            NCCL_OK(ncclSend(o->dev, o->n, ncclFloat, o->peer, t->comm, t->stream));
-        else
-            NCCL_OK(ncclRecv(o->dev, o->n, ncclFloat, o->peer, t->comm, t->stream));
+        // inside a group the calls only queue: ncclGroupEnd's code is settled
+        const ncclResult_t r = o->send
+            ? ncclSend(o->dev, o->n, ncclFloat, o->peer, t->comm, t->stream)
+            : ncclRecv(o->dev, o->n, ncclFloat, o->peer, t->comm, t->stream);
+        if (r != ncclInProgress)
+            NCCL_OK(r);
     }
-    NCCL_OK(ncclGroupEnd());
+    settle(t, ncclGroupEnd(), "send/receive group");
     for (int i = 0; i < t->nops; i++)
         if (!t->ops[i].send)
             from_dev(t, t->ops[i].buf, t->ops[i].dev, t->ops[i].n);
@@ -230,6 +279,7 @@ static void nccl_destroy(dt_transport *base)
 {
     nccl_transport *t = (nccl_transport *)base;
     CUDA_OK(cudaStreamSynchronize(t->stream));
+    settle(t, ncclCommFinalize(t->comm), "communicator finalize");
     NCCL_OK(ncclCommDestroy(t->comm));
     if (t->stage)
         CUDA_OK(cudaFree(t->stage));
@@ -251,7 +301,10 @@ dt_transport *transport_nccl_create(MPI_Comm comm, double timeout_s)
         NCCL_OK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, b->comm));
     CUDA_OK(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking));
-    NCCL_OK(ncclCommInitRank(&t->comm, b->size, id, b->rank));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    settle(t, ncclCommInitRankConfig(&t->comm, b->size, id, b->rank, &config),
+           "communicator creation (ncclCommInitRankConfig)");
     b->allreduce_sum = nccl_allreduce_sum;
     b->reduce_sum = nccl_reduce_sum;
     b->bcast = nccl_bcast;

@@ -100,6 +100,7 @@ typedef struct dt_config {
         char device[16];          /* cpu | cuda (run/device.c) */
         int64_t threads;          /* compute threads per rank */
         char kernels[16];         /* auto | dnnl | native (backend/cpu.c) */
+        bool test_device_memory;  /* tests: backend/cpu_devmem.c */
     } compute;
     struct {
         char transport[16];       /* mpi | nccl (comm/transport_*.c) */

@@ -291,6 +291,9 @@ static const deck_key keys[] = {
      AT(compute.kernels, char *),
      .doc = "CPU convolutions: dnnl (oneDNN on channel-blocked activations), native "
             "(dtrain's im2col + OpenBLAS, the reference), auto (dnnl when built with it)"},
+    {"compute", "test_device_memory", KT_BOOL, "false", AT(compute.test_device_memory, bool),
+     .doc = "tests only: native CPU kernels behind a backend that acts as a GPU (memory the "
+            "host cannot touch outside its calls): the GPU path's host logic on a CPU"},
 
     {"comm", "transport", KT_ENUM, "mpi", .choices = "mpi|nccl", AT(comm.transport, char *),
      .doc = "how the algorithms' vectors move: mpi (device buffers staged through host "

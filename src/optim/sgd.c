@@ -3,38 +3,43 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "nn/cuda/sgd.h"
 
-void sgd_init(dt_sgd *o, size_t n, double momentum, double weight_decay, bool nesterov)
+void sgd_config(dt_sgd *o, size_t n, double momentum, double weight_decay, bool nesterov)
 {
     o->n = n;
     o->momentum = (float)momentum;
     o->weight_decay = (float)weight_decay;
     o->nesterov = nesterov;
+    o->v = NULL;
+}
+
+void sgd_init(dt_sgd *o, size_t n, double momentum, double weight_decay, bool nesterov)
+{
+    sgd_config(o, n, momentum, weight_decay, nesterov);
     o->v = dt_falloc(n);
+}
+
+/* The per-element bodies are nn/cuda/sgd.h's, the device's own; one loop per
+ * case keeps the branches out of the loops. */
+void sgd_step_flat(size_t n, float m, float wd, int nesterov, float lr, float *restrict x,
+                   const float *restrict g, float *restrict v)
+{
+    if (m == 0.0f) {
+        for (size_t i = 0; i < n; i++)
+            sgd_plain_at(i, wd, lr, x, g);
+    } else if (nesterov) {
+        for (size_t i = 0; i < n; i++)
+            sgd_nesterov_at(i, m, wd, lr, x, g, v);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            sgd_momentum_at(i, m, wd, lr, x, g, v);
+    }
 }
 
 void sgd_step(dt_sgd *o, float *restrict x, const float *restrict g, float lr)
 {
-    const float m = o->momentum, wd = o->weight_decay;
-    float *restrict v = o->v;
-    const size_t n = o->n;
-    if (m == 0.0f) {
-        for (size_t i = 0; i < n; i++)
-            x[i] -= lr * (g[i] + wd * x[i]);
-        return;
-    }
-    if (o->nesterov) {
-        for (size_t i = 0; i < n; i++) {
-            float gi = g[i] + wd * x[i];
-            v[i] = m * v[i] + gi;
-            x[i] -= lr * (gi + m * v[i]);
-        }
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            v[i] = m * v[i] + g[i] + wd * x[i];
-            x[i] -= lr * v[i];
-        }
-    }
+    sgd_step_flat(o->n, o->momentum, o->weight_decay, o->nesterov, lr, x, g, o->v);
 }
 
 void sgd_free(dt_sgd *o)

@@ -21,8 +21,15 @@ typedef struct dt_sgd {
 } dt_sgd;
 
 void sgd_init(dt_sgd *o, size_t n, double momentum, double weight_decay, bool nesterov);
+/* sgd_init without the momentum buffer: the caller puts v where the vectors
+ * live (a device backend's memory, zero-filled). */
+void sgd_config(dt_sgd *o, size_t n, double momentum, double weight_decay, bool nesterov);
 /* x <- x - lr * direction(g); g is not modified. */
 void sgd_step(dt_sgd *o, float *x, const float *g, float lr);
+/* The same step on host vectors x, g, v (n) given as arguments: the CPU
+ * backends' flat_sgd (backend/backend.h). */
+void sgd_step_flat(size_t n, float momentum, float weight_decay, int nesterov, float lr,
+                   float *x, const float *g, float *v);
 void sgd_free(dt_sgd *o);
 
 /* Learning rate as a function of the (fractional) epoch:

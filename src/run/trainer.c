@@ -49,15 +49,16 @@ double trainer_clock(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* compute.device = cuda: the algorithms keep their flat vectors on the host
- * (every mode, every transport), so the parameters go up before a forward
- * and the gradient comes down after backward, one copy each. Batches go up
- * from pinned memory on the copy stream: the next one is loaded and sent
- * while the current step's backward runs on the device. */
+/* compute.device = cuda: the modes with device_vectors keep params, grads
+ * and momentum in the device's memory, and the network uses them there. The
+ * other modes keep their flat vectors on the host, so the parameters go up
+ * before a forward and the gradient comes down after backward, one copy
+ * each. Batches go up from pinned memory on the copy stream: the next one is
+ * loaded and sent while the current step's backward runs on the device. */
 static const float *params_on_backend(dt_trainer *t, const float *x)
 {
     const dt_backend *be = t->net->be;
-    if (!be->device)
+    if (!be->device || t->dev_vectors)
         return x;
     be->to_backend(t->dparams, x, t->n * sizeof(float));
     return t->dparams;
@@ -68,12 +69,14 @@ static void batch_to_backend(dt_trainer *t, int B, const float *hx, const int32_
 {
     const size_t xb = (size_t)B * t->train.c * t->train.h * t->train.w * sizeof(float);
 #ifdef HAVE_CUDA
-    cuda_upload_async(dx, hx, xb);
-    cuda_upload_async(dy, hy, (size_t)B * sizeof(int32_t));
-#else
+    if (t->net->be == backend_cuda()) {
+        cuda_upload_async(dx, hx, xb);
+        cuda_upload_async(dy, hy, (size_t)B * sizeof(int32_t));
+        return;
+    }
+#endif
     t->net->be->to_backend(dx, hx, xb);
     t->net->be->to_backend(dy, hy, (size_t)B * sizeof(int32_t));
-#endif
 }
 
 #define SWAP(T, a, b) do { T s_ = (a); (a) = (b); (b) = s_; } while (0)
@@ -119,16 +122,22 @@ void trainer_gradient(dt_trainer *t, const float *x)
             batch_to_backend(t, t->B, t->x, t->y, t->dx, t->dy);
         }
         const float *p = params_on_backend(t, x);
+        float *g = t->dev_vectors ? t->grads : t->dgrads;
         loss = net_forward(t->net, p, t->dx, t->dy, t->B, 1, key, &correct);
-        net_backward(t->net, p, t->dgrads); // queued: the host goes on
+        net_backward(t->net, p, g); // queued: the host goes on
         loader_get_state(&t->loader, &t->before_prefetch);
         loader_next(&t->loader, t->px, t->py);
         batch_to_backend(t, t->B, t->px, t->py, t->dpx, t->dpy);
         t->prefetched = 1;
-        t->net->be->to_host(t->grads, t->dgrads, t->n * sizeof(float));
+        if (!t->dev_vectors)
+            t->net->be->to_host(t->grads, t->dgrads, t->n * sizeof(float));
     }
-    if (t->cfg->run.test_zero_gradients) /* tests: only the exchanges move the models */
-        memset(t->grads, 0, t->n * sizeof *t->grads);
+    if (t->cfg->run.test_zero_gradients) { /* tests: only the exchanges move the models */
+        if (t->dev_vectors)
+            t->net->be->mem_zero(t->grads, t->n * sizeof *t->grads);
+        else
+            memset(t->grads, 0, t->n * sizeof *t->grads);
+    }
     t->loss_sum += loss;
     t->correct += correct;
     t->seen += t->B;
@@ -151,8 +160,48 @@ void trainer_update(dt_trainer *t, float *x)
         return;
     }
 #endif
-    sgd_step(&t->opt, x, t->grads, t->lr);
+    if (t->dev_vectors)
+        t->net->be->flat_sgd(t->n, t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, t->lr,
+                             x, t->grads, t->opt.v);
+    else
+        sgd_step(&t->opt, x, t->grads, t->lr);
     t->t_compute += trainer_clock() - t0;
+}
+
+const dt_backend *trainer_vectors(const dt_trainer *t)
+{
+    return t->dev_vectors ? t->net->be : backend_cpu();
+}
+
+void trainer_scale(dt_trainer *t, float *x, float a)
+{
+    if (t->dev_vectors)
+        t->net->be->flat_scale(t->n, a, x);
+    else
+        for (size_t i = 0; i < t->n; i++)
+            x[i] *= a;
+}
+
+/* Host scratch k of n floats: the mirror of a vector in the backend's
+ * memory (dev_vectors), valid from the to_host that fills it. */
+static float *mirror(dt_trainer *t, int k, size_t n)
+{
+    if (n > t->mirror_n[k]) {
+        free(t->mirror[k]);
+        t->mirror[k] = dt_falloc(n);
+        t->mirror_n[k] = n;
+    }
+    return t->mirror[k];
+}
+
+/* The host view of a vector: itself, or its mirror k filled from the backend. */
+static const float *on_host(dt_trainer *t, int k, const float *x, size_t n)
+{
+    if (!t->dev_vectors)
+        return x;
+    float *h = mirror(t, k, n);
+    t->net->be->to_host(h, x, n * sizeof(float));
+    return h;
 }
 
 /* ---- agreement: every rank leaves with the same verdict ------------------ */
@@ -338,20 +387,29 @@ static void run_eval(dt_trainer *t, dt_runlog *log, double wall, double *mean_ac
                         .wall = wall };
     trainer_evaluate(t, z, &row.loss, &row.accuracy);
 
-    /* the gradient buffer is free between steps: it holds the average */
-    float *avg = t->grads;
-    memcpy(avg, z, t->n * sizeof *avg);
-    t->tp->allreduce_sum(t->tp, avg, t->n);
+    /* the gradient buffer is free between steps: it holds the sum, then
+     * (on the host, or in the host mirror with device vectors) the average */
+    float *zsum = t->grads;
+    if (t->dev_vectors)
+        t->net->be->mem_copy(zsum, z, t->n * sizeof *zsum);
+    else
+        memcpy(zsum, z, t->n * sizeof *zsum);
+    t->tp->allreduce_sum(t->tp, zsum, t->n);
+    const float *hz = on_host(t, 0, z, t->n);
+    float *avg = (float *)on_host(t, 1, zsum, t->n);
     double dist = 0;
     for (size_t i = 0; i < t->n; i++) {
         avg[i] /= (float)t->nranks;
-        double d = (double)z[i] - avg[i];
+        double d = (double)hz[i] - avg[i];
         dist += d * d;
     }
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &dist, 1, MPI_DOUBLE, MPI_SUM, t->comm));
     dist /= t->nranks;
     double avg_loss = row.loss, avg_acc = row.accuracy;
-    if (t->algo->decentralized)
+    if (t->algo->decentralized && t->dev_vectors) {
+        t->net->be->to_backend(zsum, avg, t->n * sizeof *avg);
+        trainer_evaluate(t, zsum, &avg_loss, &avg_acc);
+    } else if (t->algo->decentralized)
         trainer_evaluate(t, avg, &avg_loss, &avg_acc);
     else { /* replicas are identical: the average is every rank's model */
         MPI_CHECK(MPI_Bcast(&avg_acc, 1, MPI_DOUBLE, 0, t->comm));
@@ -453,6 +511,24 @@ static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
     return k;
 }
 
+/* ckpt_arrays with host data: with device vectors each array's mirror,
+ * filled from the backend when down is set. dev (NULL: not wanted) gets the
+ * arrays themselves: a restore reads into the mirrors, then sends them to
+ * dev's. (algo->state may fill its arrays as it is called: it is called
+ * once per write or read.) */
+static int ckpt_host_arrays(dt_trainer *t, dt_ckpt_array *a, int max, int down,
+                            dt_ckpt_array *dev)
+{
+    int na = ckpt_arrays(t, a, max);
+    for (int k = 0; k < na; k++) {
+        if (dev)
+            dev[k] = a[k];
+        if (t->dev_vectors)
+            a[k].data = down ? (float *)on_host(t, k, a[k].data, a[k].n) : mirror(t, k, a[k].n);
+    }
+    return na;
+}
+
 #ifndef DTRAIN_SIM /* the simulator writes no checkpoints */
 static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
 {
@@ -527,7 +603,7 @@ static int save_checkpoint(dt_trainer *t)
     char dir[DT_PATH_MAX + 16];
     ckpt_dir(t, dir, sizeof dir);
     dt_ckpt_array a[16];
-    int na = ckpt_arrays(t, a, 16);
+    int na = ckpt_host_arrays(t, a, 16, 1, NULL);
     if (t->cfg->run.check_finite) {
         nonfinite_scan(t, a, na);
         if (nonfinite_agree(t) != 0)
@@ -598,8 +674,8 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
             fprintf(stderr, "dtrain: %sresume: %s; trying the newest checkpoint file\n",
                     group_tag, checkpoint_find_note());
     }
-    dt_ckpt_array a[16];
-    int na = ckpt_arrays(t, a, 16);
+    dt_ckpt_array a[16], dev[16];
+    int na = ckpt_host_arrays(t, a, 16, 0, dev);
     dt_ckpt_meta want = ckpt_meta(t), got;
     resume_blob b;
     while (checkpoint_read(t->comm, path, &want, &got, a, na, &b, sizeof b) != 0) {
@@ -624,6 +700,8 @@ static int restore_checkpoint(dt_trainer *t, char *skipped, size_t slen)
             return -1;
         }
     }
+    for (int k = 0; k < na && t->dev_vectors; k++)
+        t->net->be->to_backend(dev[k].data, a[k].data, a[k].n * sizeof(float));
     snprintf(last_ckpt, sizeof last_ckpt, "%s", path);
     t->step = b.step;
     if (t->algo->resumed)
@@ -677,9 +755,9 @@ static char *gather_hosts(MPI_Comm comm, int rank, int nranks)
 
 /* FNV-1a over the parameter bytes: equal on every rank iff (with
  * overwhelming probability) the replicas are identical bit for bit. */
-static int replicas_identical(const dt_trainer *t)
+static int replicas_identical(dt_trainer *t)
 {
-    const unsigned char *p = (const unsigned char *)t->params;
+    const unsigned char *p = (const unsigned char *)on_host(t, 0, t->params, t->n);
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < t->n * sizeof(float); i++)
         h = (h ^ p[i]) * 1099511628211ULL;
@@ -902,7 +980,7 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
             log_train(t, log, &last_wall, &last_images);
             if (cfg->run.check_finite && !DT_SIMULATED) {
                 dt_ckpt_array a[16];
-                nonfinite_scan(t, a, ckpt_arrays(t, a, 16));
+                nonfinite_scan(t, a, ckpt_host_arrays(t, a, 16, 1, NULL));
                 if ((status = nonfinite_agree(t)) != 0)
                     break;
             }
@@ -958,20 +1036,24 @@ static void trainer_free(dt_trainer *t)
         t->algo->teardown(t);
     if (t->net && t->net->be->device) {
         const dt_backend *be = t->net->be;
+        if (t->dev_vectors) {
+            be->mem_free(t->params);
+            be->mem_free(t->grads);
+            be->mem_free(t->opt.v);
+            t->params = t->grads = t->opt.v = NULL;
+        }
         be->mem_free(t->dparams);
         be->mem_free(t->dgrads);
         be->mem_free(t->dx);
         be->mem_free(t->dy);
         be->mem_free(t->dpx);
         be->mem_free(t->dpy);
-#ifdef HAVE_CUDA
-        cuda_host_free(t->x);
-        cuda_host_free(t->y);
-        cuda_host_free(t->px);
-        cuda_host_free(t->py);
+        be->host_free(t->x);
+        be->host_free(t->y);
+        be->host_free(t->px);
+        be->host_free(t->py);
         t->x = NULL;
         t->y = NULL;
-#endif
     }
     net_free(t->net);
     free(t->params);
@@ -980,6 +1062,8 @@ static void trainer_free(dt_trainer *t)
     free(t->y);
     if (t->opt.v)
         sgd_free(&t->opt);
+    for (int k = 0; k < 16; k++)
+        free(t->mirror[k]);
     loader_free(&t->loader);
     shard_free(&t->shard);
     dataset_free(&t->train);
@@ -1076,7 +1160,9 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     t->tp = transport_create(t, cfg, comm);
 #else
     const int on_gpu = strcmp(cfg->compute.device, "cuda") == 0;
-    const dt_backend *be = on_gpu ? backend_cuda() : backend_cpu_by_name(cfg->compute.kernels);
+    const dt_backend *be = on_gpu ? backend_cuda()
+                           : cfg->compute.test_device_memory ? backend_cpu_devmem()
+                           : backend_cpu_by_name(cfg->compute.kernels);
     if (!be && on_gpu)
         dt_err_set("compute.device = cuda: this dtrain was built without CUDA");
     else if (!be)
@@ -1090,33 +1176,52 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     }
     t->n = t->net->nparams;
-    t->params = dt_falloc(t->n);
-    t->grads = dt_falloc(t->n);
-    net_init_params(t->net, t->params, cfg->run.seed);
+    t->dev_vectors = be->device && t->algo->device_vectors;
+    if (t->dev_vectors) { /* initialized on the host, then sent up once */
+        t->params = be->mem_alloc(t->n * sizeof(float));
+        t->grads = be->mem_alloc(t->n * sizeof(float));
+        float *h = mirror(t, 0, t->n);
+        net_init_params(t->net, h, cfg->run.seed);
+        be->to_backend(t->params, h, t->n * sizeof(float));
+    } else {
+        t->params = dt_falloc(t->n);
+        t->grads = dt_falloc(t->n);
+        net_init_params(t->net, t->params, cfg->run.seed);
+    }
     net_reserve(t->net, t->B);
     const size_t xn = (size_t)t->B * t->train.c * t->train.h * t->train.w;
     if (be->device) {
-#ifdef HAVE_CUDA
-        t->x = cuda_host_alloc(xn * sizeof(float));
-        t->y = cuda_host_alloc((size_t)t->B * sizeof *t->y);
-        t->px = cuda_host_alloc(xn * sizeof(float));
-        t->py = cuda_host_alloc((size_t)t->B * sizeof *t->py);
-#endif
+        t->x = be->host_alloc(xn * sizeof(float));
+        t->y = be->host_alloc((size_t)t->B * sizeof *t->y);
+        t->px = be->host_alloc(xn * sizeof(float));
+        t->py = be->host_alloc((size_t)t->B * sizeof *t->py);
         t->dx = be->mem_alloc(xn * sizeof(float));
         t->dy = be->mem_alloc((size_t)t->B * sizeof *t->dy);
         t->dpx = be->mem_alloc(xn * sizeof(float));
         t->dpy = be->mem_alloc((size_t)t->B * sizeof *t->dpy);
-        t->dparams = be->mem_alloc(t->n * sizeof(float));
-        t->dgrads = be->mem_alloc(t->n * sizeof(float));
+        if (!t->dev_vectors) {
+            t->dparams = be->mem_alloc(t->n * sizeof(float));
+            t->dgrads = be->mem_alloc(t->n * sizeof(float));
+        }
     } else {
         t->x = dt_falloc(xn);
         t->y = dt_calloc((size_t)t->B, sizeof *t->y);
     }
     t->tp = transport_create(t, cfg, comm);
+    /* NCCL takes device buffers; MPI gets them through host staging */
+    if (t->dev_vectors && strcmp(t->tp->name, "nccl") != 0)
+        t->tp = transport_staged_create(t->tp, be);
 #endif
     /* one model for all: rank 0's parameters (REFERENCE.md §1) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
-    sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay, cfg->optim.nesterov);
+    if (t->dev_vectors) { /* momentum in the backend's memory, zero-filled */
+        sgd_config(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay,
+                   cfg->optim.nesterov);
+        t->opt.v = t->net->be->mem_alloc(t->n * sizeof(float));
+    } else {
+        sgd_init(&t->opt, t->n, cfg->optim.momentum, cfg->optim.weight_decay,
+                 cfg->optim.nesterov);
+    }
     if (agree(comm, t->rank,
               schedule_init(&t->sched, cfg->optim.lr, cfg->optim.lr_scaling, t->B, t->nworkers,
                             cfg->optim.warmup_epochs, cfg->optim.decay_epochs,

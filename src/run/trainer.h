@@ -42,8 +42,15 @@ typedef struct dt_trainer {
     int B;
     float *x;               /* (B, C, H, W) current batch (pinned host memory on a GPU) */
     int32_t *y;             /* (B) */
-    /* compute.device = cuda: the network's copies in device memory, one
-     * allocation each; the algorithms' flat vectors stay on the host */
+    /* compute.device = cuda: params, grads and opt.v live in the device's
+     * memory (one backend allocation each) when the mode has device_vectors;
+     * the runtime reads and writes them on the host only through the
+     * mirrors, copied at the points that need them (evaluation, checks,
+     * checkpoints). Other modes keep host vectors and the network gets
+     * device copies, dparams and dgrads. */
+    int dev_vectors;
+    float *mirror[16];      /* (mirror_n[k]) host scratch, allocated when first needed */
+    size_t mirror_n[16];
     float *dparams, *dgrads; /* (n) */
     float *dx;              /* (B, C, H, W) */
     int32_t *dy;            /* (B) */
@@ -88,6 +95,13 @@ void trainer_gradient(dt_trainer *t, const float *x);
 void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc);
 /* x <- x - lr * sgd_direction(t->grads) with the current learning rate. */
 void trainer_update(dt_trainer *t, float *x);
+/* x (t->n) <- a x, where the flat vectors live (the backend's op with
+ * device vectors). */
+void trainer_scale(dt_trainer *t, float *x, float a);
+/* The backend whose memory and flat_* ops hold the flat vectors (and an
+ * algorithm's own vectors of the same kind): the network's with device
+ * vectors, else the CPU backend (host memory). */
+const dt_backend *trainer_vectors(const dt_trainer *t);
 
 /* What a finished (or stopped) run reports; the same on every rank. */
 typedef struct dt_run_result {

@@ -55,6 +55,13 @@ int cuda_softmax_xent_rows(int B, int K, const float *logits, const int32_t *lab
 /* sgd.cu; x, g, v: (n), v unused when momentum is 0 */
 int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool nesterov, float lr, float *x,
                   const float *g, float *v, void *stream);
+/* sgd.cu; x <- a x, x: (n) */
+int cuda_flat_scale(size_t n, float a, float *x, void *stream);
+/* sgd.cu, EASGD's terms (nn/cuda/sgd.h); all vectors (n) */
+int cuda_flat_diff_scale(size_t n, float a, const float *x, const float *c, float *out,
+                         void *stream);
+int cuda_flat_toward(size_t n, float beta, float inv, const float *mean, float *c, void *stream);
+int cuda_flat_sub(size_t n, const float *d, float *x, void *stream);
 
 /* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
  * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */

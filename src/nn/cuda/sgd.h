@@ -1,4 +1,6 @@
-/* Per-element body of the SGD step (CPU: optim/sgd.c, equations in
+/* Per-element bodies of the optimizer's step and of the algorithms'
+ * arithmetic on the flat vectors, shared by the CPU (optim/sgd.c,
+ * backend/cpu.c) and the device (nn/cuda/sgd.cu). SGD step (equations in
  * optim/sgd.h): g <- g + wd x; v <- m v + g; d <- nesterov ? g + m v : v;
  * x <- x - lr d. With m = 0 the momentum buffer is neither read nor written. */
 #ifndef DT_NN_CUDA_SGD_H
@@ -10,19 +12,62 @@
 #include "core/hd.h"
 
 /* x, g, v: (n); g is not modified */
+static inline DT_HD void sgd_plain_at(size_t i, float wd, float lr, float *x, const float *g)
+{
+    x[i] -= lr * (g[i] + wd * x[i]);
+}
+
+static inline DT_HD void sgd_nesterov_at(size_t i, float m, float wd, float lr, float *x,
+                                         const float *g, float *v)
+{
+    const float gi = g[i] + wd * x[i];
+    v[i] = m * v[i] + gi;
+    x[i] -= lr * (gi + m * v[i]);
+}
+
+static inline DT_HD void sgd_momentum_at(size_t i, float m, float wd, float lr, float *x,
+                                         const float *g, float *v)
+{
+    v[i] = m * v[i] + g[i] + wd * x[i];
+    x[i] -= lr * v[i];
+}
+
 static inline DT_HD void sgd_step_at(size_t i, float m, float wd, bool nesterov, float lr,
                                      float *x, const float *g, float *v)
 {
-    if (m == 0.0f) {
-        x[i] -= lr * (g[i] + wd * x[i]);
-    } else if (nesterov) {
-        const float gi = g[i] + wd * x[i];
-        v[i] = m * v[i] + gi;
-        x[i] -= lr * (gi + m * v[i]);
-    } else {
-        v[i] = m * v[i] + g[i] + wd * x[i];
-        x[i] -= lr * v[i];
-    }
+    if (m == 0.0f)
+        sgd_plain_at(i, wd, lr, x, g);
+    else if (nesterov)
+        sgd_nesterov_at(i, m, wd, lr, x, g, v);
+    else
+        sgd_momentum_at(i, m, wd, lr, x, g, v);
+}
+
+/* x <- a x (allreduce's 1/n after the sum); x: (n) */
+static inline DT_HD void flat_scale_at(size_t i, float a, float *x)
+{
+    x[i] *= a;
+}
+
+/* EASGD's elastic terms (algo/easgd.c); x, c, mean, d, out: (n).
+ * out <- a (x - c): the pull on a replica, from pre-update values */
+static inline DT_HD void flat_diff_scale_at(size_t i, float a, const float *x, const float *c,
+                                            float *out)
+{
+    out[i] = a * (x[i] - c[i]);
+}
+
+/* c <- c + beta (mean inv - c): the center moves towards the replicas' mean */
+static inline DT_HD void flat_toward_at(size_t i, float beta, float inv, const float *mean,
+                                        float *c)
+{
+    c[i] += beta * (mean[i] * inv - c[i]);
+}
+
+/* x <- x - d */
+static inline DT_HD void flat_sub_at(size_t i, const float *d, float *x)
+{
+    x[i] -= d[i];
 }
 
 #endif

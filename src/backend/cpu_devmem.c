@@ -1,0 +1,231 @@
+/* Tests only (compute.test_device_memory): a device backend without a device.
+ *
+ * The native CPU kernels run behind a table that says device = 1, so the
+ * trainer takes every path a GPU run takes: its own allocations, explicit
+ * to_host/to_backend copies, staging for the MPI transport, flat vectors in
+ * the backend's memory for the modes with device_vectors. Each allocation is
+ * its own anonymous mapping, kept PROT_NONE except while one of this
+ * backend's own calls runs: host code that reads or writes backend memory
+ * directly (a missing to_host, a vector handed to MPI unstaged) gets SIGSEGV
+ * instead of a silently right answer. The kernels are the CPU's, so a run
+ * must equal the plain CPU run bit for bit (tests/devmem.sh).
+ * One thread calls the backend (the training thread). */
+#include "config.h"
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef struct region {
+    void *p;
+    size_t len;
+} region;
+
+static struct {
+    region *r;
+    size_t n, cap;
+    int open; /* nesting depth of backend calls */
+} g;
+
+static void protect_all(int prot)
+{
+    for (size_t i = 0; i < g.n; i++)
+        if (mprotect(g.r[i].p, g.r[i].len, prot) != 0)
+            DT_FATAL("compute.test_device_memory: mprotect: %s", strerror(errno));
+}
+
+/* Backend memory readable and writable inside the backend's calls only. */
+static void enter(void)
+{
+    if (g.open++ == 0)
+        protect_all(PROT_READ | PROT_WRITE);
+}
+static void leave(void)
+{
+    if (--g.open == 0)
+        protect_all(PROT_NONE);
+}
+
+static void *dm_alloc(size_t bytes)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t len = ((bytes ? bytes : 1) + page - 1) / page * page;
+    void *p = mmap(NULL, len, g.open ? PROT_READ | PROT_WRITE : PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* zero-filled */
+    if (p == MAP_FAILED)
+        DT_FATAL("compute.test_device_memory: mmap of %zu bytes: %s", len, strerror(errno));
+    if (g.n == g.cap) {
+        g.cap = g.cap ? 2 * g.cap : 64;
+        g.r = dt_realloc(g.r, g.cap * sizeof *g.r);
+    }
+    g.r[g.n++] = (region){ p, len };
+    return p;
+}
+
+static void dm_free(void *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < g.n; i++)
+        if (g.r[i].p == p) {
+            if (munmap(p, g.r[i].len) != 0)
+                DT_FATAL("compute.test_device_memory: munmap: %s", strerror(errno));
+            g.r[i] = g.r[--g.n];
+            return;
+        }
+    DT_FATAL("compute.test_device_memory: free of %p, which this backend did not allocate", p);
+}
+
+#define CPU (backend_cpu())
+#define GUARD(call) do { enter(); call; leave(); } while (0)
+
+static void dm_zero(void *p, size_t bytes) { GUARD(memset(p, 0, bytes)); }
+static void dm_copy(void *d, const void *s, size_t bytes) { GUARD(memcpy(d, s, bytes)); }
+static void *dm_host_alloc(size_t bytes) { return CPU->host_alloc(bytes); }
+static void dm_host_free(void *p) { CPU->host_free(p); }
+
+static void dm_linear_forward(int B, int in, int out, const float *x, const float *W,
+                              const float *b, float *y)
+{
+    GUARD(CPU->linear_forward(B, in, out, x, W, b, y));
+}
+static void dm_linear_backward(int B, int in, int out, const float *x, const float *W,
+                               const float *dy, float *dx, float *dW, float *db)
+{
+    GUARD(CPU->linear_backward(B, in, out, x, W, dy, dx, dW, db));
+}
+static size_t dm_conv2d_workspace(const dt_conv_shape *s) { return CPU->conv2d_workspace(s); }
+static int dm_conv2d_dx_accumulates(const dt_conv_shape *s)
+{
+    return CPU->conv2d_dx_accumulates(s);
+}
+static void dm_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                              const float *b, float *y, float *work)
+{
+    GUARD(CPU->conv2d_forward(s, x, w, b, y, work));
+}
+static void dm_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                               const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                               float *work)
+{
+    GUARD(CPU->conv2d_backward(s, x, w, dy, dx, dx_fresh, dw, db, work));
+}
+static void dm_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
+{
+    GUARD(CPU->maxpool_forward(s, x, y, arg));
+}
+static void dm_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
+                                float *dx)
+{
+    GUARD(CPU->maxpool_backward(s, dy, arg, dx));
+}
+static void dm_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y)
+{
+    GUARD(CPU->avgpool_forward(B, C, HW, blk, x, y));
+}
+static void dm_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float *dx)
+{
+    GUARD(CPU->avgpool_backward(B, C, HW, blk, dy, dx));
+}
+static void dm_relu_forward(size_t n, const float *x, float *y)
+{
+    GUARD(CPU->relu_forward(n, x, y));
+}
+static void dm_relu_backward(size_t n, const float *y, const float *dy, float *dx)
+{
+    GUARD(CPU->relu_backward(n, y, dy, dx));
+}
+static void dm_relu_backward_inplace(size_t n, const float *y, float *d)
+{
+    GUARD(CPU->relu_backward_inplace(n, y, d));
+}
+static void dm_sigmoid_forward(size_t n, const float *x, float *y)
+{
+    GUARD(CPU->sigmoid_forward(n, x, y));
+}
+static void dm_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx)
+{
+    GUARD(CPU->sigmoid_backward(n, y, dy, dx));
+}
+static void dm_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y,
+                               float *mask)
+{
+    GUARD(CPU->dropout_forward(n, p, key, x, y, mask));
+}
+static void dm_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+{
+    GUARD(CPU->dropout_backward(n, mask, dy, dx));
+}
+static void dm_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
+                                 const float *gamma, const float *beta, const float *skip,
+                                 int relu, float *y, float *mean, float *rstd)
+{
+    GUARD(CPU->groupnorm_forward(B, C, HW, G, blk, x, gamma, beta, skip, relu, y, mean, rstd));
+}
+static void dm_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
+                                  const float *gamma, const float *mean, const float *rstd,
+                                  const float *y, const float *dy, float *dx, float *dskip,
+                                  float *dgamma, float *dbeta)
+{
+    GUARD(CPU->groupnorm_backward(B, C, HW, G, blk, x, gamma, mean, rstd, y, dy, dx, dskip,
+                                  dgamma, dbeta));
+}
+static void dm_add_forward(size_t n, const float *a, const float *b, float *y)
+{
+    GUARD(CPU->add_forward(n, a, b, y));
+}
+static void dm_add_backward(size_t n, const float *dy, float *da, float *db)
+{
+    GUARD(CPU->add_backward(n, dy, da, db));
+}
+static double dm_softmax_xent(int B, int K, const float *logits, const int32_t *labels,
+                              float *dlogits, int *correct)
+{
+    double loss;
+    GUARD(loss = CPU->softmax_xent(B, K, logits, labels, dlogits, correct));
+    return loss;
+}
+static void dm_flat_sgd(size_t n, float momentum, float weight_decay, int nesterov, float lr,
+                        float *x, const float *g, float *v)
+{
+    GUARD(CPU->flat_sgd(n, momentum, weight_decay, nesterov, lr, x, g, v));
+}
+static void dm_flat_scale(size_t n, float a, float *x) { GUARD(CPU->flat_scale(n, a, x)); }
+static void dm_flat_diff_scale(size_t n, float a, const float *x, const float *c, float *out)
+{
+    GUARD(CPU->flat_diff_scale(n, a, x, c, out));
+}
+static void dm_flat_toward(size_t n, float beta, float inv, const float *mean, float *c)
+{
+    GUARD(CPU->flat_toward(n, beta, inv, mean, c));
+}
+static void dm_flat_sub(size_t n, const float *d, float *x) { GUARD(CPU->flat_sub(n, d, x)); }
+
+static const dt_backend devmem = {
+    .name = "cpu-devmem",
+    .cblock = 0,
+    .device = 1,
+    .mem_alloc = dm_alloc, .mem_free = dm_free, .mem_zero = dm_zero, .mem_copy = dm_copy,
+    .to_backend = dm_copy, .to_host = dm_copy,
+    .host_alloc = dm_host_alloc, .host_free = dm_host_free,
+    .linear_forward = dm_linear_forward, .linear_backward = dm_linear_backward,
+    .conv2d_workspace = dm_conv2d_workspace, .conv2d_dx_accumulates = dm_conv2d_dx_accumulates,
+    .conv2d_forward = dm_conv2d_forward, .conv2d_backward = dm_conv2d_backward,
+    .maxpool_forward = dm_maxpool_forward, .maxpool_backward = dm_maxpool_backward,
+    .avgpool_forward = dm_avgpool_forward, .avgpool_backward = dm_avgpool_backward,
+    .relu_forward = dm_relu_forward, .relu_backward = dm_relu_backward,
+    .relu_backward_inplace = dm_relu_backward_inplace,
+    .sigmoid_forward = dm_sigmoid_forward, .sigmoid_backward = dm_sigmoid_backward,
+    .dropout_forward = dm_dropout_forward, .dropout_backward = dm_dropout_backward,
+    .groupnorm_forward = dm_groupnorm_forward, .groupnorm_backward = dm_groupnorm_backward,
+    .add_forward = dm_add_forward, .add_backward = dm_add_backward,
+    .softmax_xent = dm_softmax_xent,
+    .flat_sgd = dm_flat_sgd, .flat_scale = dm_flat_scale,
+    .flat_diff_scale = dm_flat_diff_scale, .flat_toward = dm_flat_toward, .flat_sub = dm_flat_sub,
+};
+
+const dt_backend *backend_cpu_devmem(void) { return &devmem; }

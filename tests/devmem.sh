@@ -1,0 +1,79 @@
+#!/bin/bash
+# The device path's host logic on the CPU (compute.test_device_memory: the CPU
+# kernels behind a backend whose memory the host cannot touch outside the
+# backend's calls; backend/cpu_devmem.c). A host read or write of a vector in
+# backend memory that skipped to_host/to_backend is a SIGSEGV, and a missing
+# copy gives other numbers: each run must equal the plain CPU run bit for bit.
+#  - allreduce (device_vectors: params, grads, momentum in backend memory, the
+#    optimizer and the 1/n scale as backend ops, the MPI transport staged),
+#    with a checkpoint, a resume, run.check_replicas and evaluations;
+#  - easgd (device_vectors too: its center, mean and pull, and the elastic
+#    terms as backend ops), both center placements, with a resume;
+#  - dpsgd, a mode with host vectors (the network's copies, staging per step).
+. "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
+set -e
+D=$WORK/deck.ini
+small_deck "$WORK/r" >"$D"
+# the device backend runs the native kernels: so does the CPU run
+m="model.name=mnist_cnn data.synthetic_height=8 data.synthetic_width=8 data.synthetic_train=256
+   compute.kernels=native run.eval_every=6"
+last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
+# eval.csv without the wall-clock column (4) and the rows of step 10, where
+# the interrupted run ended with an evaluation
+evals() {
+    "$DTRAIN_POST" csv "$1/run.h5" -o "$1/csv" >/dev/null &&
+    cut -d, -f1-3,5- "$1/csv/eval.csv" | grep -v '^10,'
+}
+
+run 2 300 "$D" $m algorithm.mode=allreduce run.output_dir="$WORK/cpu" run.max_steps=16 run.check_replicas=true
+rcA=$RC
+run 2 300 "$D" $m algorithm.mode=allreduce run.output_dir="$WORK/dev" run.max_steps=10 \
+    compute.test_device_memory=true run.check_replicas=true
+rcB=$RC
+run 2 300 "$D" $m algorithm.mode=allreduce run.output_dir="$WORK/dev" run.max_steps=16 \
+    compute.test_device_memory=true run.check_replicas=true run.resume=true
+rcC=$RC
+if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/cpu")" "$(last "$WORK/dev")" >/dev/null; then
+    pass "allreduce, device vectors: 10 steps + resume to 16 == the CPU's 16 steps bit for bit"
+else
+    fail "allreduce with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
+fi
+if [ "$(evals "$WORK/cpu")" = "$(evals "$WORK/dev")" ]; then
+    pass "allreduce, device vectors: the evaluations (loss, accuracy, averaged model, consensus) equal the CPU's"
+else
+    fail "allreduce, device vectors: evaluations differ"; diff <(evals "$WORK/cpu") <(evals "$WORK/dev") | head -5
+fi
+
+# easgd: the center, the mean and the pull in backend memory too; the center
+# is a checkpoint array (resumed through its host mirror)
+for center in replicated root; do
+    e="algorithm.mode=easgd easgd.tau=4 easgd.center=$center"
+    run 2 300 "$D" $m $e run.max_steps=12 run.output_dir="$WORK/e$center-cpu"
+    rcA=$RC
+    run 2 300 "$D" $m $e run.max_steps=6 run.output_dir="$WORK/e$center-dev" \
+        compute.test_device_memory=true
+    rcB=$RC
+    run 2 300 "$D" $m $e run.max_steps=12 run.output_dir="$WORK/e$center-dev" \
+        compute.test_device_memory=true run.resume=true
+    rcC=$RC
+    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] &&
+       "$TEST_BIN/ckcmp" same "$(last "$WORK/e$center-cpu")" "$(last "$WORK/e$center-dev")" \
+           params momentum easgd_center >/dev/null; then
+        pass "easgd center=$center, device vectors: 6 steps + resume to 12 == the CPU's 12 steps bit for bit"
+    else
+        fail "easgd center=$center with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
+    fi
+done
+run 2 300 "$D" $m algorithm.mode=dpsgd run.max_steps=8 run.output_dir="$WORK/dcpu"
+rcA=$RC
+run 2 300 "$D" $m algorithm.mode=dpsgd run.max_steps=8 run.output_dir="$WORK/ddev" \
+    compute.test_device_memory=true
+rcB=$RC
+if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/dcpu")" "$(last "$WORK/ddev")" >/dev/null; then
+    pass "dpsgd, host vectors with a device backend: 8 steps == the CPU's bit for bit"
+else
+    fail "dpsgd with a device backend (rc $rcA/$rcB)"; tail -5 "$WORK/out.txt"
+fi
+finish
