@@ -6,6 +6,7 @@
 #include "algo/algo.h"
 #include "comm/transport.h"
 #include "core/error.h"
+#include "core/vec.h"
 #include "run/trainer.h"
 
 static int allreduce_check(const dt_config *cfg, int nranks)
@@ -21,9 +22,7 @@ static void allreduce_step(dt_trainer *t)
     double t0 = trainer_clock();
     t->tp->allreduce_sum(t->tp, t->grads, t->n);
     t->bytes_sent += (int64_t)(t->n * sizeof(float)); /* the vector this rank contributes */
-    const float inv = 1.0f / (float)t->nranks;
-    for (size_t i = 0; i < t->n; i++)
-        t->grads[i] *= inv;
+    vec_scale(t->grads, 1.0f / (float)t->nranks, t->n);
     t->t_comm += trainer_clock() - t0;
     trainer_update(t, t->params);
 }

@@ -13,6 +13,7 @@
 #include "algo/algo.h"
 #include "comm/transport.h"
 #include "core/error.h"
+#include "core/vec.h"
 #include "run/trainer.h"
 
 typedef struct easgd_state {
@@ -51,26 +52,23 @@ static void easgd_step(dt_trainer *t)
     const float beta = (float)t->cfg->easgd.beta, alpha = beta / (float)t->nranks;
     const float inv = 1.0f / (float)t->nranks;
     double t0 = trainer_clock();
-    memcpy(s->mean, t->params, t->n * sizeof(float));
+    vec_copy(s->mean, t->params, t->n);
     if (s->root)
         t->tp->reduce_sum(t->tp, s->mean, t->n, 0);
     else
         t->tp->allreduce_sum(t->tp, s->mean, t->n);
     t->bytes_sent += (int64_t)(t->n * sizeof(float));
     t->t_comm += trainer_clock() - t0;
-    for (size_t i = 0; i < t->n; i++)
-        s->pull[i] = alpha * (t->params[i] - s->center[i]);
+    vec_scaled_diff(s->pull, alpha, t->params, s->center, t->n);
     if (!s->root || t->rank == 0)
-        for (size_t i = 0; i < t->n; i++)
-            s->center[i] += beta * (s->mean[i] * inv - s->center[i]);
+        vec_relax(s->center, beta, s->mean, inv, t->n);
     if (s->root) {
         t0 = trainer_clock();
         t->tp->bcast(t->tp, s->center, t->n, 0);
         t->t_comm += trainer_clock() - t0;
     }
     trainer_update(t, t->params);
-    for (size_t i = 0; i < t->n; i++)
-        t->params[i] -= s->pull[i];
+    vec_sub(t->params, s->pull, t->n);
 }
 
 static const float *easgd_model(dt_trainer *t)

@@ -18,6 +18,12 @@ void sgd_step(dt_sgd *o, float *restrict x, const float *restrict g, float lr)
     const float m = o->momentum, wd = o->weight_decay;
     float *restrict v = o->v;
     const size_t n = o->n;
+#ifdef DTRAIN_SIM
+    /* the simulator: x, g and v hold no model; a worker's update is part of
+     * sim.compute_time, a parameter server's is not modelled */
+    (void)m, (void)wd, (void)v, (void)n, (void)x, (void)g, (void)lr;
+    return;
+#endif
     if (m == 0.0f) {
         for (size_t i = 0; i < n; i++)
             x[i] -= lr * (g[i] + wd * x[i]);
