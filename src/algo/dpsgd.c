@@ -10,6 +10,7 @@
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "core/error.h"
+#include "core/vec.h"
 #include "run/trainer.h"
 
 typedef struct dpsgd_state {
@@ -73,23 +74,21 @@ static void combine(dt_trainer *t, dpsgd_state *s, int64_t step)
     double t0 = trainer_clock();
     float *x = t->params;
     gossip_peers(&s->g, t->rank, step);
-    memcpy(s->g.send, x, t->n * sizeof *x);
+    vec_copy(s->g.send, x, t->n);
     gossip_start(&s->g, t->tp);
     gossip_finish(&s->g, t->tp);
     const int di = s->g.nout;
     double self = 1.0;
-    memset(s->mix, 0, t->n * sizeof *s->mix);
+    vec_zero(s->mix, t->n);
     for (int j = 0; j < s->g.nin; j++) { /* ascending in-peer order */
         int dj = topology_out_peers(&s->g.topo, s->g.in[j], step, s->tmp);
         const float wij = 1.0f / (float)(1 + (di > dj ? di : dj));
         const float *xj = s->g.recv + (size_t)j * t->n;
-        for (size_t i = 0; i < t->n; i++)
-            s->mix[i] += wij * xj[i];
+        vec_axpy(s->mix, wij, xj, t->n);
         self -= wij;
     }
     const float wii = (float)self;
-    for (size_t i = 0; i < t->n; i++)
-        x[i] = wii * x[i] + s->mix[i];
+    vec_ax_plus(x, wii, s->mix, t->n);
     t->bytes_sent += (int64_t)(s->g.nout * t->n * sizeof(float));
     t->t_comm += trainer_clock() - t0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/vec.h"
 
 enum { TAG_GOSSIP = 17 };
 
@@ -28,7 +29,6 @@ int gossip_init(dt_gossip *g, const dt_config *cfg, int rank, int nranks, size_t
     (void)rank;
     g->len = len;
     g->send = dt_falloc(len);
-    g->recv = dt_falloc((size_t)(nranks - 1) * len);
     g->out = dt_calloc((size_t)nranks, sizeof *g->out);
     g->in = dt_calloc((size_t)nranks, sizeof *g->in);
     g->req = dt_calloc(2 * (size_t)nranks, sizeof *g->req);
@@ -44,6 +44,11 @@ void gossip_peers(dt_gossip *g, int rank, int64_t step)
 void gossip_start(dt_gossip *g, dt_transport *tp)
 {
     g->nreq = 0;
+    if (g->nin > g->nslots) { /* the slots' contents need not survive */
+        free(g->recv);
+        g->recv = dt_falloc((size_t)g->nin * g->len);
+        g->nslots = g->nin;
+    }
     for (int j = 0; j < g->nin; j++)
         tp->irecv(tp, g->recv + (size_t)j * g->len, g->len, g->in[j], TAG_GOSSIP,
                   &g->req[g->nreq++]);
@@ -59,12 +64,9 @@ void gossip_finish(dt_gossip *g, dt_transport *tp)
 
 void gossip_sum_received(const dt_gossip *g, float *restrict acc)
 {
-    memset(acc, 0, g->len * sizeof *acc);
-    for (int j = 0; j < g->nin; j++) {
-        const float *restrict r = g->recv + (size_t)j * g->len;
-        for (size_t i = 0; i < g->len; i++)
-            acc[i] += r[i];
-    }
+    vec_zero(acc, g->len);
+    for (int j = 0; j < g->nin; j++)
+        vec_add(acc, g->recv + (size_t)j * g->len, g->len);
 }
 
 int64_t pushsum_share(dt_gossip *g, int rank, int64_t step, float *restrict x, size_t n,
@@ -73,23 +75,20 @@ int64_t pushsum_share(dt_gossip *g, int rank, int64_t step, float *restrict x, s
     float *restrict msg = g->send;
     gossip_peers(g, rank, step);
     const float share = 1.0f / (float)(g->nout + 1);
-    for (size_t i = 0; i < n; i++)
-        x[i] = msg[i] = x[i] * share;
+    vec_scale_copy(x, msg, share, n);
     *w = msg[n] = *w * share;
     return (int64_t)(g->nout * g->len * sizeof(float));
 }
 
 void pushsum_absorb(const float *restrict acc, float *restrict x, size_t n, float *w)
 {
-    for (size_t i = 0; i < n; i++)
-        x[i] += acc[i];
+    vec_add(x, acc, n);
     *w += acc[n];
 }
 
 void pushsum_debias(const float *restrict x, size_t n, float w, float *restrict z)
 {
-    for (size_t i = 0; i < n; i++)
-        z[i] = x[i] / w;
+    vec_div(z, x, w, n);
 }
 
 void gossip_free(dt_gossip *g)

@@ -19,7 +19,9 @@ typedef struct dt_gossip {
     dt_topology topo;
     size_t len;            /* floats per message */
     float *send;           /* (len) this rank's outgoing message */
-    float *recv;           /* (n - 1, len) one slot per possible in-peer */
+    float *recv;           /* (nslots, len) one slot per in-peer of the exchange */
+    int nslots;            /* the most in-peers of an exchange so far: a rank has
+                            * few at a step (1 on the exponential graph), not n - 1 */
     int *out, *in;         /* peers of the current exchange */
     int nout, nin;
     dt_request *req;       /* (2 (n - 1)) */

@@ -37,6 +37,7 @@
 #include "algo/compress.h"
 #include "algo/staleness.h"
 #include "core/error.h"
+#include "core/vec.h"
 #include "io/runlog.h"
 #include "run/roles.h"
 #include "run/stop.h"
@@ -289,7 +290,7 @@ static void server_reply(ps_state *s, dt_trainer *t, int to)
                                 (s->stop_at >= 0 && s->clock >= s->stop_at ? F_STOP : 0);
     h->clock = s->clock;
     h->count = (int64_t)s->m;
-    memcpy(s->inbox + sizeof *h, t->params + s->lo[me], s->m * sizeof(float));
+    vec_copy((float *)(h + 1), t->params + s->lo[me], s->m);
     MPI_CHECK(MPI_Send(s->inbox, (int)(sizeof *h + s->m * sizeof(float)), MPI_BYTE, to, TAG_REP,
                        s->comm));
     t->bytes_sent += (int64_t)(s->m * sizeof(float));
@@ -304,7 +305,7 @@ static int server_decode(ps_state *s, const ps_msg *h, size_t bytes, float *g)
         if ((size_t)h->count != s->m || body != s->m * sizeof(float))
             return dt_err_set("dense push of %lld values for a range of %zu",
                               (long long)h->count, s->m);
-        memcpy(g, p, s->m * sizeof(float));
+        vec_copy(g, (const float *)p, s->m);
         return 0;
     }
     memset(g, 0, s->m * sizeof(float));
@@ -357,17 +358,13 @@ static void server_push(ps_state *s, dt_trainer *t, const ps_msg *h, size_t byte
         if (++s->nhave < s->R)
             return;
         /* the mean in worker order: deterministic whichever arrived first */
-        memset(s->g, 0, s->m * sizeof(float));
+        vec_zero(s->g, s->m);
         for (int i = 0; i < s->W; i++)
             if (s->have[i]) {
-                const float *gi = s->slots + (size_t)i * s->m;
-                for (size_t j = 0; j < s->m; j++)
-                    s->g[j] += gi[j];
+                vec_add(s->g, s->slots + (size_t)i * s->m, s->m);
                 s->have[i] = 0;
             }
-        const float inv = 1.0f / (float)s->R;
-        for (size_t j = 0; j < s->m; j++)
-            s->g[j] *= inv;
+        vec_scale(s->g, 1.0f / (float)s->R, s->m);
         s->nhave = 0;
         server_apply(s, t, s->g);
         server_release(s, t);
@@ -380,8 +377,7 @@ static void server_push(ps_state *s, dt_trainer *t, const ps_msg *h, size_t byte
     if (s->stale) {
         if (h->kind == K_PUSH_DENSE) {
             staleness_scales(s->stale, d, NULL, s->m, s->scale);
-            for (size_t j = 0; j < s->m; j++)
-                s->g[j] *= s->scale[j];
+            vec_mul(s->g, s->scale, s->m);
             staleness_record(s->stale, NULL, 0);
         } else {
             staleness_scales(s->stale, d, s->touched, s->ntouched, s->scale);
@@ -496,7 +492,7 @@ static int worker_fetch(dt_trainer *t, ps_state *s, int64_t want)
     int flags = 0;
     for (int i = 0; i < s->S; i++) {
         const ps_msg *h = (const ps_msg *)s->rep[i];
-        memcpy(t->params + s->lo[i], h + 1, (s->lo[i + 1] - s->lo[i]) * sizeof(float));
+        vec_copy(t->params + s->lo[i], (const float *)(h + 1), s->lo[i + 1] - s->lo[i]);
         flags |= h->flags;
         if (i == 0)
             s->seen_clock = h->clock;
@@ -532,7 +528,7 @@ static void worker_push(dt_trainer *t, ps_state *s)
         } else {
             h->kind = K_PUSH_DENSE;
             h->count = (int64_t)m;
-            memcpy(h + 1, s->acc + s->lo[i], m * sizeof(float));
+            vec_copy((float *)(h + 1), s->acc + s->lo[i], m);
             body = m * sizeof(float);
         }
         MPI_CHECK(MPI_Isend(h, sizeof *h, MPI_BYTE, i, TAG_REQ, s->comm, &s->reqs[2 * i]));
@@ -541,7 +537,7 @@ static void worker_push(dt_trainer *t, ps_state *s)
         t->bytes_sent += (int64_t)body;
     }
     MPI_CHECK(MPI_Waitall(2 * s->S, s->reqs, s->sts));
-    memset(s->acc, 0, t->n * sizeof(float));
+    vec_zero(s->acc, t->n);
     t->t_comm += trainer_clock() - t0;
 }
 
@@ -575,13 +571,11 @@ static void worker_step(dt_trainer *t)
         }
     }
     trainer_gradient(t, t->params);
-    for (size_t i = 0; i < t->n; i++)
-        s->acc[i] += t->grads[i];
+    vec_add(s->acc, t->grads, t->n);
     int64_t k = t->step + 1;
     if (c->ps.fetch_every > 1) { /* between fetches the worker steps its own copy */
         float lr = lr_at(t, s, s->seen_clock);
-        for (size_t i = 0; i < t->n; i++)
-            t->params[i] -= lr * t->grads[i];
+        vec_sub_axpy(t->params, lr, t->grads, t->n);
     }
     if (k % c->ps.push_every == 0)
         worker_push(t, s);

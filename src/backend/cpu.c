@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/vec.h"
 #include "nn/cuda/sgd.h"
 #include "nn/kernels_cpu.h"
 #include "optim/sgd.h"
@@ -23,21 +24,25 @@ static void cpu_mem_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_mem_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 static void cpu_flat_scale(size_t n, float a, float *x)
 {
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
     for (size_t i = 0; i < n; i++)
         flat_scale_at(i, a, x);
 }
 static void cpu_flat_diff_scale(size_t n, float a, const float *x, const float *c, float *out)
 {
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
     for (size_t i = 0; i < n; i++)
         flat_diff_scale_at(i, a, x, c, out);
 }
 static void cpu_flat_toward(size_t n, float beta, float inv, const float *mean, float *c)
 {
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
     for (size_t i = 0; i < n; i++)
         flat_toward_at(i, beta, inv, mean, c);
 }
 static void cpu_flat_sub(size_t n, const float *d, float *x)
 {
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
     for (size_t i = 0; i < n; i++)
         flat_sub_at(i, d, x);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/vec.h"
 #include "nn/cuda/sgd.h"
 
 void sgd_config(dt_sgd *o, size_t n, double momentum, double weight_decay, bool nesterov)
@@ -25,6 +26,9 @@ void sgd_init(dt_sgd *o, size_t n, double momentum, double weight_decay, bool ne
 void sgd_step_flat(size_t n, float m, float wd, int nesterov, float lr, float *restrict x,
                    const float *restrict g, float *restrict v)
 {
+    /* the simulator: x, g and v hold no model; a worker's update is part of
+     * sim.compute_time, a parameter server's is not modelled */
+    VEC_SKIP_IN_SIM;
     if (m == 0.0f) {
         for (size_t i = 0; i < n; i++)
             sgd_plain_at(i, wd, lr, x, g);

@@ -14,6 +14,7 @@
 
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/vec.h"
 #include "core/rng.h"
 #include "io/checkpoint.h"
 #include "io/runlog.h"
@@ -178,8 +179,7 @@ void trainer_scale(dt_trainer *t, float *x, float a)
     if (t->dev_vectors)
         t->net->be->flat_scale(t->n, a, x);
     else
-        for (size_t i = 0; i < t->n; i++)
-            x[i] *= a;
+        vec_scale(x, a, t->n);
 }
 
 /* Host scratch k of n floats: the mirror of a vector in the backend's

@@ -6,7 +6,11 @@
  *  - trainer_gradient does not run the network: each step costs
  *    sim.compute_time seconds of simulated time (smpi_execute), times
  *    sim.slowdown on the ranks of sim.slow_ranks; the optimizer update is part
- *    of that time and is not executed either;
+ *    of that time and is not executed either (sgd_step returns at once);
+ *  - the algorithms' element-wise arithmetic on the flat vectors
+ *    (src/core/vec.c: averaging, scaling, copies) is not executed and costs
+ *    no simulated time: on a real node it is a few passes over the vector
+ *    per step, which the prediction leaves out;
  *  - flat vectors of SIM_SHARED_MIN floats or more are SMPI_SHARED_MALLOC'd:
  *    every rank maps the same pages, their contents are meaningless, and
  *    1,000 ranks of a 25 M-parameter model fit in memory;
