@@ -14,7 +14,6 @@
 
 #include "core/build_info.h"
 #include "core/error.h"
-#include "core/vec.h"
 #include "core/rng.h"
 #include "io/checkpoint.h"
 #include "io/runlog.h"
@@ -161,11 +160,8 @@ void trainer_update(dt_trainer *t, float *x)
         return;
     }
 #endif
-    if (t->dev_vectors)
-        t->net->be->flat_sgd(t->n, t->opt.momentum, t->opt.weight_decay, t->opt.nesterov, t->lr,
-                             x, t->grads, t->opt.v);
-    else
-        sgd_step(&t->opt, x, t->grads, t->lr);
+    trainer_vectors(t)->flat_sgd(t->n, t->opt.momentum, t->opt.weight_decay, t->opt.nesterov,
+                                 t->lr, x, t->grads, t->opt.v);
     t->t_compute += trainer_clock() - t0;
 }
 
@@ -176,10 +172,7 @@ const dt_backend *trainer_vectors(const dt_trainer *t)
 
 void trainer_scale(dt_trainer *t, float *x, float a)
 {
-    if (t->dev_vectors)
-        t->net->be->flat_scale(t->n, a, x);
-    else
-        vec_scale(x, a, t->n);
+    trainer_vectors(t)->flat_scale(t->n, a, x);
 }
 
 /* Host scratch k of n floats: the mirror of a vector in the backend's
