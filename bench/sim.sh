@@ -11,8 +11,11 @@
 #   PLATFORMS   default "eth1g eth10g eth25g ib-hdr"
 #   MODES       default "allreduce sgp dpsgd easgd ps-async"
 #   RANKS       default "8 16 32 64 128 256 512 1024"
-#   PARAMS      flat vector length (default 25600000, ResNet-50)
-#   COMPUTE     seconds of compute per step (default 0.3)
+#   PARAMS      flat vector length (default 25600000, ResNet-50; "model": the
+#               length of MODEL's own vector)
+#   MODEL       the deck's model (default mlp; with PARAMS=model, e.g. resnet20_gn)
+#   COMPUTE     seconds of compute per step (default 0.3), or
+#   COMPUTE_FROM  a real run's record: its median compute time per step
 #   STEPS       steps per run (default 5)
 #   EXTRA       more key=value arguments (e.g. sim.slow_ranks=0 sim.slowdown=10)
 set -uo pipefail
@@ -26,6 +29,8 @@ MODES=${MODES:-allreduce sgp dpsgd easgd ps-async}
 RANKS=${RANKS:-8 16 32 64 128 256 512 1024}
 PARAMS=${PARAMS:-25600000}
 COMPUTE=${COMPUTE:-0.3}
+COMPUTE_FROM=${COMPUTE_FROM:-}
+MODEL=${MODEL:-mlp}
 STEPS=${STEPS:-5}
 EXTRA=${EXTRA:-}
 for exe in "$DTRAIN_SIM" "$DTRAIN_POST"; do
@@ -40,15 +45,22 @@ output_dir = $out/unused
 max_steps = $STEPS
 log_every = $STEPS
 [model]
-name = mlp
+name = $MODEL
 [data]
 name = synthetic
+synthetic_channels = 3
+synthetic_height = 32
+synthetic_width = 32
 synthetic_train = 1000000
 [optim]
 batch_size = 32
 lr = 0.1
 DECK
 rm -f "$out/all.csv"
+sizes=()
+[ "$PARAMS" = model ] || sizes+=(sim.params="$PARAMS")
+if [ -n "$COMPUTE_FROM" ]; then sizes+=(sim.compute_from="$COMPUTE_FROM")
+else sizes+=(sim.compute_time="$COMPUTE"); fi
 for p in $PLATFORMS; do
     for m in $MODES; do
         for n in $RANKS; do
@@ -58,7 +70,7 @@ for p in $PLATFORMS; do
             echo "== $p $m $n ranks ($(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg))"
             # shellcheck disable=SC2086
             "$DTRAIN_SIM" --ranks "$n" --platform "$p" "$deck" algorithm.mode="$m" \
-                run.output_dir="$d" sim.params="$PARAMS" sim.compute_time="$COMPUTE" $EXTRA \
+                run.output_dir="$d" "${sizes[@]}" $EXTRA \
                 >"$d.log" 2>&1 || { echo "   failed: $(grep -v '^\[' "$d.log" | tail -n 2)"; continue; }
             grep "per iteration" "$d.log" | sed 's/^/   /'
             [ -f "$out/all.csv" ] || head -n 1 "$d/sim.csv" >"$out/all.csv"
