@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "backend/backend.h"
 #include "tap.h"
 
@@ -55,6 +56,59 @@ int main(void)
     be->to_host(back, v, sizeof back);
     CHECK(memcmp(back, hv, sizeof hv) == 0, "the momentum buffer equals the CPU's");
     CHECK(host_touch_faults(v, 0), "still unreadable after the backend's calls");
+
+    /* the gossip modes' ops: a push-sum share, sum of two slots, absorb and
+     * de-bias of (x, w), and D-PSGD's weighted mix and self term */
+    const size_t len = n + 1;
+    float *msg = be->mem_alloc(len * sizeof(float)), *slots = be->mem_alloc(2 * len * sizeof(float));
+    float *acc = be->mem_alloc(len * sizeof(float)), *z = be->mem_alloc(n * sizeof(float));
+    float *w = be->mem_alloc(sizeof(float));
+    static float hs[2 * 1001], hmsg[1001], hacc[1001], hz[1000], bz[1000];
+    float hw = 1.0f, bw;
+    const float c[2] = { 1.0f / 3.0f, 1.0f / 3.0f };
+    for (size_t i = 0; i < 2 * len; i++)
+        hs[i] = (float)(i % 17) / 3.0f - 2.0f;
+    be->to_backend(slots, hs, sizeof hs);
+    be->to_backend(w, &hw, sizeof hw);
+    const dt_backend *cpu = backend_cpu();
+    be->flat_scale_copy(n, 0.5f, x, msg);
+    be->flat_scale_copy(1, 0.5f, w, msg + n);
+    be->flat_sum_slots(len, 2, NULL, slots, acc);
+    be->flat_add(n, acc, x);
+    be->flat_add(1, acc + n, w);
+    be->flat_div(n, x, w, z);
+    cpu->flat_scale_copy(n, 0.5f, hx, hmsg);
+    cpu->flat_scale_copy(1, 0.5f, &hw, hmsg + n);
+    cpu->flat_sum_slots(len, 2, NULL, hs, hacc);
+    cpu->flat_add(n, hacc, hx);
+    cpu->flat_add(1, hacc + n, &hw);
+    cpu->flat_div(n, hx, &hw, hz);
+    be->to_host(back, x, sizeof back);
+    be->to_host(bz, z, sizeof bz);
+    be->to_host(&bw, w, sizeof bw);
+    CHECK(memcmp(back, hx, sizeof hx) == 0 && memcmp(bz, hz, sizeof hz) == 0 && bw == hw &&
+          hw != 1.0f, "push-sum share, sum, absorb, de-bias equal the CPU's (weight %g)", hw);
+    be->flat_sum_slots(n, 2, c, slots, acc);
+    be->flat_ax_plus(n, 1.0f / 3.0f, acc, x);
+    cpu->flat_sum_slots(n, 2, c, hs, hacc);
+    cpu->flat_ax_plus(n, 1.0f / 3.0f, hacc, hx);
+    be->to_host(back, x, sizeof back);
+    CHECK(memcmp(back, hx, sizeof hx) == 0, "the weighted sum of slots and x <- a x + mix "
+          "equal the CPU's");
+    CHECK(host_touch_faults(msg, 0) && host_touch_faults(w, 0),
+          "the message and the weight are backend memory too");
+
+    /* the modes whose vectors tests/devmem.sh runs in this backend's memory */
+    const char *dev_modes[] = { "allreduce", "easgd", "sgp", "dpsgd" };
+    for (size_t k = 0; k < sizeof dev_modes / sizeof dev_modes[0]; k++) {
+        const dt_algo *a = algo_find(dev_modes[k]);
+        CHECK(a && a->device_vectors, "%s keeps its vectors in device memory", dev_modes[k]);
+    }
+    be->mem_free(msg);
+    be->mem_free(slots);
+    be->mem_free(acc);
+    be->mem_free(z);
+    be->mem_free(w);
     be->mem_free(x);
     be->mem_free(g);
     be->mem_free(v);
