@@ -3,6 +3,7 @@
  * forked child that tries dies of SIGSEGV), while its own ops and copies
  * work. tests/devmem.sh relies on this to catch host code that touches a
  * device vector without to_host/to_backend. */
+#include <mpi.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -10,6 +11,8 @@
 
 #include "algo/algo.h"
 #include "backend/backend.h"
+#include "comm/transport.h"
+#include "core/error.h"
 #include "tap.h"
 
 /* 1 if the child died of SIGSEGV touching p (read, or write when write) */
@@ -30,7 +33,84 @@ static int host_touch_faults(float *p, int write)
     return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
 }
 
-int main(void)
+/* The devmem backend with its staging allocations counted. */
+static int host_allocs, host_frees;
+static void *(*devmem_host_alloc)(size_t);
+static void (*devmem_host_free)(void *);
+static void *count_alloc(size_t bytes)
+{
+    host_allocs++;
+    return devmem_host_alloc(bytes);
+}
+static void count_free(void *p)
+{
+    host_frees += p != NULL;
+    devmem_host_free(p);
+}
+
+/* Gossip-like steps over the staged transport to this rank itself: two
+ * sends and two receives of device buffers per step. The received values
+ * equal the sent ones, the host buffers of the first step serve the later
+ * ones, a larger message grows them, and teardown frees them all. */
+static void test_staging_pool(void)
+{
+    dt_backend counting = *backend_cpu_devmem();
+    devmem_host_alloc = counting.host_alloc;
+    devmem_host_free = counting.host_free;
+    counting.host_alloc = count_alloc;
+    counting.host_free = count_free;
+    const dt_backend *be = &counting;
+    dt_transport *tp = transport_staged_create(transport_mpi_create(MPI_COMM_SELF), be);
+    enum { N = 300, BIG = 5000, STEPS = 6 };
+    float *src[2], *dst[2];
+    for (int k = 0; k < 2; k++) {
+        src[k] = be->mem_alloc(BIG * sizeof(float));
+        dst[k] = be->mem_alloc(BIG * sizeof(float));
+    }
+    static float h[BIG], back[BIG];
+    int wrong = 0, after_first = 0, after_steady = 0;
+    for (int step = 0; step < STEPS; step++) {
+        const size_t n = step == STEPS - 1 ? BIG : N; /* the last step's message is larger */
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; i < n; i++)
+                h[i] = (float)(step * 1000 + k * 100) + (float)i / 8.0f;
+            be->to_backend(src[k], h, n * sizeof(float));
+        }
+        dt_request req[4];
+        for (int k = 0; k < 2; k++)
+            tp->irecv(tp, dst[k], n, 0, 40 + k, &req[k]);
+        for (int k = 0; k < 2; k++)
+            tp->isend(tp, src[k], n, 0, 40 + k, &req[2 + k]);
+        tp->waitall(tp, req, 4);
+        for (int k = 0; k < 2; k++) {
+            be->to_host(back, dst[k], n * sizeof(float));
+            for (size_t i = 0; i < n; i++)
+                wrong += back[i] != (float)(step * 1000 + k * 100) + (float)i / 8.0f;
+        }
+        if (step == 0)
+            after_first = host_allocs;
+        if (step == STEPS - 2)
+            after_steady = host_allocs;
+    }
+    CHECK(wrong == 0, "staged transport: %d steps of 2 sends and 2 receives of device buffers "
+          "arrive intact (%d wrong)", STEPS, wrong);
+    CHECK(after_first == 4 && after_steady == after_first,
+          "staged transport: the first step's 4 host buffers serve the next %d steps "
+          "(%d allocations after step 1, %d after step %d)", STEPS - 2, after_first,
+          after_steady, STEPS - 1);
+    CHECK(host_allocs - after_steady <= 4 && host_allocs > after_steady,
+          "staged transport: a larger message grows the pool (%d more allocations)",
+          host_allocs - after_steady);
+    transport_free(tp);
+    CHECK(host_frees == host_allocs, "staged transport: teardown frees every host buffer "
+          "(%d allocated, %d freed)", host_allocs, host_frees);
+    for (int k = 0; k < 2; k++) {
+        be->mem_free(src[k]);
+        be->mem_free(dst[k]);
+    }
+}
+
+int main(int argc, char **argv)
 {
     const dt_backend *be = backend_cpu_devmem();
     CHECK(be->device == 1, "the backend says device = 1");
@@ -112,5 +192,9 @@ int main(void)
     be->mem_free(x);
     be->mem_free(g);
     be->mem_free(v);
-    return tap_done();
+    MPI_CHECK(MPI_Init(&argc, &argv)); /* after the forks above */
+    test_staging_pool();
+    const int rc = tap_done();
+    MPI_CHECK(MPI_Finalize());
+    return rc;
 }
