@@ -9,7 +9,13 @@
 #    with a checkpoint, a resume, run.check_replicas and evaluations;
 #  - easgd (device_vectors too: its center, mean and pull, and the elastic
 #    terms as backend ops), both center placements, with a resume;
-#  - dpsgd, a mode with host vectors (the network's copies, staging per step).
+#  - sgp (push-sum: the message buffers, the received slots, the accumulator,
+#    the de-biased model and the weight in backend memory, the weight sent as
+#    the message's last float) on the exponential graph and on an irregular
+#    file graph whose weights leave 1, with a resume;
+#  - dpsgd, both orders (cta, atc), on the bipartite pairs and on the same
+#    irregular graph (two weighted slots), with a resume;
+#  - osgp, a mode with host vectors (the network's copies, staging per step).
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -65,15 +71,67 @@ for center in replicated root; do
         fail "easgd center=$center with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
     fi
 done
-run 2 300 "$D" $m algorithm.mode=dpsgd run.max_steps=8 run.output_dir="$WORK/dcpu"
+# the gossip modes: NP, NAME, then deck settings; CPU 12 steps against the
+# device backend's 6 steps + resume to 12, every checkpoint array compared
+printf '0 1\n1 2\n' >"$WORK/path.txt" # a path: rank 1 has two peers, ranks 0 and 2 one
+path="algorithm.topology=file algorithm.graph_file=$WORK/path.txt"
+gossip_case() {
+    local np=$1 name=$2 sets
+    shift 2
+    run $np 300 "$D" $m "$@" run.max_steps=12 run.output_dir="$WORK/$name-cpu"
+    rcA=$RC
+    run $np 300 "$D" $m "$@" run.max_steps=6 run.output_dir="$WORK/$name-dev" \
+        compute.test_device_memory=true
+    rcB=$RC
+    run $np 300 "$D" $m "$@" run.max_steps=12 run.output_dir="$WORK/$name-dev" \
+        compute.test_device_memory=true run.resume=true
+    rcC=$RC
+    sets="params momentum"
+    case "$*" in *mode=sgp*) sets="params momentum push_sum_weight" ;; esac
+    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+       "$TEST_BIN/ckcmp" same "$(last "$WORK/$name-cpu")" "$(last "$WORK/$name-dev")" $sets \
+           >/dev/null; then
+        pass "$name on $np ranks, device vectors: 6 steps + resume to 12 == the CPU's 12 steps bit for bit ($sets)"
+    else
+        fail "$name with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
+        "$TEST_BIN/ckcmp" same "$(last "$WORK/$name-cpu")" "$(last "$WORK/$name-dev")" $sets 2>&1 |
+            sed 's/^/#   /' | tail -3
+    fi
+    if [ -n "$(evals "$WORK/$name-cpu")" ] &&
+       [ "$(evals "$WORK/$name-cpu" | sort -u)" = "$(evals "$WORK/$name-dev" | sort -u)" ]; then
+        pass "$name, device vectors: the evaluations (de-biased and averaged models) equal the CPU's"
+    else
+        fail "$name, device vectors: evaluations differ"
+        diff <(evals "$WORK/$name-cpu" | sort -u) <(evals "$WORK/$name-dev" | sort -u) | head -5
+    fi
+}
+gossip_case 2 sgp-exp algorithm.mode=sgp algorithm.topology=exponential
+gossip_case 3 sgp-path algorithm.mode=sgp $path
+# on the path the push-sum weights leave 1: the weight did travel and sum
+w=$("$DTRAIN_POST" csv "$WORK/sgp-path-dev/run.h5" -o "$WORK/wcsv" >/dev/null &&
+    awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "weight") c = i}
+             NR > 1 && c && $c + 0 != 1 {n++} END {print n + 0}' "$WORK/wcsv/train.csv")
+if [ "${w:-0}" -gt 0 ]; then
+    pass "sgp on the path graph, device vectors: $w train rows log a push-sum weight other than 1"
+else
+    fail "sgp on the path graph: no logged push-sum weight other than 1 (the test lost its teeth)"
+fi
+for order in cta atc; do
+    gossip_case 2 dpsgd-$order algorithm.mode=dpsgd algorithm.dpsgd_order=$order
+done
+gossip_case 3 dpsgd-path algorithm.mode=dpsgd $path
+# osgp keeps host vectors (its exchanges run on a communication thread): the
+# network's device copies, staged per step
+run 2 300 "$D" $m algorithm.mode=osgp run.max_steps=8 run.output_dir="$WORK/ocpu"
 rcA=$RC
-run 2 300 "$D" $m algorithm.mode=dpsgd run.max_steps=8 run.output_dir="$WORK/ddev" \
+run 2 300 "$D" $m algorithm.mode=osgp run.max_steps=8 run.output_dir="$WORK/odev" \
     compute.test_device_memory=true
 rcB=$RC
 if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] &&
-   "$TEST_BIN/ckcmp" same "$(last "$WORK/dcpu")" "$(last "$WORK/ddev")" >/dev/null; then
-    pass "dpsgd, host vectors with a device backend: 8 steps == the CPU's bit for bit"
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/ocpu")" "$(last "$WORK/odev")" \
+       params momentum push_sum_weight osgp_pending >/dev/null; then
+    pass "osgp, host vectors with a device backend: 8 steps == the CPU's bit for bit"
 else
-    fail "dpsgd with a device backend (rc $rcA/$rcB)"; tail -5 "$WORK/out.txt"
+    fail "osgp with a device backend (rc $rcA/$rcB)"; tail -5 "$WORK/out.txt"
 fi
 finish

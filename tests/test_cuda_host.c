@@ -1,14 +1,16 @@
 /* The CUDA kernels' per-element functions (the headers in src/nn/cuda/), compiled here by
  * the C compiler and run over their whole index range on the host, against the
  * CPU backend's kernels on the layer tests' shapes (tests/test_layers.c):
- * forward, input gradient (accumulating into a non-zero dx), and the SGD step
- * against optim/sgd.c. Runs in every build, with or without CUDA: the code
+ * forward, input gradient (accumulating into a non-zero dx), the SGD step
+ * against optim/sgd.c, and the gossip modes' terms against the host loops
+ * they replaced (core/vec.h), bit for bit. Runs in every build, with or without CUDA: the code
  * nvcc puts in the __global__ wrappers is this code. Expectation: equal to
  * 1e-6 relative (the same float expressions in the same order give the same
  * bits on one host). */
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/vec.h"
 #include "nn/cuda/activation.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
@@ -45,7 +47,7 @@ static float *vec_rand(size_t n)
     return v;
 }
 
-static float *vec_copy(const float *v, size_t n)
+static float *vec_dup(const float *v, size_t n)
 {
     float *c = vec_new(n);
     memcpy(c, v, n * sizeof(float));
@@ -86,7 +88,7 @@ static void test_activation(const char *name, fwd_fn fwd, bwd_fn bwd, fwd_at_fn 
     for (size_t i = 0; i < n; i++)
         if (isnan(dx0[i]))
             dx0[i] = 1.0f;
-    float *dx_cpu = vec_copy(dx0, n), *dx_at = vec_copy(dx0, n);
+    float *dx_cpu = vec_dup(dx0, n), *dx_at = vec_dup(dx0, n);
     bwd(n, y_cpu, dy, dx_cpu);
     for (size_t i = 0; i < n; i++)
         bwd_at(i, y_cpu, dy, dx_at);
@@ -105,7 +107,7 @@ static void test_relu_inplace(size_t n)
 {
     float *x = vec_rand(n), *y = vec_new(n), *d0 = vec_rand(n);
     be->relu_forward(n, x, y);
-    float *d_cpu = vec_copy(d0, n), *d_at = vec_copy(d0, n);
+    float *d_cpu = vec_dup(d0, n), *d_at = vec_dup(d0, n);
     be->relu_backward_inplace(n, y, d_cpu);
     for (size_t i = 0; i < n; i++)
         relu_backward_inplace_at(i, y, d_at);
@@ -127,7 +129,7 @@ static void test_add(size_t n)
     CHECK(mismatches(y_at, y_cpu, n) == 0, "add n=%zu: forward equals the CPU kernel", n);
 
     float *dy = vec_rand(n), *da = vec_rand(n), *db = vec_rand(n);
-    float *da_cpu = vec_copy(da, n), *db_cpu = vec_copy(db, n);
+    float *da_cpu = vec_dup(da, n), *db_cpu = vec_dup(db, n);
     be->add_backward(n, dy, da_cpu, db_cpu);
     for (size_t i = 0; i < n; i++) {
         add_backward_at(i, dy, da);
@@ -137,7 +139,7 @@ static void test_add(size_t n)
           "add n=%zu: both input gradients accumulate as the CPU kernel's", n);
 
     // y aliasing a (the engine's in-place residual add)
-    float *a2 = vec_copy(a, n);
+    float *a2 = vec_dup(a, n);
     for (size_t i = 0; i < n; i++)
         add_forward_at(i, a2, b, a2);
     CHECK(mismatches(a2, y_cpu, n) == 0, "add n=%zu: in place (y == a) gives the same sum", n);
@@ -170,7 +172,7 @@ static void test_dropout(size_t n, float p, uint64_t key)
     for (size_t i = 0; i < n; i++)
         if (isnan(dx[i]) || isnan(dy[i]))
             dx[i] = dy[i] = 0.5f;
-    float *dx_cpu = vec_copy(dx, n);
+    float *dx_cpu = vec_dup(dx, n);
     be->dropout_backward(n, m_cpu, dy, dx_cpu);
     for (size_t i = 0; i < n; i++)
         dropout_backward_at(i, m_at, dy, dx);
@@ -210,7 +212,7 @@ static void test_maxpool(int B, int C, int H, int W, int k, int st)
     for (size_t i = 0; i < nx; i++)
         if (isnan(dx[i]))
             dx[i] = 0.5f;
-    float *dx_cpu = vec_copy(dx, nx);
+    float *dx_cpu = vec_dup(dx, nx);
     be->maxpool_backward(&s, dy, a_cpu, dx_cpu);
     for (size_t e = 0; e < nx; e++)
         maxpool_backward_at(e, H, W, P, Q, k, st, dy, a_at, dx);
@@ -233,7 +235,7 @@ static void test_avgpool(int B, int C, int HW)
     float *dy = vec_rand(ny), *dx = vec_new(nx);
     for (size_t i = 0; i < nx; i++)
         dx[i] = (float)i * 0.01f;
-    float *dx_cpu = vec_copy(dx, nx);
+    float *dx_cpu = vec_dup(dx, nx);
     be->avgpool_backward(B, C, HW, 0, dy, dx_cpu);
     for (size_t e = 0; e < nx; e++)
         avgpool_backward_at(e, HW, dy, dx);
@@ -281,7 +283,7 @@ static void test_groupnorm(int B, int C, int HW, int G, int skip, int relu)
         if (isnan(ds[i]))
             ds[i] = 0.5f;
     }
-    float *dx_cpu = vec_copy(dx, n), *ds_cpu = vec_copy(ds, n);
+    float *dx_cpu = vec_dup(dx, n), *ds_cpu = vec_dup(ds, n);
     float *dg_cpu = vec_new(C), *db_cpu = vec_new(C), *dg_at = vec_new(C), *db_at = vec_new(C);
     for (int c = 0; c < C; c++)
         dg_at[c] = db_at[c] = 1234.0f; // overwritten, not accumulated
@@ -341,7 +343,7 @@ static void test_xent(int B, int K, int big)
           big ? " +-1000" : "", l_at, l_cpu, hits, hits_cpu);
 
     lab[B - 1] = K; // out of range: NaN loss, that row's gradient untouched
-    float *d_bad = vec_copy(d_at, n);
+    float *d_bad = vec_dup(d_at, n);
     softmax_xent_row_at((size_t)B - 1, B, K, z, lab, d_bad, loss, hit);
     CHECK(isnan(loss[B - 1]) && hit[B - 1] == 0 && memcmp(d_bad, d_at, n * sizeof(float)) == 0,
           "xent B=%d K=%d: label K gives a NaN loss and writes no gradient", B, K);
@@ -362,7 +364,7 @@ static void test_sgd(size_t n, double m, double wd, bool nesterov)
         for (size_t i = 0; i < n; i++)
             g[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
         const float lr = 0.1f / (float)(step + 1);
-        float *x_before = vec_copy(x_at, n);
+        float *x_before = vec_dup(x_at, n);
         sgd_step(&o, x_cpu, g, lr);
         for (size_t i = 0; i < n; i++)
             sgd_step_at(i, (float)m, (float)wd, nesterov, lr, x_at, g, v_at);
@@ -379,6 +381,107 @@ static void test_sgd(size_t n, double m, double wd, bool nesterov)
           n, m, wd, (int)nesterov, bad, moved);
     sgd_free(&o);
     free(x_cpu), free(x_at), free(v_at), free(g);
+}
+
+/* Elements whose bits differ (NaN equals NaN; -0 differs from +0). */
+static size_t bits_differ(const float *a, const float *b, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(isnan(a[i]) && isnan(b[i])) && memcmp(&a[i], &b[i], sizeof(float)) != 0)
+            bad++;
+    return bad;
+}
+
+/* The sum over k received slots (n) as backend/cuda.c runs it: one pass per
+ * slot, the first fresh; weighted by c when c is not NULL. */
+static void sum_slots_at(size_t n, int k, const float *c, const float *slots, float *out)
+{
+    if (k == 0)
+        memset(out, 0, n * sizeof *out);
+    for (int j = 0; j < k; j++)
+        for (size_t i = 0; i < n; i++) {
+            if (c)
+                flat_axpy_term_at(i, c[j], slots + (size_t)j * n, out, j == 0);
+            else
+                flat_sum_term_at(i, slots + (size_t)j * n, out, j == 0);
+        }
+}
+
+/* The gossip modes' terms (algo/gossip.c, algo/dpsgd.c): the per-element
+ * functions and the CPU backend's flat ops against the loops of core/vec.h
+ * that sgp and dpsgd ran before their vectors moved to the backend, bit for
+ * bit: a push-sum share, absorb and de-bias of a message of n + 1 floats
+ * (weight last) after k received slots, and D-PSGD's weighted mix. */
+static void test_gossip_terms(size_t n, int k)
+{
+    const size_t len = n + 1;
+    float *slots = vec_rand((size_t)k * len + 1), *x0 = vec_rand(len);
+    float c[4] = {0.5f, 1.0f / 3.0f, 0.25f, 0.2f};
+    const float share = 1.0f / (float)(k + 1);
+    x0[n] = 1.0f; // the weight
+    // the loops before: vec_* and the weight as a host scalar
+    float *x_ref = vec_dup(x0, n), w_ref = x0[n], *msg_ref = vec_new(len), *acc_ref = vec_new(len);
+    vec_scale_copy(x_ref, msg_ref, share, n);
+    w_ref = msg_ref[n] = w_ref * share;
+    vec_zero(acc_ref, len);
+    for (int j = 0; j < k; j++)
+        vec_add(acc_ref, slots + (size_t)j * len, len);
+    vec_add(x_ref, acc_ref, n);
+    w_ref += acc_ref[n];
+    float *z_ref = vec_new(n);
+    vec_div(z_ref, x_ref, w_ref, n);
+    // the per-element functions, the weight a 1-float vector beside x
+    float *x_at = vec_dup(x0, len), *msg_at = vec_new(len), *acc_at = vec_new(len),
+          *z_at = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        flat_scale_copy_at(i, share, x_at, msg_at);
+    flat_scale_copy_at(0, share, x_at + n, msg_at + n);
+    sum_slots_at(len, k, NULL, slots, acc_at);
+    for (size_t i = 0; i < n; i++)
+        flat_add_at(i, acc_at, x_at);
+    flat_add_at(0, acc_at + n, x_at + n);
+    for (size_t i = 0; i < n; i++)
+        flat_div_at(i, x_at, x_at + n, z_at);
+    // the CPU backend's ops, as algo/gossip.c calls them
+    float *x_be = vec_dup(x0, len), *msg_be = vec_new(len), *acc_be = vec_new(len),
+          *z_be = vec_new(n);
+    be->flat_scale_copy(n, share, x_be, msg_be);
+    be->flat_scale_copy(1, share, x_be + n, msg_be + n);
+    be->flat_sum_slots(len, k, NULL, slots, acc_be);
+    be->flat_add(n, acc_be, x_be);
+    be->flat_add(1, acc_be + n, x_be + n);
+    be->flat_div(n, x_be, x_be + n, z_be);
+    size_t bad = bits_differ(msg_at, msg_ref, len) + bits_differ(msg_be, msg_ref, len) +
+                 bits_differ(acc_at, acc_ref, len) + bits_differ(acc_be, acc_ref, len) +
+                 bits_differ(x_at, x_ref, n) + bits_differ(x_be, x_ref, n) +
+                 bits_differ(x_at + n, &w_ref, 1) + bits_differ(x_be + n, &w_ref, 1) +
+                 bits_differ(z_at, z_ref, n) + bits_differ(z_be, z_ref, n);
+    CHECK(bad == 0, "push-sum n=%zu, %d slots: share, sum, absorb, de-bias equal the host "
+          "loops bit for bit, weight included (%zu differ)", n, k, bad);
+
+    // D-PSGD: mix = sum_j W_ij x_j from +0; x <- W_ii x + mix
+    float *mix_ref = vec_new(len), *mix_at = vec_new(len), *mix_be = vec_new(len);
+    vec_zero(mix_ref, len);
+    float self = 1.0f;
+    for (int j = 0; j < k; j++) {
+        vec_axpy(mix_ref, c[j], slots + (size_t)j * len, len);
+        self -= c[j];
+    }
+    sum_slots_at(len, k, c, slots, mix_at);
+    be->flat_sum_slots(len, k, c, slots, mix_be);
+    float *y_ref = vec_dup(x0, len), *y_at = vec_dup(x0, len), *y_be = vec_dup(x0, len);
+    vec_ax_plus(y_ref, self, mix_ref, len);
+    for (size_t i = 0; i < len; i++)
+        flat_ax_plus_at(i, self, mix_at, y_at);
+    be->flat_ax_plus(len, self, mix_be, y_be);
+    bad = bits_differ(mix_at, mix_ref, len) + bits_differ(mix_be, mix_ref, len) +
+          bits_differ(y_at, y_ref, len) + bits_differ(y_be, y_ref, len);
+    CHECK(bad == 0, "dpsgd n=%zu, %d slots: weighted mix and self term equal the host loops "
+          "bit for bit (%zu differ)", len, k, bad);
+    free(slots), free(x0), free(x_ref), free(msg_ref), free(acc_ref), free(z_ref);
+    free(x_at), free(msg_at), free(acc_at), free(z_at), free(x_be), free(msg_be), free(acc_be);
+    free(z_be), free(mix_ref), free(mix_at), free(mix_be), free(y_ref), free(y_at), free(y_be);
 }
 
 /* ---- convolution lowered onto GEMMs (nn/lower.h), the device's GEMM
@@ -433,7 +536,7 @@ static void test_linear_gemm(int B, int in, int out)
     double e = max_rel(y_dev, y_cpu, ny);
     CHECK(e <= 1e-4, "linear B=%d %d->%d: forward by the device GEMM arguments equals the CPU "
           "(max rel %.2e)", B, in, out, e);
-    float *dx_cpu = vec_plain(nx), *dx_dev = vec_copy(dx_cpu, nx), *dw_cpu = vec_new(nw),
+    float *dx_cpu = vec_plain(nx), *dx_dev = vec_dup(dx_cpu, nx), *dw_cpu = vec_new(nw),
           *dw_dev = vec_new(nw), *db_cpu = vec_new((size_t)out), *db_dev = vec_new((size_t)out);
     cpu_linear_backward(B, in, out, x, w, dy, dx_cpu, dw_cpu, db_cpu);
     const dt_gemm gx = gemm_linear_dx(B, in, out), gw = gemm_linear_dw(B, in, out);
@@ -478,7 +581,7 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     CHECK(e <= 1e-5, "%s: forward equals the CPU conv (max rel %.2e)", name, e);
 
     // backward: dx accumulates into a non-zero dx, dW and db overwritten
-    float *dx_cpu = vec_plain(nx), *dx_low = vec_copy(dx_cpu, nx);
+    float *dx_cpu = vec_plain(nx), *dx_low = vec_dup(dx_cpu, nx);
     float *dw_cpu = vec_new(nw), *dw_low = vec_new(nw), *db_cpu = vec_new((size_t)K),
           *db_low = vec_new((size_t)K);
     cpu_conv2d_backward(&s, x, w, dy, dx_cpu, 0, dw_cpu, db_cpu, work);
@@ -572,6 +675,13 @@ int main(void)
         test_sgd(1000, 0.9, wd, false);
         test_sgd(1000, 0.9, wd, true);
     }
+
+    // the gossip modes' terms: one slot (exponential graph), two (bipartite pairs
+    // and a ring), four, none (one rank); a single weight, odd sizes, a large model
+    const size_t gsz[] = {1, 99, 12345};
+    for (size_t q = 0; q < sizeof gsz / sizeof gsz[0]; q++)
+        for (int k = 0; k <= 4; k++)
+            test_gossip_terms(gsz[q], k);
 
     // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
     // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts

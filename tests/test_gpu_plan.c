@@ -2,7 +2,8 @@
  * a rank drives, the start-up errors, and one gossip step's NCCL send/receive
  * plan checked over every rank, step and topology: every send has exactly one
  * matching receive, the counts are the out- and in-degrees, receive slots are
- * 0.. in ascending peer order, and no rank talks to itself. */
+ * 0.. in ascending peer order, and no rank talks to itself; and the NCCL
+ * transport's wait decision (keep waiting, fail, time out) and its lines. */
 #include "config.h"
 
 #include "comm/gpu_plan.h"
@@ -154,11 +155,59 @@ static void test_config_errors(void)
     }
 }
 
+/* The NCCL transport's wait decision over a table of polls, and its lines. */
+static void test_wait(void)
+{
+    static const struct {
+        int done, failed;
+        double elapsed, timeout;
+        dt_wait_verdict want;
+    } polls[] = {
+        {1, 0, 0.0, 600.0, WAIT_DONE},        /* complete at the first poll */
+        {1, 0, 900.0, 600.0, WAIT_DONE},      /* complete, late: still complete */
+        {1, 1, 0.0, 600.0, WAIT_DONE},        /* the stream finished: its work is done */
+        {0, 0, 0.0, 600.0, WAIT_AGAIN},       /* in progress */
+        {0, 0, 600.0, 600.0, WAIT_AGAIN},     /* exactly the timeout: not yet past it */
+        {0, 0, 600.001, 600.0, WAIT_TIMED_OUT},
+        {0, 0, 0.5, 0.0, WAIT_TIMED_OUT},     /* timeout 0: the first slow poll ends it */
+        {0, 1, 0.0, 600.0, WAIT_FAILED},      /* an error fails at once */
+        {0, 1, 900.0, 600.0, WAIT_FAILED},    /* an error wins over the timeout */
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof polls / sizeof polls[0]; i++)
+        if (gpu_wait_verdict(polls[i].done, polls[i].failed, polls[i].elapsed,
+                             polls[i].timeout) != polls[i].want) {
+            bad++;
+            fprintf(stderr, "# poll %zu: done %d failed %d elapsed %g timeout %g: verdict %d, "
+                    "want %d\n", i, polls[i].done, polls[i].failed, polls[i].elapsed,
+                    polls[i].timeout,
+                    (int)gpu_wait_verdict(polls[i].done, polls[i].failed, polls[i].elapsed,
+                                          polls[i].timeout), (int)polls[i].want);
+        }
+    CHECK(bad == 0, "NCCL wait: done wins, then an error, then the timeout (strictly past it); "
+          "else wait again (%d of %zu polls wrong)", bad, sizeof polls / sizeof polls[0]);
+
+    char line[512];
+    gpu_wait_message(line, sizeof line, WAIT_TIMED_OUT, 3, 8, "send/receive group", 600.0, NULL);
+    CHECK(strstr(line, "rank 3 of 8") && strstr(line, "send/receive group") &&
+          strstr(line, "comm.nccl_timeout = 600 s") && strstr(line, "the job ends"),
+          "a timeout names the rank, the operation and the timeout: %s", line);
+    gpu_wait_message(line, sizeof line, WAIT_FAILED, 0, 2, "allreduce", 600.0,
+                     "remote process exited or there was a network error (x)");
+    CHECK(strstr(line, "rank 0 of 2") && strstr(line, "allreduce failed: remote process exited") &&
+          strstr(line, "NCCL_DEBUG=WARN"),
+          "a failure names the rank, the operation and NCCL's error: %s", line);
+    char small[16];
+    gpu_wait_message(small, sizeof small, WAIT_TIMED_OUT, 3, 8, "allreduce", 600.0, NULL);
+    CHECK(strlen(small) == sizeof small - 1, "a short buffer gets a truncated, terminated line");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     test_config_errors();
     test_choose();
+    test_wait();
     test_node_rank();
     test_plan("exponential", 8, 1);
     test_plan("exponential", 16, 2);

@@ -3,19 +3,21 @@
  *   atc:              x <- sum_j W_ij (x_j - lr sgd(g(x_j)))
  * with a symmetric doubly-stochastic W over the step's neighbours:
  * Metropolis-Hastings weights W_ij = 1 / (1 + max(d_i, d_j)), which are 1/2
- * for the bipartite pairs (the default graph) and 1/(k+1) on regular graphs. */
+ * for the bipartite pairs (the default graph) and 1/(k+1) on regular graphs.
+ * x, the received x_j and the mix live where the trainer's vectors do
+ * (trainer_vectors: device memory with compute.device = cuda). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "core/error.h"
-#include "core/vec.h"
 #include "run/trainer.h"
 
 typedef struct dpsgd_state {
     dt_gossip g;
     float *mix;         /* (n) sum_j W_ij x_j */
+    float *wij;         /* (n ranks) W_ij of the step's in-peers, host memory */
     int *tmp;           /* (n ranks) peers of a neighbour */
 } dpsgd_state;
 
@@ -60,10 +62,12 @@ static int dpsgd_check(const dt_config *cfg, int nranks)
 
 static void dpsgd_setup(dt_trainer *t)
 {
+    const dt_backend *v = trainer_vectors(t);
     dpsgd_state *s = dt_calloc(1, sizeof *s);
-    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n, "bipartite") != 0)
+    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n, "bipartite", v) != 0)
         DT_FATAL("%s", dt_err_msg());
-    s->mix = dt_falloc(t->n);
+    s->mix = v->mem_alloc(t->n * sizeof(float));
+    s->wij = dt_calloc((size_t)t->nranks, sizeof *s->wij);
     s->tmp = dt_calloc((size_t)t->nranks, sizeof *s->tmp);
     t->algo_state = s;
 }
@@ -74,21 +78,17 @@ static void combine(dt_trainer *t, dpsgd_state *s, int64_t step)
     double t0 = trainer_clock();
     float *x = t->params;
     gossip_peers(&s->g, t->rank, step);
-    vec_copy(s->g.send, x, t->n);
-    gossip_start(&s->g, t->tp);
+    gossip_start(&s->g, t->tp, x); /* x itself: it changes only after the finish */
     gossip_finish(&s->g, t->tp);
     const int di = s->g.nout;
     double self = 1.0;
-    vec_zero(s->mix, t->n);
     for (int j = 0; j < s->g.nin; j++) { /* ascending in-peer order */
         int dj = topology_out_peers(&s->g.topo, s->g.in[j], step, s->tmp);
-        const float wij = 1.0f / (float)(1 + (di > dj ? di : dj));
-        const float *xj = s->g.recv + (size_t)j * t->n;
-        vec_axpy(s->mix, wij, xj, t->n);
-        self -= wij;
+        s->wij[j] = 1.0f / (float)(1 + (di > dj ? di : dj));
+        self -= s->wij[j];
     }
-    const float wii = (float)self;
-    vec_ax_plus(x, wii, s->mix, t->n);
+    gossip_sum_received(&s->g, s->wij, s->mix);        /* mix = sum_j W_ij x_j */
+    s->g.v->flat_ax_plus(t->n, (float)self, s->mix, x); /* x <- W_ii x + mix */
     t->bytes_sent += (int64_t)(s->g.nout * t->n * sizeof(float));
     t->t_comm += trainer_clock() - t0;
 }
@@ -111,8 +111,9 @@ static const float *dpsgd_model(dt_trainer *t) { return t->params; }
 static void dpsgd_teardown(dt_trainer *t)
 {
     dpsgd_state *s = t->algo_state;
+    s->g.v->mem_free(s->mix);
     gossip_free(&s->g);
-    free(s->mix);
+    free(s->wij);
     free(s->tmp);
     free(s);
     t->algo_state = NULL;
@@ -128,4 +129,5 @@ const dt_algo algo_dpsgd = {
     .step = dpsgd_step,
     .model = dpsgd_model,
     .teardown = dpsgd_teardown,
+    .device_vectors = 1,
 };

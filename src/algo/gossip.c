@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/vec.h"
 
 enum { TAG_GOSSIP = 17 };
 
@@ -21,14 +20,14 @@ int gossip_topology(dt_topology *topo, const dt_config *cfg, int nranks, const c
 }
 
 int gossip_init(dt_gossip *g, const dt_config *cfg, int rank, int nranks, size_t len,
-                const char *fallback)
+                const char *fallback, const dt_backend *v)
 {
     memset(g, 0, sizeof *g);
     if (gossip_topology(&g->topo, cfg, nranks, fallback) != 0)
         return -1;
     (void)rank;
+    g->v = v;
     g->len = len;
-    g->send = dt_falloc(len);
     g->out = dt_calloc((size_t)nranks, sizeof *g->out);
     g->in = dt_calloc((size_t)nranks, sizeof *g->in);
     g->req = dt_calloc(2 * (size_t)nranks, sizeof *g->req);
@@ -41,19 +40,20 @@ void gossip_peers(dt_gossip *g, int rank, int64_t step)
     g->nin = topology_in_peers(&g->topo, rank, step, g->in);
 }
 
-void gossip_start(dt_gossip *g, dt_transport *tp)
+void gossip_start(dt_gossip *g, dt_transport *tp, const float *msg)
 {
     g->nreq = 0;
     if (g->nin > g->nslots) { /* the slots' contents need not survive */
-        free(g->recv);
-        g->recv = dt_falloc((size_t)g->nin * g->len);
+        if (g->recv)
+            g->v->mem_free(g->recv);
+        g->recv = g->v->mem_alloc((size_t)g->nin * g->len * sizeof(float));
         g->nslots = g->nin;
     }
     for (int j = 0; j < g->nin; j++)
         tp->irecv(tp, g->recv + (size_t)j * g->len, g->len, g->in[j], TAG_GOSSIP,
                   &g->req[g->nreq++]);
     for (int j = 0; j < g->nout; j++)
-        tp->isend(tp, g->send, g->len, g->out[j], TAG_GOSSIP, &g->req[g->nreq++]);
+        tp->isend(tp, msg, g->len, g->out[j], TAG_GOSSIP, &g->req[g->nreq++]);
 }
 
 void gossip_finish(dt_gossip *g, dt_transport *tp)
@@ -62,40 +62,40 @@ void gossip_finish(dt_gossip *g, dt_transport *tp)
     g->nreq = 0;
 }
 
-void gossip_sum_received(const dt_gossip *g, float *restrict acc)
+void gossip_sum_received(const dt_gossip *g, const float *c, float *acc)
 {
-    vec_zero(acc, g->len);
-    for (int j = 0; j < g->nin; j++)
-        vec_add(acc, g->recv + (size_t)j * g->len, g->len);
+    g->v->flat_sum_slots(g->len, g->nin, c, g->recv, acc);
 }
 
-int64_t pushsum_share(dt_gossip *g, int rank, int64_t step, float *restrict x, size_t n,
-                      float *w)
+int64_t pushsum_share(dt_gossip *g, int rank, int64_t step, float *x, size_t n, float *w)
 {
-    float *restrict msg = g->send;
+    if (!g->send) /* (len) = (n + 1): x, then w */
+        g->send = g->v->mem_alloc(g->len * sizeof(float));
     gossip_peers(g, rank, step);
     const float share = 1.0f / (float)(g->nout + 1);
-    vec_scale_copy(x, msg, share, n);
-    *w = msg[n] = *w * share;
+    g->v->flat_scale_copy(n, share, x, g->send);
+    g->v->flat_scale_copy(1, share, w, g->send + n); /* the weight travels with x */
     return (int64_t)(g->nout * g->len * sizeof(float));
 }
 
-void pushsum_absorb(const float *restrict acc, float *restrict x, size_t n, float *w)
+void pushsum_absorb(const dt_gossip *g, const float *acc, float *x, size_t n, float *w)
 {
-    vec_add(x, acc, n);
-    *w += acc[n];
+    g->v->flat_add(n, acc, x);
+    g->v->flat_add(1, acc + n, w);
 }
 
-void pushsum_debias(const float *restrict x, size_t n, float w, float *restrict z)
+void pushsum_debias(const dt_gossip *g, const float *x, size_t n, const float *w, float *z)
 {
-    vec_div(z, x, w, n);
+    g->v->flat_div(n, x, w, z);
 }
 
 void gossip_free(dt_gossip *g)
 {
     topology_free(&g->topo);
-    free(g->send);
-    free(g->recv);
+    if (g->send)
+        g->v->mem_free(g->send);
+    if (g->recv)
+        g->v->mem_free(g->recv);
     free(g->out);
     free(g->in);
     free(g->req);

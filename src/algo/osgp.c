@@ -41,14 +41,16 @@ static int osgp_check(const dt_config *cfg, int nranks)
 static void exchange_job(void *arg)
 {
     osgp_state *s = arg;
-    gossip_start(&s->g, s->tp);
+    gossip_start(&s->g, s->tp, s->g.send);
     gossip_finish(&s->g, s->tp);
 }
 
 static void osgp_setup(dt_trainer *t)
 {
     osgp_state *s = dt_calloc(1, sizeof *s);
-    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n + 1, "exponential") != 0)
+    /* host vectors (no device_vectors: the thread's transfers stay on the host) */
+    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n + 1, "exponential",
+                    trainer_vectors(t)) != 0)
         DT_FATAL("%s", dt_err_msg());
     s->tp = t->tp;
     s->z = dt_falloc(t->n);
@@ -61,7 +63,7 @@ static void osgp_setup(dt_trainer *t)
 /* The exchange has finished: sum what arrived, mark it to be absorbed. */
 static void collect(dt_trainer *t, osgp_state *s)
 {
-    gossip_sum_received(&s->g, s->pending);
+    gossip_sum_received(&s->g, NULL, s->pending);
     s->pending[t->n + 1] = 1.0f;
     s->in_flight = 0;
 }
@@ -89,18 +91,18 @@ static void osgp_step(dt_trainer *t)
     }
     double t0 = trainer_clock();
     if (s->pending[t->n + 1] != 0.0f) { /* absorb */
-        pushsum_absorb(s->pending, x, t->n, &s->w[0]);
+        pushsum_absorb(&s->g, s->pending, x, t->n, s->w);
         s->pending[t->n + 1] = 0.0f;
     }
     if (!s->in_flight) { /* keep a share, send a share */
-        t->bytes_sent += pushsum_share(&s->g, t->rank, t->step, x, t->n, &s->w[0]);
+        t->bytes_sent += pushsum_share(&s->g, t->rank, t->step, x, t->n, s->w);
         progress_post(s->thread, exchange_job, s);
         s->in_flight = 1;
         s->sent_step = t->step;
     }
     t->t_comm += trainer_clock() - t0;
 
-    pushsum_debias(x, t->n, s->w[0], s->z);
+    pushsum_debias(&s->g, x, t->n, s->w, s->z);
     trainer_gradient(t, s->z);
     trainer_update(t, x);
     t->weight = s->w[0];
@@ -109,7 +111,7 @@ static void osgp_step(dt_trainer *t)
 static const float *osgp_model(dt_trainer *t)
 {
     osgp_state *s = t->algo_state;
-    pushsum_debias(t->params, t->n, s->w[0], s->z);
+    pushsum_debias(&s->g, t->params, t->n, s->w, s->z);
     return s->z;
 }
 

@@ -8,7 +8,9 @@
  *   4. x <- kept + sum received x;  w <- kept + sum received w
  *   5. z = x / w
  * The weight always travels with the message (the last float), so any
- * graph, regular or not, keeps sum_i w_i = n and the de-biasing exact. */
+ * graph, regular or not, keeps sum_i w_i = n and the de-biasing exact.
+ * x, w, z and the messages live where the trainer's vectors do
+ * (trainer_vectors: device memory with compute.device = cuda). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +23,7 @@ typedef struct sgp_state {
     dt_gossip g;
     float *z;       /* (n) de-biased model */
     float *acc;     /* (n + 1) sum of the received messages */
-    float w[1];     /* push-sum weight (checkpointed) */
+    float *w;       /* (1) push-sum weight (checkpointed) */
 } sgp_state;
 
 static int sgp_check(const dt_config *cfg, int nranks)
@@ -35,12 +37,15 @@ static int sgp_check(const dt_config *cfg, int nranks)
 
 static void sgp_setup(dt_trainer *t)
 {
+    const dt_backend *v = trainer_vectors(t);
     sgp_state *s = dt_calloc(1, sizeof *s);
-    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n + 1, "exponential") != 0)
+    if (gossip_init(&s->g, t->cfg, t->rank, t->nranks, t->n + 1, "exponential", v) != 0)
         DT_FATAL("%s", dt_err_msg()); /* sgp_check accepted this configuration */
-    s->z = dt_falloc(t->n);
-    s->acc = dt_falloc(t->n + 1);
-    s->w[0] = 1.0f;
+    s->z = v->mem_alloc(t->n * sizeof(float));
+    s->acc = v->mem_alloc((t->n + 1) * sizeof(float));
+    s->w = v->mem_alloc(sizeof(float));
+    const float one = 1.0f;
+    v->to_backend(s->w, &one, sizeof one);
     t->algo_state = s;
 }
 
@@ -48,28 +53,28 @@ static void sgp_setup(dt_trainer *t)
 static void push_sum(dt_trainer *t, sgp_state *s, int64_t step)
 {
     double t0 = trainer_clock();
-    t->bytes_sent += pushsum_share(&s->g, t->rank, step, t->params, t->n, &s->w[0]);
-    gossip_start(&s->g, t->tp);
+    t->bytes_sent += pushsum_share(&s->g, t->rank, step, t->params, t->n, s->w);
+    gossip_start(&s->g, t->tp, s->g.send);
     gossip_finish(&s->g, t->tp);
-    gossip_sum_received(&s->g, s->acc);
-    pushsum_absorb(s->acc, t->params, t->n, &s->w[0]);
+    gossip_sum_received(&s->g, NULL, s->acc);
+    pushsum_absorb(&s->g, s->acc, t->params, t->n, s->w);
     t->t_comm += trainer_clock() - t0;
 }
 
 static void sgp_step(dt_trainer *t)
 {
     sgp_state *s = t->algo_state;
-    pushsum_debias(t->params, t->n, s->w[0], s->z); /* z = x / w */
+    pushsum_debias(&s->g, t->params, t->n, s->w, s->z); /* z = x / w */
     trainer_gradient(t, s->z);      /* g = grad F(z) */
     trainer_update(t, t->params);   /* x <- x - lr sgd(g) */
     push_sum(t, s, t->step);        /* (x, w) mixed with the step's peers */
-    t->weight = s->w[0];
+    s->g.v->to_host(&t->weight, s->w, sizeof t->weight); /* for the record */
 }
 
 static const float *sgp_model(dt_trainer *t)
 {
     sgp_state *s = t->algo_state;
-    pushsum_debias(t->params, t->n, s->w[0], s->z); /* also right after a restore */
+    pushsum_debias(&s->g, t->params, t->n, s->w, s->z); /* also right after a restore */
     return s->z;
 }
 
@@ -85,9 +90,11 @@ static int sgp_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 static void sgp_teardown(dt_trainer *t)
 {
     sgp_state *s = t->algo_state;
+    const dt_backend *v = s->g.v;
+    v->mem_free(s->z);
+    v->mem_free(s->acc);
+    v->mem_free(s->w);
     gossip_free(&s->g);
-    free(s->z);
-    free(s->acc);
     free(s);
     t->algo_state = NULL;
 }
@@ -103,4 +110,5 @@ const dt_algo algo_sgp = {
     .model = sgp_model,
     .state = sgp_state_arrays,
     .teardown = sgp_teardown,
+    .device_vectors = 1,
 };

@@ -154,6 +154,18 @@ typedef struct dt_backend {
     void (*flat_diff_scale)(size_t n, float a, const float *x, const float *c, float *out);
     void (*flat_toward)(size_t n, float beta, float inv, const float *mean, float *c);
     void (*flat_sub)(size_t n, const float *d, float *x);
+    /* The gossip modes (algo/gossip.c, algo/dpsgd.c), all (n):
+     * push-sum share: x <- a x, y <- x (the message);  x <- x + d;
+     * z <- x / w[0], w (1) in the backend's memory (the push-sum weight) */
+    void (*flat_scale_copy)(size_t n, float a, float *x, float *y);
+    void (*flat_add)(size_t n, const float *d, float *x);
+    void (*flat_div)(size_t n, const float *x, const float *w, float *z);
+    /* out <- sum over j < k, ascending, of c[j] slots[j] (c NULL: of slots[j]),
+     * summed from +0 (k = 0: out = 0); slots (k, n) contiguous, c (k) in
+     * host memory */
+    void (*flat_sum_slots)(size_t n, int k, const float *c, const float *slots, float *out);
+    /* y <- a y + x */
+    void (*flat_ax_plus)(size_t n, float a, const float *x, float *y);
 } dt_backend;
 
 /* The CPU backend (OpenBLAS sgemm + plain C loops, all tensors plain): the

@@ -47,13 +47,56 @@ static void cpu_flat_sub(size_t n, const float *d, float *x)
         flat_sub_at(i, d, x);
 }
 
+static void cpu_flat_scale_copy(size_t n, float a, float *x, float *y)
+{
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
+    for (size_t i = 0; i < n; i++)
+        flat_scale_copy_at(i, a, x, y);
+}
+static void cpu_flat_add(size_t n, const float *d, float *x)
+{
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
+    for (size_t i = 0; i < n; i++)
+        flat_add_at(i, d, x);
+}
+static void cpu_flat_div(size_t n, const float *x, const float *w, float *z)
+{
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
+    for (size_t i = 0; i < n; i++)
+        flat_div_at(i, x, w, z);
+}
+/* slot by slot, as the CUDA backend's kernels go: per element the same sum */
+static void cpu_flat_sum_slots(size_t n, int k, const float *c, const float *slots, float *out)
+{
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
+    if (k == 0)
+        memset(out, 0, n * sizeof *out);
+    for (int j = 0; j < k; j++) {
+        const float *x = slots + (size_t)j * n;
+        if (c)
+            for (size_t i = 0; i < n; i++)
+                flat_axpy_term_at(i, c[j], x, out, j == 0);
+        else
+            for (size_t i = 0; i < n; i++)
+                flat_sum_term_at(i, x, out, j == 0);
+    }
+}
+static void cpu_flat_ax_plus(size_t n, float a, const float *x, float *y)
+{
+    VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */
+    for (size_t i = 0; i < n; i++)
+        flat_ax_plus_at(i, a, x, y);
+}
+
 #define CPU_KERNELS                                                                      \
     .device = 0, .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free,                   \
     .mem_zero = cpu_mem_zero, .mem_copy = cpu_mem_copy, .to_backend = cpu_mem_copy,      \
     .to_host = cpu_mem_copy, .host_alloc = cpu_mem_alloc, .host_free = cpu_mem_free,     \
     .flat_sgd = sgd_step_flat, .flat_scale = cpu_flat_scale,                             \
     .flat_diff_scale = cpu_flat_diff_scale, .flat_toward = cpu_flat_toward,              \
-    .flat_sub = cpu_flat_sub,                                                            \
+    .flat_sub = cpu_flat_sub, .flat_scale_copy = cpu_flat_scale_copy,                    \
+    .flat_add = cpu_flat_add, .flat_div = cpu_flat_div,                                  \
+    .flat_sum_slots = cpu_flat_sum_slots, .flat_ax_plus = cpu_flat_ax_plus,              \
     .linear_forward = cpu_linear_forward, .linear_backward = cpu_linear_backward,        \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \

@@ -204,6 +204,24 @@ static void dm_flat_toward(size_t n, float beta, float inv, const float *mean, f
     GUARD(CPU->flat_toward(n, beta, inv, mean, c));
 }
 static void dm_flat_sub(size_t n, const float *d, float *x) { GUARD(CPU->flat_sub(n, d, x)); }
+static void dm_flat_scale_copy(size_t n, float a, float *x, float *y)
+{
+    GUARD(CPU->flat_scale_copy(n, a, x, y));
+}
+static void dm_flat_add(size_t n, const float *d, float *x) { GUARD(CPU->flat_add(n, d, x)); }
+static void dm_flat_div(size_t n, const float *x, const float *w, float *z)
+{
+    GUARD(CPU->flat_div(n, x, w, z));
+}
+/* c is host memory, like the CUDA backend's */
+static void dm_flat_sum_slots(size_t n, int k, const float *c, const float *slots, float *out)
+{
+    GUARD(CPU->flat_sum_slots(n, k, c, slots, out));
+}
+static void dm_flat_ax_plus(size_t n, float a, const float *x, float *y)
+{
+    GUARD(CPU->flat_ax_plus(n, a, x, y));
+}
 
 static const dt_backend devmem = {
     .name = "cpu-devmem",
@@ -226,6 +244,8 @@ static const dt_backend devmem = {
     .softmax_xent = dm_softmax_xent,
     .flat_sgd = dm_flat_sgd, .flat_scale = dm_flat_scale,
     .flat_diff_scale = dm_flat_diff_scale, .flat_toward = dm_flat_toward, .flat_sub = dm_flat_sub,
+    .flat_scale_copy = dm_flat_scale_copy, .flat_add = dm_flat_add, .flat_div = dm_flat_div,
+    .flat_sum_slots = dm_flat_sum_slots, .flat_ax_plus = dm_flat_ax_plus,
 };
 
 const dt_backend *backend_cpu_devmem(void) { return &devmem; }

@@ -247,6 +247,36 @@ static void cu_flat_sub(size_t n, const float *d, float *x)
     KERNEL_OK(cuda_flat_sub(n, d, x, ST));
 }
 
+/* one kernel per slot, in ascending order: per element the CPU's sum */
+static void cu_flat_sum_slots(size_t n, int k, const float *c, const float *slots, float *out)
+{
+    if (k == 0)
+        cu_zero(out, n * sizeof *out);
+    for (int j = 0; j < k; j++) {
+        const float *x = slots + (size_t)j * n;
+        if (c)
+            KERNEL_OK(cuda_flat_axpy_term(n, c[j], x, out, j == 0, ST));
+        else
+            KERNEL_OK(cuda_flat_sum_term(n, x, out, j == 0, ST));
+    }
+}
+static void cu_flat_scale_copy(size_t n, float a, float *x, float *y)
+{
+    KERNEL_OK(cuda_flat_scale_copy(n, a, x, y, ST));
+}
+static void cu_flat_add(size_t n, const float *d, float *x)
+{
+    KERNEL_OK(cuda_flat_add(n, d, x, ST));
+}
+static void cu_flat_div(size_t n, const float *x, const float *w, float *z)
+{
+    KERNEL_OK(cuda_flat_div(n, x, w, z, ST));
+}
+static void cu_flat_ax_plus(size_t n, float a, const float *x, float *y)
+{
+    KERNEL_OK(cuda_flat_ax_plus(n, a, x, y, ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -295,6 +325,8 @@ static const dt_backend cuda = {
     .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
     .flat_sgd = cu_flat_sgd, .flat_scale = cu_flat_scale,
     .flat_diff_scale = cu_flat_diff_scale, .flat_toward = cu_flat_toward, .flat_sub = cu_flat_sub,
+    .flat_scale_copy = cu_flat_scale_copy, .flat_add = cu_flat_add, .flat_div = cu_flat_div,
+    .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,

@@ -1,5 +1,6 @@
 #include "comm/gpu_plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -65,4 +66,30 @@ int gpu_gossip_plan(const dt_topology *t, int rank, int64_t step, dt_p2p_op *ops
         ops[m++] = (dt_p2p_op){P2P_RECV, peers[i], i};
     free(peers);
     return m;
+}
+
+dt_wait_verdict gpu_wait_verdict(int done, int failed, double elapsed, double timeout)
+{
+    if (done)
+        return WAIT_DONE;
+    if (failed)
+        return WAIT_FAILED;
+    if (elapsed > timeout)
+        return WAIT_TIMED_OUT;
+    return WAIT_AGAIN;
+}
+
+void gpu_wait_message(char *buf, size_t len, dt_wait_verdict v, int rank, int size,
+                      const char *what, double timeout, const char *error)
+{
+    if (v == WAIT_TIMED_OUT)
+        snprintf(buf, len, "rank %d of %d: NCCL %s not complete after comm.nccl_timeout = %.0f s "
+                 "(a peer died, stopped or never joined); the job ends", rank, size, what,
+                 timeout);
+    else if (v == WAIT_FAILED)
+        snprintf(buf, len, "rank %d of %d: NCCL %s failed: %s; hint: NCCL_DEBUG=WARN prints "
+                 "NCCL's view", rank, size, what, error ? error : "(no error string)");
+    else
+        snprintf(buf, len, "rank %d of %d: NCCL %s: nothing to report (%s)", rank, size, what,
+                 v == WAIT_DONE ? "done" : "still waiting");
 }

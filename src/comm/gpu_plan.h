@@ -6,11 +6,14 @@
  *  - the point-to-point operations of one gossip step as NCCL will issue them
  *    inside one ncclGroupStart/ncclGroupEnd: a send to each out-peer, a
  *    receive from each in-peer into its own slot (ascending in-peer order, the
- *    order the MPI transport sums them in). */
+ *    order the MPI transport sums them in);
+ *  - when the NCCL transport stops waiting for an operation, and the line it
+ *    ends the job with. */
 #ifndef DT_COMM_GPU_PLAN_H
 #define DT_COMM_GPU_PLAN_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph/topology.h"
@@ -44,5 +47,23 @@ typedef struct dt_p2p_op {
  * sends in out-peer (book) order, then receives in ascending in-peer order,
  * slot i for the i-th. Returns how many. */
 int gpu_gossip_plan(const dt_topology *t, int rank, int64_t step, dt_p2p_op *ops);
+
+/* One poll of an NCCL wait (comm/transport_nccl.c): done (the operation or the
+ * stream completed), failed (the communicator reports an error other than
+ * "in progress"), seconds elapsed since the wait began. Completion wins over
+ * an error seen at the same poll, an error over the timeout; the wait times
+ * out only after more than timeout seconds. */
+typedef enum dt_wait_verdict {
+    WAIT_DONE,      /* return */
+    WAIT_AGAIN,     /* yield and poll again */
+    WAIT_FAILED,    /* abort the communicator, end the job: gpu_wait_message */
+    WAIT_TIMED_OUT, /* the same: a peer died, stopped or never joined */
+} dt_wait_verdict;
+dt_wait_verdict gpu_wait_verdict(int done, int failed, double elapsed, double timeout);
+/* The one line (into buf, len bytes) a rank ends the job with for WAIT_FAILED
+ * (error: NCCL's error string and last error) or WAIT_TIMED_OUT: this rank,
+ * the operation (what) and the timeout. */
+void gpu_wait_message(char *buf, size_t len, dt_wait_verdict v, int rank, int size,
+                      const char *what, double timeout, const char *error);
 
 #endif

@@ -16,11 +16,13 @@
 #include <nccl.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "backend/cuda_check.h"
 #include "backend/cuda_device.h"
+#include "comm/gpu_plan.h"
 #include "core/error.h"
 #include "core/watchdog.h"
 
@@ -89,6 +91,20 @@ static float *stage(nccl_transport *t, size_t n)
     return t->stage;
 }
 
+/* Ends the job for a wait that failed or timed out (comm/gpu_plan.h decides
+ * and words it): the communicator is aborted first, so no peer keeps waiting
+ * on this rank's part of it. */
+static void give_up(nccl_transport *t, dt_wait_verdict v, const char *what, ncclResult_t r)
+{
+    char err[512], line[1024];
+    snprintf(err, sizeof err, "%s (%s)", ncclGetErrorString(r), ncclGetLastError(t->comm));
+    gpu_wait_message(line, sizeof line, v, t->base.rank, t->base.size, what, t->timeout, err);
+    const ncclResult_t a = ncclCommAbort(t->comm);
+    if (a != ncclSuccess)
+        DT_FATAL("%s; ncclCommAbort then failed too: %s", line, ncclGetErrorString(a));
+    DT_FATAL("%s", line);
+}
+
 /* The return code r of an NCCL call on the nonblocking communicator (what
  * names it): ncclInProgress is polled until the communicator is idle, at most
  * comm.nccl_timeout seconds; an error or the timeout aborts the communicator
@@ -96,21 +112,16 @@ static float *stage(nccl_transport *t, size_t n)
 static void settle(nccl_transport *t, ncclResult_t r, const char *what)
 {
     const double t0 = now();
-    while (r == ncclInProgress) {
-        if (now() - t0 > t->timeout) {
-            ncclCommAbort(t->comm);
-            DT_FATAL("rank %d of %d: NCCL %s still in progress after comm.nccl_timeout = %.0f s "
-                     "(a peer died, stopped or never joined); the job ends",
-                     t->base.rank, t->base.size, what, t->timeout);
-        }
+    for (;;) {
+        const dt_wait_verdict v = gpu_wait_verdict(r == ncclSuccess,
+                                                   r != ncclSuccess && r != ncclInProgress,
+                                                   now() - t0, t->timeout);
+        if (v == WAIT_DONE)
+            return;
+        if (v != WAIT_AGAIN)
+            give_up(t, v, what, r);
         sched_yield();
         NCCL_ASYNC(t->comm, &r);
-    }
-    if (r != ncclSuccess) {
-        ncclCommAbort(t->comm);
-        DT_FATAL("rank %d of %d: NCCL %s failed: %s (%s); hint: NCCL_DEBUG=WARN prints "
-                 "NCCL's view", t->base.rank, t->base.size, what, ncclGetErrorString(r),
-                 ncclGetLastError(t->comm));
     }
 }
 
@@ -121,22 +132,18 @@ static void wait_stream(nccl_transport *t, const char *what)
     const double t0 = now();
     for (;;) {
         const cudaError_t e = cudaStreamQuery(t->stream);
-        if (e == cudaSuccess)
-            return;
-        if (e != cudaErrorNotReady)
+        if (e != cudaSuccess && e != cudaErrorNotReady)
             CUDA_OK(e);
-        ncclResult_t r;
-        NCCL_ASYNC(t->comm, &r);
-        if (r != ncclSuccess && r != ncclInProgress) {
-            ncclCommAbort(t->comm);
-            DT_FATAL("NCCL %s failed: %s (%s)", what, ncclGetErrorString(r),
-                     ncclGetLastError(NULL));
-        }
-        if (now() - t0 > t->timeout) {
-            ncclCommAbort(t->comm);
-            DT_FATAL("NCCL %s: not complete after comm.nccl_timeout = %.0f s (a peer died or "
-                     "stopped); the job ends", what, t->timeout);
-        }
+        ncclResult_t r = ncclSuccess;
+        if (e != cudaSuccess)
+            NCCL_ASYNC(t->comm, &r);
+        const dt_wait_verdict v = gpu_wait_verdict(e == cudaSuccess,
+                                                   r != ncclSuccess && r != ncclInProgress,
+                                                   now() - t0, t->timeout);
+        if (v == WAIT_DONE)
+            return;
+        if (v != WAIT_AGAIN)
+            give_up(t, v, what, r);
         sched_yield();
     }
 }

@@ -2,7 +2,9 @@
  * memory: each buffer goes through host memory from the backend's
  * host_alloc (page-locked on CUDA), down before the transfer and up after.
  * Collectives share one staging buffer; each pending send or receive has its
- * own until its waitall. See comm/transport.h. */
+ * own until its waitall, from a pool that is reused step after step (a
+ * gossip step wants the same few buffers each time: page-locked allocations
+ * are slow) and grows on demand. See comm/transport.h. */
 #include <stdlib.h>
 
 #include "comm/transport.h"
@@ -11,10 +13,16 @@
 typedef struct staged_op {
     const dt_request *req; /* the caller's request, matched at waitall */
     float *buf;            /* the caller's (backend) buffer */
-    float *host;
+    int slot;              /* its host buffer: pool[slot] */
     size_t n;
     int recv;
 } staged_op;
+
+typedef struct pool_buf {
+    float *host;           /* (n) from be->host_alloc */
+    size_t n;
+    int busy;              /* lent to a pending op */
+} pool_buf;
 
 typedef struct staged {
     dt_transport base; /* first: a dt_transport * is a staged * */
@@ -24,6 +32,8 @@ typedef struct staged {
     size_t host_n;
     staged_op *ops;
     int nops, cap;
+    pool_buf *pool;    /* host buffers of the pending ops, kept across steps */
+    int npool;
 } staged;
 
 static float *host_of(staged *s, size_t n)
@@ -66,6 +76,33 @@ static void st_bcast(dt_transport *b, float *buf, size_t n, int root)
         s->be->to_backend(buf, h, n * sizeof(float));
 }
 
+/* A free pool buffer of at least n floats: the smallest that fits, else a
+ * free one grown to n, else a new one. */
+static int pool_take(staged *s, size_t n)
+{
+    int fit = -1, spare = -1;
+    for (int i = 0; i < s->npool; i++) {
+        if (s->pool[i].busy)
+            continue;
+        if (s->pool[i].n >= n && (fit < 0 || s->pool[i].n < s->pool[fit].n))
+            fit = i;
+        spare = i;
+    }
+    if (fit < 0 && spare >= 0) {
+        fit = spare;
+        s->be->host_free(s->pool[fit].host);
+        s->pool[fit].host = s->be->host_alloc(n * sizeof(float));
+        s->pool[fit].n = n;
+    }
+    if (fit < 0) {
+        s->pool = dt_realloc(s->pool, (size_t)(s->npool + 1) * sizeof *s->pool);
+        fit = s->npool++;
+        s->pool[fit] = (pool_buf){ s->be->host_alloc(n * sizeof(float)), n, 0 };
+    }
+    s->pool[fit].busy = 1;
+    return fit;
+}
+
 static staged_op *push_op(staged *s, const dt_request *r, float *buf, size_t n, int recv)
 {
     if (s->nops == s->cap) {
@@ -73,7 +110,7 @@ static staged_op *push_op(staged *s, const dt_request *r, float *buf, size_t n, 
         s->ops = dt_realloc(s->ops, (size_t)s->cap * sizeof *s->ops);
     }
     staged_op *o = &s->ops[s->nops++];
-    *o = (staged_op){ r, buf, s->be->host_alloc(n * sizeof(float)), n, recv };
+    *o = (staged_op){ r, buf, pool_take(s, n), n, recv };
     return o;
 }
 
@@ -82,15 +119,16 @@ static void st_isend(dt_transport *b, const float *buf, size_t n, int peer, int 
 {
     staged *s = (staged *)b;
     staged_op *o = push_op(s, r, (float *)buf, n, 0);
-    s->be->to_host(o->host, buf, n * sizeof(float));
-    s->inner->isend(s->inner, o->host, n, peer, tag, r);
+    float *h = s->pool[o->slot].host;
+    s->be->to_host(h, buf, n * sizeof(float));
+    s->inner->isend(s->inner, h, n, peer, tag, r);
 }
 
 static void st_irecv(dt_transport *b, float *buf, size_t n, int peer, int tag, dt_request *r)
 {
     staged *s = (staged *)b;
     staged_op *o = push_op(s, r, buf, n, 1);
-    s->inner->irecv(s->inner, o->host, n, peer, tag, r);
+    s->inner->irecv(s->inner, s->pool[o->slot].host, n, peer, tag, r);
 }
 
 static void st_waitall(dt_transport *b, dt_request *r, int count)
@@ -104,8 +142,8 @@ static void st_waitall(dt_transport *b, dt_request *r, int count)
             continue;
         }
         if (o->recv)
-            s->be->to_backend(o->buf, o->host, o->n * sizeof(float));
-        s->be->host_free(o->host);
+            s->be->to_backend(o->buf, s->pool[o->slot].host, o->n * sizeof(float));
+        s->pool[o->slot].busy = 0;
         s->ops[i] = s->ops[--s->nops];
     }
 }
@@ -119,8 +157,9 @@ static void st_barrier(dt_transport *b)
 static void st_destroy(dt_transport *b)
 {
     staged *s = (staged *)b;
-    for (int i = 0; i < s->nops; i++)
-        s->be->host_free(s->ops[i].host);
+    for (int i = 0; i < s->npool; i++)
+        s->be->host_free(s->pool[i].host);
+    free(s->pool);
     free(s->ops);
     s->be->host_free(s->host);
     transport_free(s->inner);

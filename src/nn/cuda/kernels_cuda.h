@@ -62,6 +62,14 @@ int cuda_flat_diff_scale(size_t n, float a, const float *x, const float *c, floa
                          void *stream);
 int cuda_flat_toward(size_t n, float beta, float inv, const float *mean, float *c, void *stream);
 int cuda_flat_sub(size_t n, const float *d, float *x, void *stream);
+/* sgd.cu, the gossip modes' terms (nn/cuda/sgd.h); all vectors (n), w (1) */
+int cuda_flat_scale_copy(size_t n, float a, float *x, float *y, void *stream);
+int cuda_flat_add(size_t n, const float *d, float *x, void *stream);
+int cuda_flat_div(size_t n, const float *x, const float *w, float *z, void *stream);
+/* y <- (fresh ? 0 : y) + x, or + a x when scaled (one slot of a sum) */
+int cuda_flat_sum_term(size_t n, const float *x, float *y, bool fresh, void *stream);
+int cuda_flat_axpy_term(size_t n, float a, const float *x, float *y, bool fresh, void *stream);
+int cuda_flat_ax_plus(size_t n, float a, const float *x, float *y, void *stream);
 
 /* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
  * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */

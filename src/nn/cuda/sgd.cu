@@ -1,5 +1,5 @@
-/* The SGD step and the scale on the device's flat vectors; the work in
- * nn/cuda/sgd.h. */
+/* The SGD step, the scale and the algorithms' terms (EASGD, the gossip
+ * modes) on the device's flat vectors; the work in nn/cuda/sgd.h. */
 #include "nn/cuda/sgd.h"
 
 #include "nn/cuda/check.h"
@@ -69,6 +69,82 @@ extern "C" int cuda_sgd_step(size_t n, float momentum, float weight_decay, bool 
 extern "C" int cuda_flat_scale(size_t n, float a, float *x, void *stream)
 {
     flat_scale_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(n, a, x);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+__global__ static void flat_scale_copy_k(size_t n, float a, float *x, float *y)
+{
+    GRID_STRIDE(i, n) flat_scale_copy_at(i, a, x, y);
+}
+
+__global__ static void flat_add_k(size_t n, const float *d, float *x)
+{
+    GRID_STRIDE(i, n) flat_add_at(i, d, x);
+}
+
+__global__ static void flat_div_k(size_t n, const float *x, const float *w, float *z)
+{
+    GRID_STRIDE(i, n) flat_div_at(i, x, w, z);
+}
+
+__global__ static void flat_sum_term_k(size_t n, const float *x, float *y, bool fresh)
+{
+    GRID_STRIDE(i, n) flat_sum_term_at(i, x, y, fresh);
+}
+
+__global__ static void flat_axpy_term_k(size_t n, float a, const float *x, float *y, bool fresh)
+{
+    GRID_STRIDE(i, n) flat_axpy_term_at(i, a, x, y, fresh);
+}
+
+__global__ static void flat_ax_plus_k(size_t n, float a, const float *x, float *y)
+{
+    GRID_STRIDE(i, n) flat_ax_plus_at(i, a, x, y);
+}
+
+#define LAUNCH(kernel, n, stream, ...)                                                   \
+    kernel<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)(stream)>>>(n, __VA_ARGS__)
+
+extern "C" int cuda_flat_scale_copy(size_t n, float a, float *x, float *y, void *stream)
+{
+    LAUNCH(flat_scale_copy_k, n, stream, a, x, y);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_flat_add(size_t n, const float *d, float *x, void *stream)
+{
+    LAUNCH(flat_add_k, n, stream, d, x);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_flat_div(size_t n, const float *x, const float *w, float *z, void *stream)
+{
+    LAUNCH(flat_div_k, n, stream, x, w, z);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_flat_sum_term(size_t n, const float *x, float *y, bool fresh, void *stream)
+{
+    LAUNCH(flat_sum_term_k, n, stream, x, y, fresh);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_flat_axpy_term(size_t n, float a, const float *x, float *y, bool fresh,
+                                   void *stream)
+{
+    LAUNCH(flat_axpy_term_k, n, stream, a, x, y, fresh);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_flat_ax_plus(size_t n, float a, const float *x, float *y, void *stream)
+{
+    LAUNCH(flat_ax_plus_k, n, stream, a, x, y);
     CUDA_CHECK(cudaGetLastError());
     return 0;
 }

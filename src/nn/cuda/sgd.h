@@ -70,4 +70,48 @@ static inline DT_HD void flat_sub_at(size_t i, const float *d, float *x)
     x[i] -= d[i];
 }
 
+/* The gossip modes' terms (algo/gossip.c, algo/dpsgd.c), each the exact
+ * float expression of the host loop it replaced (core/vec.h), so the CPU
+ * backend's results are bit for bit those of the loops.
+ * Push-sum share (REFERENCE.md §3): x <- x a; keep it and put it in the
+ * message y. x, y: (n) */
+static inline DT_HD void flat_scale_copy_at(size_t i, float a, float *x, float *y)
+{
+    x[i] = y[i] = x[i] * a;
+}
+
+/* x <- x + d (absorb the received sum); x, d: (n) */
+static inline DT_HD void flat_add_at(size_t i, const float *d, float *x)
+{
+    x[i] += d[i];
+}
+
+/* z <- x / w[0] (de-bias by the push-sum weight, which lives beside the
+ * vectors in the same memory); x, z: (n), w: (1) */
+static inline DT_HD void flat_div_at(size_t i, const float *x, const float *w, float *z)
+{
+    z[i] = x[i] / w[0];
+}
+
+/* One term of a sum of received slots, in ascending slot order:
+ * y <- (fresh ? +0 : y) + x, or + a x when scaled. A fresh term adds to +0
+ * as the zero-filled accumulator did (so a -0 term still gives +0). x, y: (n) */
+static inline DT_HD void flat_sum_term_at(size_t i, const float *x, float *y, bool fresh)
+{
+    y[i] = (fresh ? 0.0f : y[i]) + x[i];
+}
+
+static inline DT_HD void flat_axpy_term_at(size_t i, float a, const float *x, float *y,
+                                           bool fresh)
+{
+    y[i] = (fresh ? 0.0f : y[i]) + a * x[i];
+}
+
+/* y <- a y + x (D-PSGD: the self weight times x plus the neighbours' mix);
+ * x, y: (n) */
+static inline DT_HD void flat_ax_plus_at(size_t i, float a, const float *x, float *y)
+{
+    y[i] = a * y[i] + x[i];
+}
+
 #endif
