@@ -17,6 +17,7 @@
 #   COMPUTE     seconds of compute per step (default 0.3), or
 #   COMPUTE_FROM  a real run's record: its median compute time per step
 #   STEPS       steps per run (default 5)
+#   TIMEOUT     seconds of wall time a run may take before it is stopped (default: none)
 #   EXTRA       more key=value arguments (e.g. sim.slow_ranks=0 sim.slowdown=10)
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,6 +34,7 @@ COMPUTE_FROM=${COMPUTE_FROM:-}
 MODEL=${MODEL:-mlp}
 STEPS=${STEPS:-5}
 EXTRA=${EXTRA:-}
+TIMEOUT=${TIMEOUT:-0}
 for exe in "$DTRAIN_SIM" "$DTRAIN_POST"; do
     [ -x "$exe" ] || { echo "bench/sim.sh: $exe not found (set DTRAIN_SIM/DTRAIN_POST)" >&2; exit 1; }
 done
@@ -69,7 +71,7 @@ for p in $PLATFORMS; do
             mkdir -p "$out/$p"
             echo "== $p $m $n ranks ($(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg))"
             # shellcheck disable=SC2086
-            "$DTRAIN_SIM" --ranks "$n" --platform "$p" "$deck" algorithm.mode="$m" \
+            timeout --kill-after=10 "$TIMEOUT" "$DTRAIN_SIM" --ranks "$n" --platform "$p" "$deck" algorithm.mode="$m" \
                 run.output_dir="$d" "${sizes[@]}" $EXTRA \
                 >"$d.log" 2>&1 || { echo "   failed: $(grep -v '^\[' "$d.log" | tail -n 2)"; continue; }
             grep "per iteration" "$d.log" | sed 's/^/   /'

@@ -59,8 +59,8 @@ with open(path, "w") as f:
      each node behind its own veth (full duplex, tbf-shaped) into a bridge.
      bw: B = {beta:.6g} B/s, the stream throughput of one link with all {n} busy;
      lat: alpha / 2 = {alpha / 2:.6g} s per link, two links per path (alpha =
-     TCP half round trip {alpha:.6g} s). Run with smpi/bw-factor:1 and
-     smpi/lat-factor:1: these are measured TCP figures, not line rates. -->
+     TCP half round trip {alpha:.6g} s). Run with smpi/bw-factor:0:1 and
+     smpi/lat-factor:0:1 (1 at every size): these are measured TCP figures, not line rates. -->
 <platform version="4.1">
   <zone id="world" routing="Full">
     <cluster id="veth" prefix="node-" suffix="" radical="0-{n - 1}" speed="1Gf"
@@ -74,7 +74,7 @@ PY
 
 simulated() { # mode n steps compute platform dir -> simulated seconds of the run
     rm -rf "$6"
-    DTRAIN_SIM_CFG="--cfg=smpi/bw-factor:1 --cfg=smpi/lat-factor:1" \
+    DTRAIN_SIM_CFG="--cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-factor:0:1" \
         "$DTRAIN_SIM" --ranks "$2" --platform "$5" "$HERE/mlp10m.ini" algorithm.mode="$1" \
         run.output_dir="$6" run.max_steps="$3" run.log_every="$3" sim.compute_time="$4" \
         >"$6.log" 2>&1 || { echo "simval.sh: dtrain-sim failed, see $6.log" >&2; return 1; }
