@@ -220,7 +220,7 @@ static void ps_setup(dt_trainer *t)
         int me = t->rank;
         s->m = s->lo[me + 1] - s->lo[me];
         s->inbox_bytes = sizeof(ps_msg) + push_bytes(s->m);
-        s->inbox = dt_malloc(s->inbox_bytes);
+        s->inbox = dt_msg_alloc(s->inbox_bytes);
         s->g = dt_falloc(s->m ? s->m : 1);
         s->opt = t->opt;
         s->opt.n = s->m;
@@ -252,13 +252,13 @@ static void ps_setup(dt_trainer *t)
         s->reqs = dt_malloc(2 * (size_t)s->S * sizeof *s->reqs);
         s->sts = dt_malloc(2 * (size_t)s->S * sizeof *s->sts);
         for (int i = 0; i < s->S; i++)
-            s->rep[i] = dt_malloc(sizeof(ps_msg) + maxm * sizeof(float));
+            s->rep[i] = dt_msg_alloc(sizeof(ps_msg) + maxm * sizeof(float));
     }
     if (s->role == ROLE_WORKER) {
         s->acc = dt_falloc(t->n);
         s->out = dt_calloc((size_t)s->S, sizeof *s->out);
         for (int i = 0; i < s->S; i++)
-            s->out[i] = dt_malloc(sizeof(ps_msg) + push_bytes(maxm));
+            s->out[i] = dt_msg_alloc(sizeof(ps_msg) + push_bytes(maxm));
         if (s->compress != C_NONE) { /* per tensor: weights and biases separately */
             s->residual = dt_falloc(t->n);
             s->nseg = t->net->ntensors;

@@ -9,6 +9,9 @@
 #include "nn/cuda/sgd.h"
 #include "nn/kernels_cpu.h"
 #include "optim/sgd.h"
+#ifdef DTRAIN_SIM
+#include "sim/sim.h"
+#endif
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -21,7 +24,16 @@
 static void *cpu_mem_alloc(size_t bytes) { return dt_falloc((bytes + sizeof(float) - 1) / sizeof(float)); }
 static void cpu_mem_free(void *p) { free(p); }
 static void cpu_mem_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
-static void cpu_mem_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void cpu_mem_copy(void *dst, const void *src, size_t bytes)
+{
+#ifdef DTRAIN_SIM
+    /* a copy this large is of the flat vectors, shared and without meaning
+     * in the simulator (core/vec.h): easgd's copy of the model per round */
+    if (bytes >= SIM_SHARED_MIN * sizeof(float))
+        return;
+#endif
+    memcpy(dst, src, bytes);
+}
 static void cpu_flat_scale(size_t n, float a, float *x)
 {
     VEC_SKIP_IN_SIM; /* the simulator: no model in the vectors (core/vec.h) */

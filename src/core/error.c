@@ -127,6 +127,20 @@ void *dt_realloc_(void *p, size_t bytes, const char *file, int line)
     return q;
 }
 
+void *dt_msg_alloc_(size_t bytes, const char *file, int line)
+{
+#ifdef DTRAIN_SIM
+    if (bytes >= DT_MSG_HEADER + SIM_SHARED_MIN * sizeof(float)) {
+        size_t shared[2] = { DT_MSG_HEADER, bytes };
+        void *s = SMPI_PARTIAL_SHARED_MALLOC(bytes, shared, 1);
+        if (!s)
+            dt_fatal(file, line, "SMPI_PARTIAL_SHARED_MALLOC of %zu bytes failed", bytes);
+        return s;
+    }
+#endif
+    return dt_malloc_(bytes, file, line);
+}
+
 float *dt_falloc_(size_t n, const char *file, int line)
 {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;

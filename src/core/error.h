@@ -37,6 +37,13 @@ void *dt_realloc_(void *p, size_t bytes, const char *file, int line);
 /* 64-byte aligned float buffer (SIMD-friendly), zero-filled. */
 float *dt_falloc_(size_t n, const char *file, int line);
 #define dt_falloc(n) dt_falloc_((n), __FILE__, __LINE__)
+/* A message buffer: a header of at most DT_MSG_HEADER bytes, then a payload
+ * of floats. In the simulator a large one has its payload shared like the
+ * flat vectors (only the header's page is the rank's own, and only it is
+ * copied when the message is delivered); elsewhere it is dt_malloc's. */
+#define DT_MSG_HEADER 4096
+void *dt_msg_alloc_(size_t bytes, const char *file, int line);
+#define dt_msg_alloc(b) dt_msg_alloc_((b), __FILE__, __LINE__)
 
 /* Every MPI call is checked: the error string of the MPI library is printed. */
 #define MPI_CHECK(call)                                                        \
