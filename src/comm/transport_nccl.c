@@ -105,6 +105,21 @@ static void give_up(nccl_transport *t, dt_wait_verdict v, const char *what, nccl
     DT_FATAL("%s", line);
 }
 
+/* One poll of a wait begun at t0 (comm/gpu_plan.h decides): 1 when done; on
+ * an error or after comm.nccl_timeout the job ends (give_up); else the CPU is
+ * yielded and 0 returned, to poll again. */
+static int polled(nccl_transport *t, int done, ncclResult_t r, double t0, const char *what)
+{
+    const dt_wait_verdict v = gpu_wait_verdict(done, r != ncclSuccess && r != ncclInProgress,
+                                               now() - t0, t->timeout);
+    if (v == WAIT_DONE)
+        return 1;
+    if (v != WAIT_AGAIN)
+        give_up(t, v, what, r);
+    sched_yield();
+    return 0;
+}
+
 /* The return code r of an NCCL call on the nonblocking communicator (what
  * names it): ncclInProgress is polled until the communicator is idle, at most
  * comm.nccl_timeout seconds; an error or the timeout aborts the communicator
@@ -112,17 +127,8 @@ static void give_up(nccl_transport *t, dt_wait_verdict v, const char *what, nccl
 static void settle(nccl_transport *t, ncclResult_t r, const char *what)
 {
     const double t0 = now();
-    for (;;) {
-        const dt_wait_verdict v = gpu_wait_verdict(r == ncclSuccess,
-                                                   r != ncclSuccess && r != ncclInProgress,
-                                                   now() - t0, t->timeout);
-        if (v == WAIT_DONE)
-            return;
-        if (v != WAIT_AGAIN)
-            give_up(t, v, what, r);
-        sched_yield();
+    while (!polled(t, r == ncclSuccess, r, t0, what))
         NCCL_ASYNC(t->comm, &r);
-    }
 }
 
 /* Waits for the stream, polling NCCL's asynchronous error: a peer that died
@@ -137,14 +143,8 @@ static void wait_stream(nccl_transport *t, const char *what)
         ncclResult_t r = ncclSuccess;
         if (e != cudaSuccess)
             NCCL_ASYNC(t->comm, &r);
-        const dt_wait_verdict v = gpu_wait_verdict(e == cudaSuccess,
-                                                   r != ncclSuccess && r != ncclInProgress,
-                                                   now() - t0, t->timeout);
-        if (v == WAIT_DONE)
+        if (polled(t, e == cudaSuccess, r, t0, what))
             return;
-        if (v != WAIT_AGAIN)
-            give_up(t, v, what, r);
-        sched_yield();
     }
 }
 
