@@ -9,6 +9,10 @@
  *   ckcmp sum A.h5 B.h5 TOL            the sum over ranks of params in A equals B's
  *                                      within max-abs TOL (relative to max|sum B|), and
  *                                      B's rows are not all equal (something to mix)
+ *   ckcmp all A B [NAME:OFF:LEN...]    the same dataset names in A and B, each equal byte
+ *                                      for byte, except bytes OFF..OFF+LEN-1 of every row
+ *                                      of dataset NAME (e.g. state:24:8, the wall clock of
+ *                                      the resume blob), and the same root attributes
  * Exit 0 on success, 1 with a message otherwise. */
 #include <hdf5.h>
 #include <math.h>
@@ -46,8 +50,144 @@ static float *read2d(const char *path, const char *name, hsize_t dims[2])
     return buf;
 }
 
+/* ckcmp all: the names of a file's root datasets, or of its root attributes. */
+typedef struct names {
+    int n;
+    char name[64][64];
+} names;
+
+static herr_t add_link(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)g, (void)info;
+    names *l = data;
+    if (l->n < 64)
+        snprintf(l->name[l->n++], sizeof l->name[0], "%s", name);
+    return 0;
+}
+
+static herr_t add_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    return add_link(loc, name, NULL, data) + 0 * (info != NULL);
+}
+
+/* The raw bytes of dataset (or attribute, attr set) name, in its file type's
+ * size; *rows and *row_bytes get its shape as (first dimension, the rest). */
+static unsigned char *read_raw(hid_t f, const char *name, int attr, size_t *rows,
+                               size_t *row_bytes, char *type_desc, size_t tlen)
+{
+    hid_t obj = attr ? H5Aopen(f, name, H5P_DEFAULT) : H5Dopen2(f, name, H5P_DEFAULT);
+    if (obj < 0)
+        return NULL;
+    hid_t ft = attr ? H5Aget_type(obj) : H5Dget_type(obj);
+    hid_t sp = attr ? H5Aget_space(obj) : H5Dget_space(obj);
+    hsize_t dims[8] = { 1 };
+    int nd = H5Sget_simple_extent_ndims(sp);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    if (attr && H5Tget_class(ft) == H5T_STRING) { /* the text, not its pointer */
+        H5Tclose(ft);
+        H5Sclose(sp);
+        H5Aclose(obj);
+        char *text = calloc(4096, 1);
+        h5attr_read_string(f, name, text, 4096);
+        *rows = 1;
+        *row_bytes = 4096;
+        snprintf(type_desc, tlen, "string");
+        return (unsigned char *)text;
+    }
+    hid_t mt = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+    size_t el = H5Tget_size(mt), total = 1;
+    for (int i = 0; i < nd; i++)
+        total *= dims[i];
+    *rows = nd > 0 ? dims[0] : 1;
+    *row_bytes = total * el / (*rows ? *rows : 1);
+    snprintf(type_desc, tlen, "class %d size %zu rank %d", (int)H5Tget_class(ft), el, nd);
+    unsigned char *buf = calloc(total ? total * el : 1, 1);
+    herr_t rc = attr ? H5Aread(obj, mt, buf) : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    H5Tclose(mt);
+    H5Tclose(ft);
+    H5Sclose(sp);
+    attr ? H5Aclose(obj) : H5Dclose(obj);
+    if (rc < 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ckcmp all: 0 if A and B hold the same datasets and root attributes, equal
+ * byte for byte outside the ignored ranges. */
+static int compare_all(const char *pa, const char *pb, int nign, char **ign)
+{
+    hid_t fa = H5Fopen(pa, H5F_ACC_RDONLY, H5P_DEFAULT), fb = H5Fopen(pb, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (fa < 0 || fb < 0) {
+        fprintf(stderr, "ckcmp: cannot open %s\n", fa < 0 ? pa : pb);
+        return 1;
+    }
+    int bad = 0, compared = 0;
+    for (int attr = 0; attr < 2; attr++) {
+        names la = { 0 }, lb = { 0 };
+        if (attr) {
+            H5Aiterate2(fa, H5_INDEX_NAME, H5_ITER_INC, NULL, add_attr, &la);
+            H5Aiterate2(fb, H5_INDEX_NAME, H5_ITER_INC, NULL, add_attr, &lb);
+        } else {
+            H5Literate(fa, H5_INDEX_NAME, H5_ITER_INC, NULL, add_link, &la);
+            H5Literate(fb, H5_INDEX_NAME, H5_ITER_INC, NULL, add_link, &lb);
+        }
+        const char *what = attr ? "attribute" : "dataset";
+        if (la.n != lb.n) {
+            fprintf(stderr, "ckcmp: %s holds %d %ss, %s %d\n", pa, la.n, what, pb, lb.n);
+            bad = 1;
+        }
+        for (int i = 0; i < la.n && i < lb.n; i++) {
+            if (strcmp(la.name[i], lb.name[i]) != 0) {
+                fprintf(stderr, "ckcmp: %s %s in %s, %s in %s\n", what, la.name[i], pa,
+                        lb.name[i], pb);
+                bad = 1;
+                continue;
+            }
+            size_t ra, rb, ba, bb;
+            char ta[64], tb[64];
+            unsigned char *a = read_raw(fa, la.name[i], attr, &ra, &ba, ta, sizeof ta);
+            unsigned char *b = read_raw(fb, lb.name[i], attr, &rb, &bb, tb, sizeof tb);
+            if (!a || !b || ra != rb || ba != bb || strcmp(ta, tb) != 0) {
+                fprintf(stderr, "ckcmp: %s %s: unreadable, or its shape or type differs\n", what,
+                        la.name[i]);
+                bad = 1;
+            } else {
+                for (int k = 0; k < nign && !attr; k++) { /* NAME:OFF:LEN */
+                    char nm[64];
+                    size_t off, len;
+                    if (sscanf(ign[k], "%63[^:]:%zu:%zu", nm, &off, &len) == 3 &&
+                        !strcmp(nm, la.name[i]))
+                        for (size_t r = 0; r < ra; r++)
+                            for (size_t j = off; j < off + len && j < ba; j++)
+                                a[r * ba + j] = b[r * bb + j] = 0;
+                }
+                size_t diff = 0;
+                for (size_t j = 0; j < ra * ba; j++)
+                    diff += a[j] != b[j];
+                if (diff) {
+                    fprintf(stderr, "ckcmp: %s %s differs between %s and %s (%zu bytes)\n", what,
+                            la.name[i], pa, pb, diff);
+                    bad = 1;
+                } else {
+                    printf("%s %s: %zu x %zu bytes identical\n", what, la.name[i], ra, ba);
+                    compared++;
+                }
+            }
+            free(a);
+            free(b);
+        }
+    }
+    H5Fclose(fa);
+    H5Fclose(fb);
+    return bad || compared == 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "all"))
+        return compare_all(argv[2], argv[3], argc - 4, argv + 4);
     if (argc >= 4 && !strcmp(argv[1], "same")) {
         const char *def[] = { "params", "momentum" };
         int n = argc > 4 ? argc - 4 : 2;
@@ -157,6 +297,6 @@ int main(int argc, char **argv)
         return worst <= tol * scale ? 0 : 1;
     }
     fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A | "
-                    "finite A | sum A B TOL | attr F NAME\n");
+                    "finite A | sum A B TOL | attr F NAME | all A B [NAME:OFF:LEN...]\n");
     return 2;
 }
