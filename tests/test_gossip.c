@@ -75,9 +75,12 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const char *mode, const 
     t->grads = dt_falloc(N);
     for (size_t i = 0; i < N; i++)
         t->params[i] = x0(same_start ? 0 : rank, i);
-    sgd_init(&t->opt, N, 0.0, 0.0, false);
+    if (optim_init(&t->opt, &optim_sgd, cfg, N, NULL, 0, NULL) != 0)
+        DT_FATAL("%s", dt_err_msg());
+    t->opt.momentum = t->opt.weight_decay = 0.0f; /* plain SGD */
+    t->opt.nesterov = 0;
     t->lr = lr;
-    t->weight = 1.0f;
+    t->meter.weight = 1.0f;
     t->gradient_fn = grad;
     t->tp = transport_mpi_create(MPI_COMM_WORLD);
     t->algo = algo_find(mode);
@@ -92,7 +95,7 @@ static void free_trainer(dt_trainer *t)
         t->algo->teardown(t);
     free(t->params);
     free(t->grads);
-    sgd_free(&t->opt);
+    optim_free(&t->opt, NULL);
     transport_free(t->tp);
 }
 
@@ -133,7 +136,7 @@ static void mass(dt_trainer *t, double *sx, double *sw)
     *sx = 0;
     for (size_t i = 0; i < N; i++)
         *sx += (double)t->params[i] + (pending ? pending[i] : 0);
-    *sw = (double)t->weight + (pending ? pending[N] : 0);
+    *sw = (double)t->meter.weight + (pending ? pending[N] : 0);
 }
 
 static void test_averaging(const char *mode, const char *topo, int peers, int steps)
@@ -355,7 +358,7 @@ static void leader_loss(dt_trainer *t, const float *x)
 {
     (void)x;
     memset(t->grads, 0, t->n * sizeof *t->grads);
-    t->loss_sum += 1.0 + abs(t->rank - 2) + 0.01 * t->rank;
+    t->meter.loss_sum += 1.0 + abs(t->rank - 2) + 0.01 * t->rank;
 }
 
 static void lsgd_set(int64_t group, double cl, double cg, double pl, double pg, int64_t taul,

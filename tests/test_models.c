@@ -50,6 +50,20 @@ static void test_counts(void)
             sum += n->tensors[t].count;
         }
         CHECK(sum == n->nparams, "%s tensor views cover the flat vector", cases[i].name);
+        /* ndim from the shape string: one dimension per comma plus one; a
+         * conv tensor is one whose node is a convolution */
+        int dims_ok = 1, conv_ok = 1;
+        for (int t = 0; t < n->ntensors; t++) {
+            const dt_tensor_view *v = &n->tensors[t];
+            int commas = 0;
+            for (const char *c = v->shape; *c; c++)
+                commas += *c == ',';
+            dims_ok &= v->ndim == commas + 1;
+            conv_ok &= v->conv == (strncmp(v->name, "conv", 4) == 0);
+        }
+        CHECK(dims_ok, "%s: every tensor's ndim matches its shape", cases[i].name);
+        CHECK(conv_ok, "%s: the conv flag marks exactly the convolutions' tensors",
+              cases[i].name);
         net_free(n);
     }
     CHECK(model_build(backend_cpu(), "resnet18", "", "relu", 2, 3, 32, 32, 10) == NULL &&

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
+#include "optim/optim.h"
 #include "optim/sgd.h"
 #include "tap.h"
 
@@ -57,8 +59,56 @@ static void test_schedule(void)
     CHECK(schedule_init(&s, 0.1, false, 1, 1, 0, "30,x", 0.1) == -1, "non-number refused");
 }
 
+/* The optimizer table's sgd: the whole vector, two ranges [0, k) and
+ * [k, n) stepped apart (a parameter server's shards), and sgd_step_flat are
+ * the same bit for bit; its one state vector is named "momentum" (the name
+ * every checkpoint so far uses). */
+static void test_optim_table(int nesterov)
+{
+    enum { N = 37, K = 15 };
+    dt_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.optim.momentum = 0.9;
+    cfg.optim.weight_decay = 1e-3;
+    cfg.optim.nesterov = nesterov;
+    const dt_optim_ops *ops = optim_find("sgd");
+    CHECK(ops == &optim_sgd && ops->nstate == 1 && !strcmp(ops->state_names[0], "momentum"),
+          "optim_find(sgd): one state vector named momentum");
+    CHECK(optim_find("lion") == NULL && strstr(dt_err_msg(), "sgd") != NULL,
+          "an unknown optimizer is an error naming the known ones");
+    dt_optim whole, split;
+    CHECK(optim_init(&whole, ops, &cfg, N, NULL, 0, NULL) == 0 &&
+              optim_init(&split, ops, &cfg, N, NULL, 0, NULL) == 0, "optim_init");
+    float xw[N], xs[N], xr[N], vr[N] = { 0 }, g[N];
+    for (int i = 0; i < N; i++) {
+        xw[i] = xs[i] = xr[i] = 0.1f * (float)(i % 7) - 0.3f;
+    }
+    for (int step = 1; step <= 4; step++) {
+        for (int i = 0; i < N; i++)
+            g[i] = 0.05f * (float)((i * step) % 11) - 0.2f;
+        const float lr = 0.1f / (float)step;
+        optim_step(&whole, backend_cpu(), xw, g, lr, step);
+        optim_step_range(&split, 0, K, xs, g, lr, step);
+        optim_step_range(&split, K, N, xs + K, g + K, lr, step);
+        sgd_step_flat(N, 0.9f, 1e-3f, nesterov, lr, xr, g, vr);
+    }
+    CHECK(!memcmp(xw, xr, sizeof xr) && !memcmp(whole.state[0], vr, sizeof vr),
+          "sgd (nesterov %d) through the table == sgd_step_flat, x and momentum", nesterov);
+    CHECK(!memcmp(xs, xr, sizeof xr) && !memcmp(split.state[0], vr, sizeof vr),
+          "sgd (nesterov %d) on ranges [0, %d) + [%d, %d) == the whole vector", nesterov, K, K,
+          N);
+    dt_ckpt_array a[4];
+    CHECK(optim_state_arrays(&whole, a, 4) == 1 && !strcmp(a[0].name, "momentum") &&
+              a[0].data == whole.state[0] && a[0].n == N,
+          "the checkpoint arrays: momentum (n)");
+    optim_free(&whole, NULL);
+    optim_free(&split, NULL);
+}
+
 int main(void)
 {
+    test_optim_table(0);
+    test_optim_table(1);
     test_plain();
     test_momentum(0);
     test_momentum(1);

@@ -159,14 +159,14 @@ static void adpsgd_step(dt_trainer *t)
         MPI_CHECK(MPI_Wait(&r, MPI_STATUS_IGNORE));
         double t2 = trainer_clock();
         average(t->params, s->peer, t->n);
-        t->bytes_sent += (int64_t)(t->n * sizeof(float));
-        t->t_wait += t2 - t1;
-        t->t_comm += (t1 - t0) + (trainer_clock() - t2);
+        t->meter.bytes_sent += (int64_t)(t->n * sizeof(float));
+        t->meter.t_wait += t2 - t1;
+        t->meter.t_comm += (t1 - t0) + (trainer_clock() - t2);
     }
     lock(s);
     trainer_update(t, t->params);                                /* 4. x <- x - lr sgd(g) */
     unlock(s);
-    t->bytes_sent += atomic_exchange(&s->served, 0);
+    t->meter.bytes_sent += atomic_exchange(&s->served, 0);
 }
 
 static int adpsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
@@ -175,13 +175,13 @@ static int adpsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
     const int64_t budget = t->total_steps * t->nranks;
     double t0 = trainer_clock();
     int round = gcount_poll(&s->count, 1, stop_local);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     for (;;) {
         const int64_t ckpt = gcount_next_multiple(&s->count, t->cfg->run.checkpoint_every);
         if (!round) {
             double t1 = trainer_clock();
             round = gcount_hold(&s->count, ckpt < budget ? ckpt : budget);
-            t->t_wait += trainer_clock() - t1;
+            t->meter.t_wait += trainer_clock() - t1;
         }
         *global_steps = (double)s->count.total / t->nranks;
         if (!round)
@@ -223,7 +223,7 @@ static void adpsgd_finish(dt_trainer *t)
     } else if (s->server) {
         progress_stop(s->server);
         s->server = NULL;
-        t->bytes_sent += atomic_exchange(&s->served, 0);
+        t->meter.bytes_sent += atomic_exchange(&s->served, 0);
     }
     gcount_settle(&s->count);
     ckpt_count_put(s->count.total, s->counter);

@@ -2,7 +2,8 @@
  *
  * An algorithm sees only the trainer's flat vectors (params, grads), the
  * trainer's gradient/optimizer helpers and the transport. The runtime
- * (run/trainer.c) owns the loop, logging, evaluation and checkpoints. */
+ * (run/loop.c and its neighbours, run/trainer.h) owns the loop, logging,
+ * evaluation and checkpoints. */
 #ifndef DT_ALGO_H
 #define DT_ALGO_H
 
@@ -31,7 +32,7 @@ typedef struct dt_algo {
                              * algorithm touches them, and keeps its own vectors and
                              * state arrays, only through trainer_update,
                              * trainer_scale, trainer_vectors(t)'s memory and flat_*
-                             * ops, and the transport (run/trainer.c) */
+                             * ops, and the transport (run/engine.c) */
     /* Reject configurations the algorithm cannot run (rank count...):
      * -1 after dt_err_set(). */
     int (*check)(const dt_config *cfg, int nranks);

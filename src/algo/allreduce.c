@@ -20,10 +20,10 @@ static void allreduce_step(dt_trainer *t)
     trainer_gradient(t, t->params);
     double t0 = trainer_clock();
     t->tp->allreduce_sum(t->tp, t->grads, t->n);
-    t->bytes_sent += (int64_t)(t->n * sizeof(float)); /* the vector this rank contributes */
+    t->meter.bytes_sent += (int64_t)(t->n * sizeof(float)); /* the vector this rank contributes */
     const float inv = 1.0f / (float)t->nranks;
     trainer_scale(t, t->grads, inv);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     trainer_update(t, t->params);
 }
 

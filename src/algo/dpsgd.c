@@ -89,8 +89,8 @@ static void combine(dt_trainer *t, dpsgd_state *s, int64_t step)
     }
     gossip_sum_received(&s->g, s->wij, s->mix);        /* mix = sum_j W_ij x_j */
     s->g.v->flat_ax_plus(t->n, (float)self, s->mix, x); /* x <- W_ii x + mix */
-    t->bytes_sent += (int64_t)(s->g.nout * t->n * sizeof(float));
-    t->t_comm += trainer_clock() - t0;
+    t->meter.bytes_sent += (int64_t)(s->g.nout * t->n * sizeof(float));
+    t->meter.t_comm += trainer_clock() - t0;
 }
 
 static void dpsgd_step(dt_trainer *t)

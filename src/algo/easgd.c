@@ -58,15 +58,15 @@ static void easgd_step(dt_trainer *t)
         t->tp->reduce_sum(t->tp, s->mean, t->n, 0);
     else
         t->tp->allreduce_sum(t->tp, s->mean, t->n);
-    t->bytes_sent += (int64_t)(t->n * sizeof(float));
-    t->t_comm += trainer_clock() - t0;
+    t->meter.bytes_sent += (int64_t)(t->n * sizeof(float));
+    t->meter.t_comm += trainer_clock() - t0;
     v->flat_diff_scale(t->n, alpha, t->params, s->center, s->pull);
     if (!s->root || t->rank == 0)
         v->flat_toward(t->n, beta, inv, s->mean, s->center);
     if (s->root) {
         t0 = trainer_clock();
         t->tp->bcast(t->tp, s->center, t->n, 0);
-        t->t_comm += trainer_clock() - t0;
+        t->meter.t_comm += trainer_clock() - t0;
     }
     trainer_update(t, t->params);
     v->flat_sub(t->n, s->pull, t->params);

@@ -133,9 +133,9 @@ static void ecl_step(dt_trainer *t)
     ecl_unlock(&s->node);
     double t0 = trainer_clock();
     ecl_swaps(&s->node, t->step);                             /* 3. due swaps */
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     dt_swap_stats st = swap_stats(s->node.swap);
-    t->bytes_sent += st.bytes_sent - s->bytes_seen;
+    t->meter.bytes_sent += st.bytes_sent - s->bytes_seen;
     s->bytes_seen = st.bytes_sent;
     if ((t->step + 1) % t->steps_per_epoch == 0)
         epoch_row(t, s);

@@ -139,14 +139,14 @@ static void distributed_step(dt_trainer *t, lsgd_state *s)
             memcpy(s->xl, t->params, t->n * sizeof(float));
         MPI_CHECK(MPI_Bcast(s->xl, (int)t->n, MPI_FLOAT, local - first, s->group));
         pull_to(t->params, s->xl, t->n, (float)c->lsgd.c_local);
-        t->bytes_sent += t->rank == local ? (int64_t)(t->n * sizeof(float)) : 0;
+        t->meter.bytes_sent += t->rank == local ? (int64_t)(t->n * sizeof(float)) : 0;
     }
     if (!s->has_local || s->dsteps % s->global_every == 0) {
         if (t->rank == global)
             memcpy(s->xg, t->params, t->n * sizeof(float));
         MPI_CHECK(MPI_Bcast(s->xg, (int)t->n, MPI_FLOAT, global, s->comm));
         pull_to(t->params, s->xg, t->n, (float)c->lsgd.c_global);
-        t->bytes_sent += t->rank == global ? (int64_t)(t->n * sizeof(float)) : 0;
+        t->meter.bytes_sent += t->rank == global ? (int64_t)(t->n * sizeof(float)) : 0;
     }
     if (t->rank == 0) {
         if (s->nrec == s->cap) {
@@ -161,16 +161,16 @@ static void distributed_step(dt_trainer *t, lsgd_state *s)
     }
     free(all);
     free(loss);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
 }
 
 static void lsgd_step(dt_trainer *t)
 {
     lsgd_state *s = t->algo_state;
     const dt_config *c = t->cfg;
-    double before = t->loss_sum;
+    double before = t->meter.loss_sum;
     trainer_gradient(t, t->params);
-    s->losses[s->nloss++ % c->lsgd.loss_window] = t->loss_sum - before;
+    s->losses[s->nloss++ % c->lsgd.loss_window] = t->meter.loss_sum - before;
     trainer_update(t, t->params);
     pull_to(t->params, s->xg, t->n, (float)(c->lsgd.p_global / (double)c->lsgd.tau_global));
     if (s->has_local)
@@ -185,7 +185,7 @@ static int lsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
     const int64_t budget = t->total_steps * t->nranks;
     double t0 = trainer_clock();
     int round = gcount_poll(&s->gc, 1, stop_local);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     for (;;) {
         if (!round) {
             int64_t next = gcount_next_multiple(&s->gc, c->run.checkpoint_every);
@@ -195,7 +195,7 @@ static int lsgd_progress(dt_trainer *t, int stop_local, double *global_steps)
                 next = budget;
             double t1 = trainer_clock();
             round = gcount_hold(&s->gc, next);
-            t->t_wait += trainer_clock() - t1;
+            t->meter.t_wait += trainer_clock() - t1;
         }
         if (!round) {
             *global_steps = (double)s->count / t->nranks;

@@ -74,7 +74,7 @@ static void drain(dt_trainer *t, osgp_state *s)
         return;
     double t0 = trainer_clock();
     progress_wait(s->thread);
-    t->t_wait += trainer_clock() - t0;
+    t->meter.t_wait += trainer_clock() - t0;
     collect(t, s);
 }
 
@@ -95,17 +95,17 @@ static void osgp_step(dt_trainer *t)
         s->pending[t->n + 1] = 0.0f;
     }
     if (!s->in_flight) { /* keep a share, send a share */
-        t->bytes_sent += pushsum_share(&s->g, t->rank, t->step, x, t->n, s->w);
+        t->meter.bytes_sent += pushsum_share(&s->g, t->rank, t->step, x, t->n, s->w);
         progress_post(s->thread, exchange_job, s);
         s->in_flight = 1;
         s->sent_step = t->step;
     }
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
 
     pushsum_debias(&s->g, x, t->n, s->w, s->z);
     trainer_gradient(t, s->z);
     trainer_update(t, x);
-    t->weight = s->w[0];
+    t->meter.weight = s->w[0];
 }
 
 static const float *osgp_model(dt_trainer *t)

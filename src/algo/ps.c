@@ -86,7 +86,6 @@ typedef struct ps_state {
     float *tval;                   /* and values (m) */
     size_t ntouched;
     dt_staleness *stale;
-    dt_sgd opt;                    /* a view of the trainer's momentum on the range */
     double hist_delay[HIST_DELAYS + 1]; /* pushes by delay d (last bin: d >= HIST_DELAYS) */
     double *hist_queue;            /* (clients + 1) requests ready per wait, by count */
 
@@ -118,19 +117,6 @@ static size_t push_bytes(size_t m)
 {
     size_t d = m * sizeof(float), sp = sparse_bytes(m), q = qsparse_bound(m);
     return d > sp ? (d > q ? d : q) : (sp > q ? sp : q);
-}
-
-/* Is the tensor a convolution's weight or bias (AdaComp's bin length for
- * convolutions, ps.bin_conv; the rest take ps.bin_fc)? */
-static int tensor_is_conv(const dt_net *net, const dt_tensor_view *v)
-{
-    for (int i = 0; i < net->nnodes; i++) {
-        const dt_node *d = &net->nodes[i];
-        if (d->op == OP_CONV2D &&
-            (d->w_off == (int64_t)v->offset || (d->b_off >= 0 && d->b_off == (int64_t)v->offset)))
-            return 1;
-    }
-    return 0;
 }
 
 static int ps_check(const dt_config *cfg, int nranks, int sync)
@@ -222,9 +208,6 @@ static void ps_setup(dt_trainer *t)
         s->inbox_bytes = sizeof(ps_msg) + push_bytes(s->m);
         s->inbox = dt_msg_alloc(s->inbox_bytes);
         s->g = dt_falloc(s->m ? s->m : 1);
-        s->opt = t->opt;
-        s->opt.n = s->m;
-        s->opt.v = t->opt.v + s->lo[me];
         s->stop_at = -1;
         s->ckpt_at = next_ckpt(t, s, 0);
         s->nc = t->nranks - s->S;
@@ -261,11 +244,11 @@ static void ps_setup(dt_trainer *t)
             s->out[i] = dt_msg_alloc(sizeof(ps_msg) + push_bytes(maxm));
         if (s->compress != C_NONE) { /* per tensor: weights and biases separately */
             s->residual = dt_falloc(t->n);
-            s->nseg = t->net->ntensors;
+            s->nseg = t->model->ntensors;
             s->seg = dt_calloc((size_t)s->nseg, sizeof *s->seg);
             for (int i = 0; i < s->nseg; i++) {
-                const dt_tensor_view *v = &t->net->tensors[i];
-                size_t bin = (size_t)(tensor_is_conv(t->net, v) ? c->ps.bin_conv : c->ps.bin_fc);
+                const dt_tensor_view *v = &t->model->tensors[i];
+                size_t bin = (size_t)(v->conv ? c->ps.bin_conv : c->ps.bin_fc);
                 s->seg[i] = (dt_segment){ v->offset, v->count, bin < v->count ? bin : v->count };
             }
             size_t cap = s->compress == C_TOPK ? topk_capacity(s->seg, s->nseg, c->ps.ratio)
@@ -293,7 +276,7 @@ static void server_reply(ps_state *s, dt_trainer *t, int to)
     vec_copy((float *)(h + 1), t->params + s->lo[me], s->m);
     MPI_CHECK(MPI_Send(s->inbox, (int)(sizeof *h + s->m * sizeof(float)), MPI_BYTE, to, TAG_REP,
                        s->comm));
-    t->bytes_sent += (int64_t)(s->m * sizeof(float));
+    t->meter.bytes_sent += (int64_t)(s->m * sizeof(float));
 }
 
 /* The pushed gradient, dense over the range, into g; -1 if malformed. */
@@ -324,7 +307,10 @@ static void server_apply(ps_state *s, dt_trainer *t, const float *g)
 {
     float lr = lr_at(t, s, s->clock);
     t->lr = lr;
-    sgd_step(&s->opt, t->params + s->lo[t->rank], g, lr);
+    /* the trainer's optimizer on this server's range: its state vectors
+     * hold the range's entries at the same offsets */
+    optim_step_range(&t->opt, s->lo[t->rank], s->lo[t->rank + 1], t->params + s->lo[t->rank], g,
+                     lr, s->clock + 1);
     s->clock++;
     if (s->ckpt_at >= 0 && s->clock >= s->ckpt_at && s->clock < s->budget &&
         !(s->stop_at >= 0 && s->clock >= s->stop_at))
@@ -497,7 +483,7 @@ static int worker_fetch(dt_trainer *t, ps_state *s, int64_t want)
         if (i == 0)
             s->seen_clock = h->clock;
     }
-    t->t_wait += trainer_clock() - t0;
+    t->meter.t_wait += trainer_clock() - t0;
     return flags;
 }
 
@@ -534,11 +520,11 @@ static void worker_push(dt_trainer *t, ps_state *s)
         MPI_CHECK(MPI_Isend(h, sizeof *h, MPI_BYTE, i, TAG_REQ, s->comm, &s->reqs[2 * i]));
         MPI_CHECK(MPI_Isend(h + 1, (int)body, MPI_BYTE, i, TAG_DATA, s->comm,
                             &s->reqs[2 * i + 1]));
-        t->bytes_sent += (int64_t)body;
+        t->meter.bytes_sent += (int64_t)body;
     }
     MPI_CHECK(MPI_Waitall(2 * s->S, s->reqs, s->sts));
     vec_zero(s->acc, t->n);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
 }
 
 /* A reply said a periodic checkpoint is due: no more requests until it is

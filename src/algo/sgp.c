@@ -53,12 +53,12 @@ static void sgp_setup(dt_trainer *t)
 static void push_sum(dt_trainer *t, sgp_state *s, int64_t step)
 {
     double t0 = trainer_clock();
-    t->bytes_sent += pushsum_share(&s->g, t->rank, step, t->params, t->n, s->w);
+    t->meter.bytes_sent += pushsum_share(&s->g, t->rank, step, t->params, t->n, s->w);
     gossip_start(&s->g, t->tp, s->g.send);
     gossip_finish(&s->g, t->tp);
     gossip_sum_received(&s->g, NULL, s->acc);
     pushsum_absorb(&s->g, s->acc, t->params, t->n, s->w);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
 }
 
 static void sgp_step(dt_trainer *t)
@@ -68,7 +68,7 @@ static void sgp_step(dt_trainer *t)
     trainer_gradient(t, s->z);      /* g = grad F(z) */
     trainer_update(t, t->params);   /* x <- x - lr sgd(g) */
     push_sum(t, s, t->step);        /* (x, w) mixed with the step's peers */
-    s->g.v->to_host(&t->weight, s->w, sizeof t->weight); /* for the record */
+    s->g.v->to_host(&t->meter.weight, s->w, sizeof t->meter.weight); /* for the record */
 }
 
 static const float *sgp_model(dt_trainer *t)

@@ -142,7 +142,7 @@ typedef struct dt_backend {
                            float *dlogits, int *correct);
 
     /* The flat vectors' arithmetic, for the modes whose vectors live in the
-     * backend's memory (dt_algo.device_vectors, run/trainer.c).
+     * backend's memory (dt_algo.device_vectors, run/engine.c).
      * The SGD step of optim/sgd.h on x, g, v (n): g is not modified, v is
      * unused when momentum is 0. */
     void (*flat_sgd)(size_t n, float momentum, float weight_decay, int nesterov, float lr,

@@ -116,7 +116,7 @@ int net_flatten(dt_net *n, int in)
                                    .c = (int)node_size(x), .h = 1, .w = 1 });
 }
 
-static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
+static void add_tensor(dt_net *n, int node, const char *kind, const char *shape, int ndim,
                        size_t count, size_t fan_in, int init, int64_t *off)
 {
     n->tensors = dt_realloc(n->tensors, (size_t)(n->ntensors + 1) * sizeof *n->tensors);
@@ -129,6 +129,8 @@ static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
     t->count = count;
     t->fan_in = fan_in;
     t->init = init;
+    t->ndim = ndim;
+    t->conv = n->nodes[node].op == OP_CONV2D;
     *off = (int64_t)n->nparams;
     n->nparams += count;
 }
@@ -149,28 +151,28 @@ void net_finish(dt_net *n, int classes)
         case OP_LINEAR:
             snprintf(shape, sizeof shape, "(%d, %zu)", d->c, in); /* (out, in) */
             d->w_n = (size_t)d->c * in;
-            add_tensor(n, i, "weight", shape, d->w_n, in, 0, &d->w_off);
+            add_tensor(n, i, "weight", shape, 2, d->w_n, in, 0, &d->w_off);
             snprintf(shape, sizeof shape, "(%d)", d->c);
             d->b_n = (size_t)d->c;
-            add_tensor(n, i, "bias", shape, d->b_n, in, 0, &d->b_off);
+            add_tensor(n, i, "bias", shape, 1, d->b_n, in, 0, &d->b_off);
             break;
         case OP_CONV2D: {
             size_t fan = (size_t)x->c * d->k * d->k;
             snprintf(shape, sizeof shape, "(%d, %d, %d, %d)", d->c, x->c, d->k, d->k); /* (K, C, R, S) */
             d->w_n = (size_t)d->c * fan;
-            add_tensor(n, i, "weight", shape, d->w_n, fan, 0, &d->w_off);
+            add_tensor(n, i, "weight", shape, 4, d->w_n, fan, 0, &d->w_off);
             if (d->bias) {
                 snprintf(shape, sizeof shape, "(%d)", d->c);
                 d->b_n = (size_t)d->c;
-                add_tensor(n, i, "bias", shape, d->b_n, fan, 0, &d->b_off);
+                add_tensor(n, i, "bias", shape, 1, d->b_n, fan, 0, &d->b_off);
             }
             break;
         }
         case OP_GROUPNORM:
             snprintf(shape, sizeof shape, "(%d)", d->c);
             d->w_n = d->b_n = (size_t)d->c;
-            add_tensor(n, i, "weight", shape, d->w_n, 0, 1, &d->w_off);
-            add_tensor(n, i, "bias", shape, d->b_n, 0, 2, &d->b_off);
+            add_tensor(n, i, "weight", shape, 1, d->w_n, 0, 1, &d->w_off);
+            add_tensor(n, i, "bias", shape, 1, d->b_n, 0, 2, &d->b_off);
             break;
         default:
             break;

@@ -49,6 +49,11 @@ typedef struct dt_tensor_view {
     size_t offset, count;
     size_t fan_in;         /* for initialization */
     int init;              /* 0: kaiming-uniform bound 1/sqrt(fan_in); 1: ones; 2: zeros */
+    int ndim;              /* dimensions of the tensor: 1 for biases and normalisation
+                            * gains, 2+ for weights and embeddings (weight decay of
+                            * AdamW applies to ndim >= 2) */
+    int conv;              /* belongs to a convolution (AdaComp bins its gradients
+                            * apart from the dense layers', algo/ps.c) */
 } dt_tensor_view;
 
 typedef struct dt_net {

@@ -3,7 +3,7 @@
  * the flags are summed by an MPI_Iallreduce on the whole job, started at a
  * step boundary and tested (never waited for) at the following ones, and
  * restarted each time it completes. Once a rank has seen the flag, its
- * group agrees inside itself on the step to stop at (run/trainer.c). */
+ * group agrees inside itself on the step to stop at (run/loop.c). */
 #ifndef DT_RUN_STOP_H
 #define DT_RUN_STOP_H
 

@@ -1,6 +1,17 @@
 /* The training runtime: owns the model, data, optimizer, transport, run
  * record and checkpoints of one rank, and runs the loop around an algorithm's
- * step. Algorithms use trainer_gradient/trainer_update and the flat vectors. */
+ * step. Algorithms include this header and use the engine's calls
+ * (trainer_gradient, trainer_update, trainer_scale, trainer_vectors) and the
+ * flat vectors; the runtime's own files share run/trainer_int.h:
+ *
+ *   run/loop.c          trainer_run, the synchronous and asynchronous loops
+ *   run/engine.c        the rank's model, flat vectors, device mirrors, optimizer
+ *   run/data_setup.c    data sets, shards, batch sources
+ *   run/evaluate.c      the test-set evaluation, the averaged model, consensus
+ *   run/checkpointing.c save and restore, the non-finite scan before a save
+ *   run/record.c        progress lines, /train rows, the run record, provenance
+ *
+ * loop -> algorithm -> engine: nothing below calls back up. */
 #ifndef DT_RUN_TRAINER_H
 #define DT_RUN_TRAINER_H
 
@@ -9,16 +20,58 @@
 
 #include "algo/algo.h"
 #include "comm/transport.h"
-#include "data/data.h"
+#include "data/source.h"
 #include "io/config.h"
 #include "io/deck.h"
-#include "nn/net.h"
+#include "models/model.h"
+#include "optim/optim.h"
 #include "optim/sgd.h"
 
 /* Exit status asking the batch system to requeue (sysexits EX_TEMPFAIL). */
 #define DT_EXIT_REQUEUE 75
 /* Exit status of a run stopped on NaN or Inf (run.check_finite). */
 #define DT_EXIT_NONFINITE 3
+
+/* What the rank measured: the interval since the last /train row, and
+ * totals of the run. Algorithms add their communication time and bytes. */
+typedef struct dt_meter {
+    double loss_sum, t_compute, t_comm, t_wait; /* since the last /train row */
+    int64_t correct, seen, batches;             /* predictions right, made; batches */
+    int64_t images;         /* samples since the start of the run (across restarts) */
+    int64_t bytes_sent;     /* payload bytes sent, since the start (algorithms add) */
+    float weight;           /* push-sum weight to log (algorithms set; 1 by default) */
+    double run_compute, run_comm; /* seconds in this process's run (comm includes wait) */
+} dt_meter;
+
+/* Where the batches come from and the host buffers they land in. */
+typedef struct dt_batches {
+    dt_source *train, *test; /* run/data_setup.c */
+    int B;
+    dt_sample shape;        /* a full batch's shape (the simulator: without sources) */
+    int64_t classes;        /* targets in [0, classes) */
+    int64_t train_samples;  /* the simulator: the training set's size */
+    dt_sample cur;          /* the current batch (pinned host memory on a GPU) */
+    /* a device backend: the next batch, loaded and sent while the current
+     * step's backward runs, and the source's state before it, which a
+     * checkpoint records (so a resume loads it again) */
+    dt_sample next;
+    int prefetched;
+    unsigned char before_prefetch[DT_SOURCE_STATE_MAX];
+} dt_batches;
+
+/* compute.device = cuda: params, grads and the optimizer's state live in the
+ * device's memory (one backend allocation each) when the mode has
+ * device_vectors; the runtime reads and writes them on the host only through
+ * the mirrors, copied at the points that need them (evaluation, checks,
+ * checkpoints). Other modes keep host vectors and the model gets device
+ * copies, params and grads. */
+typedef struct dt_mirrors {
+    int vectors;            /* the flat vectors live in the backend's memory */
+    float *host[16];        /* (host_n[k]) host scratch, allocated when first needed */
+    size_t host_n[16];
+    float *params, *grads;  /* (n) device copies of host vectors */
+    dt_sample cur, next;    /* device copies of the batches */
+} dt_mirrors;
 
 typedef struct dt_trainer {
     const dt_config *cfg;
@@ -29,38 +82,15 @@ typedef struct dt_trainer {
     int worker, nworkers;   /* this rank's data shard among the workers' */
     dt_transport *tp;
 
-    dt_net *net;
+    /* the engine (run/engine.c) */
+    dt_model *model;        /* NULL in the simulator and the algorithms' tests */
     size_t n;               /* parameters in the flat vector */
     float *params;          /* (n) this rank's x */
     float *grads;           /* (n) gradient of the last trainer_gradient */
-    dt_sgd opt;             /* momentum (n), local to the rank */
+    dt_optim opt;           /* state vectors (n), local to the rank */
     dt_schedule sched;
-
-    dt_dataset train, test;
-    dt_shard shard;
-    dt_loader loader;
-    int B;
-    float *x;               /* (B, C, H, W) current batch (pinned host memory on a GPU) */
-    int32_t *y;             /* (B) */
-    /* compute.device = cuda: params, grads and opt.v live in the device's
-     * memory (one backend allocation each) when the mode has device_vectors;
-     * the runtime reads and writes them on the host only through the
-     * mirrors, copied at the points that need them (evaluation, checks,
-     * checkpoints). Other modes keep host vectors and the network gets
-     * device copies, dparams and dgrads. */
-    int dev_vectors;
-    float *mirror[16];      /* (mirror_n[k]) host scratch, allocated when first needed */
-    size_t mirror_n[16];
-    float *dparams, *dgrads; /* (n) */
-    float *dx;              /* (B, C, H, W) */
-    int32_t *dy;            /* (B) */
-    /* the next batch, loaded and sent while the current step's backward runs:
-     * pinned px, py and device dpx, dpy; the loader's state before it, which
-     * a checkpoint records (so a resume loads it again) */
-    float *px, *dpx;
-    int32_t *py, *dpy;
-    int prefetched;
-    dt_loader_state before_prefetch;
+    dt_batches data;
+    dt_mirrors dev;
 
     int64_t step;           /* iterations completed by this rank */
     double global_step;     /* asynchronous modes, at the end: the group's steps per rank
@@ -68,21 +98,15 @@ typedef struct dt_trainer {
     int64_t steps_per_epoch, total_steps;
     float lr;               /* learning rate of the current step */
 
-    /* accumulated since the last /train row */
-    double loss_sum, t_compute, t_comm, t_wait;
-    int64_t correct, seen, batches;
-    int64_t images;         /* since the start of the run (across restarts) */
-    int64_t bytes_sent;     /* payload bytes sent, since the start (algorithms add) */
-    float weight;           /* push-sum weight to log (algorithms set; 1 by default) */
+    dt_meter meter;
     double wall_start;      /* clock at start, minus the wall time of earlier runs */
-    double run_compute, run_comm; /* seconds in this process's run (comm includes wait) */
     double avg_model_acc;   /* test accuracy of the averaged model, last evaluation */
 
     void *algo_state;       /* owned by the algorithm */
 
-    /* The gradient oracle: NULL means the network on the next minibatch.
+    /* The gradient oracle: NULL means the model on the next minibatch.
      * Tests of the algorithms install closed-form objectives here. It must
-     * write the gradient at x into t->grads and may set t->loss_sum etc. */
+     * write the gradient at x into t->grads and may set t->meter.loss_sum etc. */
     void (*gradient_fn)(struct dt_trainer *t, const float *x);
 } dt_trainer;
 
@@ -93,7 +117,7 @@ double trainer_clock(void);
 void trainer_gradient(dt_trainer *t, const float *x);
 /* Loss and accuracy of params on the test set (data.test_limit samples). */
 void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc);
-/* x <- x - lr * sgd_direction(t->grads) with the current learning rate. */
+/* x <- one optimizer step with t->grads at the current learning rate. */
 void trainer_update(dt_trainer *t, float *x);
 /* x (t->n) <- a x, where the flat vectors live (the backend's op with
  * device vectors). */

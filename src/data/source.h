@@ -1,0 +1,69 @@
+/* Batch sources: where the trainer's samples come from, one ops table per
+ * kind of data, as algo/algo.h does for the algorithms.
+ *
+ * A training source draws batches of B samples forever (an epoch is
+ * steps_per_epoch of them) and saves and restores its position exactly, for
+ * a bit-for-bit resume. An evaluation source walks a fixed set once per pass
+ * (rewind starts a pass; next returns 0 at its end); its last batch may be
+ * short. The image sources (data/source_image.c) are the first kind. */
+#ifndef DT_DATA_SOURCE_H
+#define DT_DATA_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/sample.h"
+
+/* The largest state a source saves into a checkpoint, in bytes. */
+#define DT_SOURCE_STATE_MAX 64
+
+typedef struct dt_source dt_source;
+
+typedef struct dt_source_ops {
+    const char *name;
+    size_t state_size;      /* bytes get_state writes (<= DT_SOURCE_STATE_MAX) */
+    /* Fill out's tensors (shaped as the source's `batch`, data allocated by
+     * the caller) with the next batch; returns its sample count: B for a
+     * training source, 1..B for an evaluation source, 0 when its pass is
+     * done. */
+    int64_t (*next)(dt_source *s, dt_sample *out);
+    /* Evaluation sources: start the pass again (NULL for training sources). */
+    void (*rewind)(dt_source *s);
+    void (*get_state)(const dt_source *s, void *state);
+    void (*set_state)(dt_source *s, const void *state);
+    int64_t (*steps_per_epoch)(const dt_source *s);
+    int64_t (*epoch)(const dt_source *s); /* epoch of the next batch */
+    void (*free)(dt_source *s);
+} dt_source_ops;
+
+struct dt_source {
+    const dt_source_ops *ops;
+    dt_sample batch;        /* the shape of a full batch (data NULL) */
+    int64_t classes;        /* targets lie in [0, classes): labels, or the vocabulary */
+    int64_t samples;        /* samples behind the source (its shard, or the test set) */
+    void *impl;             /* the kind's own state */
+};
+
+/* The ops, as calls. */
+int64_t source_next(dt_source *s, dt_sample *out);
+void source_rewind(dt_source *s);
+void source_get_state(const dt_source *s, void *state);
+void source_set_state(dt_source *s, const void *state);
+int64_t source_steps_per_epoch(const dt_source *s);
+void source_free(dt_source *s); /* NULL: nothing */
+
+/* ---- images (data/source_image.c) ----------------------------------------- */
+struct dt_dataset;
+struct dt_shard;
+
+/* Training batches (B, C, H, W) f32 with labels (B) i32 from the rank's
+ * shard of d, drawn by the loader (data/data.h) with (seed, rank). The
+ * source takes d and the shard over (their structs are copied; it frees
+ * them). */
+dt_source *source_image_train(struct dt_dataset *d, struct dt_shard *shard, int B, uint64_t seed,
+                              int rank, int64_t samples_per_epoch);
+/* Evaluation batches of the first n samples of d in order (B at most). The
+ * source takes d over. */
+dt_source *source_image_eval(struct dt_dataset *d, int64_t n, int B);
+
+#endif

@@ -1,0 +1,74 @@
+/* The model as the trainer sees it: a small ops table over one flat
+ * parameter vector, so that the runtime, the algorithms and the evaluation
+ * never depend on what the network is.
+ *
+ * A model kind is one adapter file that fills dt_model_ops and one line in
+ * the factory's table (models/model.c). The first kind is the layer DAG of
+ * nn/net.h (models/net_model.c: logreg, mlp, mnist_cnn, resnet*_gn). */
+#ifndef DT_MODELS_MODEL_H
+#define DT_MODELS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "data/sample.h"
+#include "io/config.h"
+#include "nn/net.h"
+
+typedef struct dt_model dt_model;
+
+/* What a forward pass reports. */
+typedef struct dt_forward_result {
+    double loss;            /* mean over the predictions */
+    int64_t correct;        /* predictions equal to their target */
+    int64_t count;          /* predictions: B for images, B*T for a language model */
+} dt_forward_result;
+
+typedef struct dt_model_ops {
+    const char *kind;
+    /* Activations for batches of up to B samples. */
+    void (*reserve)(dt_model *m, int B);
+    /* Forward over s (its shape[0] samples; every pointer in the backend's
+     * memory), keeping what backward needs. train: dropout (and the like)
+     * active with key (mixed with the layer). */
+    dt_forward_result (*forward)(dt_model *m, const float *params, const dt_sample *s, int train,
+                                 uint64_t key);
+    /* Gradient of the last forward's mean loss into grads (nparams). */
+    void (*backward)(dt_model *m, const float *params, float *grads);
+    /* The initial parameters for seed: the same on every rank. */
+    void (*init_params)(const dt_model *m, float *params, uint64_t seed);
+    void (*free)(dt_model *m);
+} dt_model_ops;
+
+struct dt_model {
+    const dt_model_ops *ops;
+    const dt_backend *be;   /* whose memory and kernels the model uses */
+    size_t nparams;
+    int ntensors;
+    const dt_tensor_view *tensors; /* (ntensors) the flat vector's tensors, in order */
+    void *impl;             /* the kind's own state (models/net_model.c: the dt_net) */
+};
+
+/* What the data tells the model: the shape of a batch and the number of
+ * target classes (labels, or the vocabulary). */
+typedef struct dt_model_data {
+    const dt_sample *batch;
+    int64_t classes;
+} dt_model_data;
+
+/* The model model.name of cfg on backend be for the data; NULL after
+ * dt_err_set() for an unknown name or bad options. */
+dt_model *model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data);
+/* The ops, as calls. */
+void model_reserve(dt_model *m, int B);
+dt_forward_result model_forward(dt_model *m, const float *params, const dt_sample *s, int train,
+                                uint64_t key);
+void model_backward(dt_model *m, const float *params, float *grads);
+void model_init_params(const dt_model *m, float *params, uint64_t seed);
+void model_free(dt_model *m); /* NULL: nothing */
+
+/* The kinds (one adapter file each). */
+dt_model *net_model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data);
+
+#endif

@@ -1,0 +1,277 @@
+/* Checkpoints: what a rank saves (parameters, the optimizer's state
+ * vectors, the algorithm's arrays, and the counters and batch source's
+ * position of resume_blob) and restores, and the NaN/Inf scan that keeps a
+ * non-finite model out of them (run.check_finite). */
+#include "config.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/watchdog.h"
+#include "io/checkpoint.h"
+#include "run/finite.h"
+#include "run/trainer_int.h"
+
+/* The newest checkpoint this run wrote or resumed from, for messages. */
+static char last_ckpt[DT_PATH_MAX + 64] = "";
+
+/* Everything besides the float arrays that a bit-exact resume needs; the
+ * first `resume_blob_len` bytes are stored (the image source's state keeps
+ * the layout of every checkpoint so far: 32 + 24 bytes). */
+typedef struct resume_blob {
+    int64_t step;
+    int64_t images;
+    int64_t bytes_sent;
+    double wall;
+    unsigned char source[DT_SOURCE_STATE_MAX]; /* the training source's state */
+} resume_blob;
+
+static size_t resume_blob_len(const dt_trainer *t)
+{
+    return offsetof(resume_blob, source) + (t->data.train ? t->data.train->ops->state_size : 0);
+}
+
+static void ckpt_dir(const dt_trainer *t, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/checkpoints", t->cfg->run.output_dir);
+}
+
+static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
+{
+    a[0] = (dt_ckpt_array){ "params", t->params, t->n };
+    int k = 1;
+    k += optim_state_arrays(&t->opt, a + k, max - k);
+    if (t->algo->state)
+        k += t->algo->state(t, a + k, max - k);
+    return k;
+}
+
+/* ckpt_arrays with host data: with device vectors each array's mirror,
+ * filled from the backend when down is set. dev (NULL: not wanted) gets the
+ * arrays themselves: a restore reads into the mirrors, then sends them to
+ * dev's. (algo->state may fill its arrays as it is called: it is called
+ * once per write or read.) */
+static int ckpt_host_arrays(dt_trainer *t, dt_ckpt_array *a, int max, int down,
+                            dt_ckpt_array *dev)
+{
+    int na = ckpt_arrays(t, a, max);
+    for (int k = 0; k < na; k++) {
+        if (dev)
+            dev[k] = a[k];
+        if (t->dev.vectors)
+            a[k].data = down ? (float *)engine_on_host(t, k, a[k].data, a[k].n)
+                             : engine_mirror(t, k, a[k].n);
+    }
+    return na;
+}
+
+#ifndef DTRAIN_SIM /* the simulator writes no checkpoints */
+static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
+{
+    dt_ckpt_meta m = { .step = t->step, .epoch = t->step / t->steps_per_epoch,
+                       .nranks = t->nranks, .nparams = (int64_t)t->n };
+    snprintf(m.model, sizeof m.model, "%s", t->cfg->model.name);
+    snprintf(m.mode, sizeof m.mode, "%s", t->cfg->algorithm.mode);
+    return m;
+}
+#endif
+
+/* ---- non-finite values (run.check_finite) ---------------------------------- */
+
+/* The first NaN/Inf this rank saw, kept until the group agrees to stop. */
+static struct {
+    int bad;
+    int64_t step;
+    char what[320];
+} nonfinite;
+
+void nonfinite_note(int64_t step, const char *what)
+{
+    if (nonfinite.bad)
+        return;
+    nonfinite.bad = 1;
+    nonfinite.step = step;
+    snprintf(nonfinite.what, sizeof nonfinite.what, "%s", what);
+}
+
+int nonfinite_seen(void) { return nonfinite.bad; }
+
+/* Looks for NaN/Inf in the arrays a (na); notes the first. */
+static void nonfinite_scan(dt_trainer *t, const dt_ckpt_array *a, int na)
+{
+    for (int i = 0; i < na && !nonfinite.bad; i++)
+        if (finite_count_bad(a[i].data, a[i].n, NULL)) {
+            char what[300];
+            finite_describe(what, sizeof what, a[i].name, a[i].data, a[i].n);
+            nonfinite_note(t->step, what);
+        }
+}
+
+void nonfinite_scan_state(dt_trainer *t)
+{
+    dt_ckpt_array a[16];
+    nonfinite_scan(t, a, ckpt_host_arrays(t, a, 16, 1, NULL));
+}
+
+int nonfinite_agree(dt_trainer *t)
+{
+    int mine = nonfinite.bad ? t->rank : 1 << 30, first;
+    MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, t->comm));
+    if (first == 1 << 30)
+        return 0;
+    if (first == t->rank) {
+        fprintf(stderr, "dtrain: %snon-finite value at step %lld on rank %d: %s; every rank "
+                        "stops at step %lld (exit status %d, run.check_finite); last good "
+                        "checkpoint: %s\n",
+                trainer_group_tag, (long long)nonfinite.step, t->rank, nonfinite.what,
+                (long long)t->step, DT_EXIT_NONFINITE,
+                last_ckpt[0] ? last_ckpt : "none written by this run");
+        fflush(stderr);
+    }
+    return DT_EXIT_NONFINITE;
+}
+
+void ckpt_start(dt_trainer *t)
+{
+    last_ckpt[0] = '\0';
+    memset(&nonfinite, 0, sizeof nonfinite);
+    if (t->rank == 0) {
+        char dir[DT_PATH_MAX + 16];
+        ckpt_dir(t, dir, sizeof dir);
+#ifndef DTRAIN_SIM
+        checkpoint_clean_partial(dir);
+#endif
+    }
+}
+
+/* ---- save and restore ------------------------------------------------------ */
+
+int ckpt_save(dt_trainer *t)
+{
+#ifdef DTRAIN_SIM
+    (void)t; /* the simulator writes no checkpoints (sim_check) */
+    return 0;
+#else
+    char dir[DT_PATH_MAX + 16];
+    ckpt_dir(t, dir, sizeof dir);
+    dt_ckpt_array a[16];
+    int na = ckpt_host_arrays(t, a, 16, 1, NULL);
+    if (t->cfg->run.check_finite) {
+        nonfinite_scan(t, a, na);
+        if (nonfinite_agree(t) != 0)
+            return DT_EXIT_NONFINITE;
+    }
+    watchdog_phase("checkpoint I/O", -1);
+    resume_blob b;
+    memset(&b, 0, sizeof b);
+    b.step = t->step;
+    b.images = t->meter.images;
+    b.bytes_sent = t->meter.bytes_sent;
+    b.wall = trainer_clock() - t->wall_start;
+    if (t->data.prefetched) // the batch loaded ahead is loaded again after a resume
+        memcpy(b.source, t->data.before_prefetch, sizeof b.source);
+    else
+        source_get_state(t->data.train, b.source);
+    dt_ckpt_meta m = ckpt_meta(t);
+    char written[DT_PATH_MAX + 64];
+    if (checkpoint_write(t->comm, dir, &m, a, na, &b, resume_blob_len(t),
+                         (int)t->cfg->run.checkpoint_keep, written, sizeof written) != 0) {
+        fprintf(stderr, "dtrain: %srank %d: %s; %s%s\n", trainer_group_tag, t->rank, dt_err_msg(),
+                last_ckpt[0] ? "intact: " : "no earlier checkpoint of this run",
+                last_ckpt);
+        fflush(stderr);
+        return 1;
+    }
+    snprintf(last_ckpt, sizeof last_ckpt, "%s", written);
+    watchdog_beat(-1);
+    if (t->rank == 0) {
+        if (t->algo->async) /* the file is named by rank 0's own step */
+            say("checkpoint at the group's step %.0f (rank 0: step %lld) written to %s\n",
+                t->global_step, (long long)t->step, dir);
+        else
+            say("checkpoint step %lld written to %s\n", (long long)t->step, dir);
+        fflush(stdout);
+    }
+    return 0;
+#endif
+}
+
+#ifndef DTRAIN_SIM
+/* Appends "; " and text to the buffer s (len bytes), truncating. */
+static void append(char *s, size_t len, const char *text)
+{
+    size_t used = strlen(s);
+    if (used + 1 < len)
+        snprintf(s + used, len - used, "%s%s", used ? "; " : "", text);
+}
+#endif
+
+/* A checkpoint that cannot be used (truncated, damaged, written by another
+ * model, rank count or mode) is skipped for the next older one; rank 0
+ * prints each skip, and `skipped` (the same on every rank) says what was
+ * passed over and why, for the run record. */
+int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
+{
+#ifdef DTRAIN_SIM
+    (void)t, (void)slen; /* the simulator does not resume (sim_check) */
+    skipped[0] = '\0';
+    return 0;
+#else
+    char dir[DT_PATH_MAX + 16], path[DT_PATH_MAX + 64];
+    ckpt_dir(t, dir, sizeof dir);
+    skipped[0] = '\0';
+    watchdog_phase("checkpoint I/O", -1);
+    if (!checkpoint_find_latest(t->comm, dir, path, sizeof path))
+        return 0;
+    if (checkpoint_find_note()[0]) {
+        append(skipped, slen, checkpoint_find_note());
+        if (t->rank == 0)
+            fprintf(stderr, "dtrain: %sresume: %s; trying the newest checkpoint file\n",
+                    trainer_group_tag, checkpoint_find_note());
+    }
+    dt_ckpt_array a[16], dev[16];
+    int na = ckpt_host_arrays(t, a, 16, 0, dev);
+    dt_ckpt_meta want = ckpt_meta(t), got;
+    resume_blob b;
+    memset(&b, 0, sizeof b);
+    while (checkpoint_read(t->comm, path, &want, &got, a, na, &b, resume_blob_len(t)) != 0) {
+        /* the pointer to an older intact file is this loop's job */
+        char why[2048];
+        snprintf(why, sizeof why, "%s", dt_err_msg());
+        char *tail = strstr(why, "; the previous checkpoint ");
+        if (!tail)
+            tail = strstr(why, "; no earlier intact checkpoint");
+        if (tail)
+            *tail = '\0';
+        char line[DT_PATH_MAX + 2200];
+        snprintf(line, sizeof line, "skipped %s: %s", path, why);
+        append(skipped, slen, line);
+        if (t->rank == 0) {
+            fprintf(stderr, "dtrain: %sresume: %s\n", trainer_group_tag, line);
+            fflush(stderr);
+        }
+        if (!checkpoint_find_older(t->comm, dir, path, path, sizeof path)) {
+            dt_err_set("run.resume = true: no intact checkpoint of this run in %s (%s)", dir,
+                       skipped);
+            return -1;
+        }
+    }
+    for (int k = 0; k < na && t->dev.vectors; k++)
+        t->model->be->to_backend(dev[k].data, a[k].data, a[k].n * sizeof(float));
+    snprintf(last_ckpt, sizeof last_ckpt, "%s", path);
+    t->step = b.step;
+    if (t->algo->resumed)
+        t->algo->resumed(t);
+    t->meter.images = b.images;
+    t->meter.bytes_sent = b.bytes_sent;
+    t->wall_start = trainer_clock() - b.wall;
+    source_set_state(t->data.train, b.source);
+    t->data.prefetched = 0;
+    if (t->rank == 0) {
+        say("resumed from %s at step %lld\n", path, (long long)t->step);
+        fflush(stdout);
+    }
+    return 1;
+#endif
+}

@@ -1,0 +1,110 @@
+/* Evaluation: a model's loss and accuracy over the test source, and the
+ * collective evaluation of the group (each rank's model, the averaged
+ * model, the consensus distance). */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/watchdog.h"
+#include "run/trainer_int.h"
+
+void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc)
+{
+#ifdef DTRAIN_SIM
+    /* the simulator has neither a model nor data: nothing is evaluated */
+    (void)t, (void)params;
+    *loss = *acc = NAN;
+    return;
+#endif
+    double lsum = 0;
+    int64_t hits = 0, seen = 0;
+    const int dev = t->model->be->device;
+    const float *p = engine_params_on_backend(t, params);
+    dt_source *src = t->data.test;
+    source_rewind(src);
+    /* the current batch's buffers: free between steps (a prefetched batch
+     * waits in the other pair) */
+    for (;;) {
+        dt_sample h = t->data.cur, d = t->dev.cur;
+        int64_t b = source_next(src, &h);
+        if (b == 0)
+            break;
+        h.input.shape[0] = h.target.shape[0] = b;
+        d.input.shape[0] = d.target.shape[0] = b;
+        watchdog_phase("evaluation", -1);
+        if (dev)
+            engine_batch_to_backend(t, b, &h, &d);
+        dt_forward_result f = model_forward(t->model, p, dev ? &d : &h, 0, 0);
+        /* the mean loss of the batch, weighted by its predictions */
+        lsum += f.loss * (double)f.count;
+        watchdog_beat(-1);
+        hits += f.correct;
+        seen += f.count;
+    }
+    *loss = seen ? lsum / (double)seen : 0;
+    *acc = seen ? (double)hits / (double)seen : 0;
+    watchdog_phase("a collective (combining or recording an evaluation)", -1);
+}
+
+/* Per-rank test metrics, plus the averaged model and the consensus distance
+ * (1/n) sum_i ||z_i - zbar||^2 (REFERENCE.md §0). */
+void eval_run(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
+{
+#ifdef DTRAIN_SIM
+    /* no evaluation in the simulator (its vectors hold no model) */
+    (void)log, (void)wall;
+    *mean_acc = t->avg_model_acc = NAN;
+    return;
+#endif
+    const float *z = t->algo->model(t);
+    /* the epoch of the run: asynchronous ranks count their own steps (a
+     * parameter server its clock), so they take the group's estimate */
+    double steps = t->algo->async ? t->global_step : (double)t->step;
+    dt_eval_row row = { .step = t->algo->async ? llround(steps) : t->step,
+                        .epoch = steps / (double)t->steps_per_epoch,
+                        .wall = wall };
+    trainer_evaluate(t, z, &row.loss, &row.accuracy);
+
+    /* the gradient buffer is free between steps: it holds the sum, then
+     * (on the host, or in the host mirror with device vectors) the average */
+    float *zsum = t->grads;
+    if (t->dev.vectors)
+        t->model->be->mem_copy(zsum, z, t->n * sizeof *zsum);
+    else
+        memcpy(zsum, z, t->n * sizeof *zsum);
+    t->tp->allreduce_sum(t->tp, zsum, t->n);
+    const float *hz = engine_on_host(t, 0, z, t->n);
+    float *avg = (float *)engine_on_host(t, 1, zsum, t->n);
+    double dist = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        avg[i] /= (float)t->nranks;
+        double d = (double)hz[i] - avg[i];
+        dist += d * d;
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &dist, 1, MPI_DOUBLE, MPI_SUM, t->comm));
+    dist /= t->nranks;
+    double avg_loss = row.loss, avg_acc = row.accuracy;
+    if (t->algo->decentralized && t->dev.vectors) {
+        t->model->be->to_backend(zsum, avg, t->n * sizeof *avg);
+        trainer_evaluate(t, zsum, &avg_loss, &avg_acc);
+    } else if (t->algo->decentralized)
+        trainer_evaluate(t, avg, &avg_loss, &avg_acc);
+    else { /* replicas are identical: the average is every rank's model */
+        MPI_CHECK(MPI_Bcast(&avg_acc, 1, MPI_DOUBLE, 0, t->comm));
+        MPI_CHECK(MPI_Bcast(&avg_loss, 1, MPI_DOUBLE, 0, t->comm));
+    }
+    runlog_append_eval(log, &row, avg_loss, avg_acc, dist);
+    t->avg_model_acc = avg_acc;
+    double sum = row.accuracy;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, t->comm));
+    *mean_acc = sum / t->nranks;
+    if (t->rank == 0) {
+        say("eval  step %lld  epoch %.2f  test accuracy %.2f%% (mean over ranks)  "
+               "averaged model %.2f%%  test loss %.4f  consensus %.3g\n",
+               (long long)row.step, row.epoch, 100 * *mean_acc, 100 * avg_acc,
+               row.loss, dist);
+        fflush(stdout);
+    }
+}
