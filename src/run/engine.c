@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/watchdog.h"
-#include "models/models.h"
 #include "run/trainer_int.h"
 #ifdef HAVE_CUDA
 #include "backend/cuda_device.h"
@@ -270,8 +269,13 @@ int engine_create_optim(dt_trainer *t)
 {
     /* with device vectors the state lives in the backend's memory, zero-filled */
     const dt_model *m = t->model;
-    return optim_init(&t->opt, &optim_sgd, t->cfg, t->n, m ? m->tensors : NULL,
-                      m ? m->ntensors : 0, t->dev.vectors ? m->be : NULL);
+    /* by name, as optim.name will give it (the deck has no such key yet:
+     * every run is SGD) */
+    const dt_optim_ops *ops = optim_find("sgd");
+    if (!ops)
+        return -1;
+    return optim_init(&t->opt, ops, t->cfg, t->n, m ? m->tensors : NULL, m ? m->ntensors : 0,
+                      t->dev.vectors ? m->be : NULL);
 }
 
 static void sample_free_with(dt_sample *s, void (*release)(void *))
@@ -283,8 +287,6 @@ static void sample_free_with(dt_sample *s, void (*release)(void *))
 
 void engine_free(dt_trainer *t)
 {
-    if (t->algo && t->algo->teardown && t->algo_state)
-        t->algo->teardown(t);
     const dt_backend *be = t->model ? t->model->be : NULL;
     optim_free(&t->opt, t->dev.vectors ? be : NULL);
     if (be && be->device) {

@@ -285,6 +285,14 @@ static dt_transport *transport_create(dt_trainer *t, const dt_config *cfg, MPI_C
 #endif
 }
 
+/* The algorithm's state, then the engine's. */
+static void trainer_free(dt_trainer *t)
+{
+    if (t->algo && t->algo->teardown && t->algo_state)
+        t->algo->teardown(t);
+    engine_free(t);
+}
+
 int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Comm comm,
                 dt_run_result *res)
 {
@@ -322,7 +330,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     if (agree(comm, t->rank, data_setup(t), "") != 0 ||
         agree(comm, t->rank, engine_create_model(t), "") != 0) {
-        engine_free(t);
+        trainer_free(t);
         return 1;
     }
     engine_alloc(t);
@@ -339,7 +347,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
               schedule_init(&t->sched, cfg->optim.lr, cfg->optim.lr_scaling, t->data.B,
                             t->nworkers, cfg->optim.warmup_epochs, cfg->optim.decay_epochs,
                             cfg->optim.decay_factor), "") != 0) {
-        engine_free(t);
+        trainer_free(t);
         return 1;
     }
     /* synchronous modes step together: every rank uses the smallest epoch */
@@ -350,7 +358,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
             fprintf(stderr, "dtrain: %serror: data.samples_per_epoch = %lld is smaller than "
                             "optim.batch_size = %d: an epoch would have no step\n",
                     trainer_group_tag, (long long)cfg->data.samples_per_epoch, t->data.B);
-        engine_free(t);
+        trainer_free(t);
         return 1;
     }
     t->total_steps = cfg->run.epochs * t->steps_per_epoch;
@@ -368,7 +376,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         if (resumed < 0) {
             if (t->rank == 0)
                 fprintf(stderr, "dtrain: %serror: %s\n", trainer_group_tag, dt_err_msg());
-            engine_free(t);
+            trainer_free(t);
             return 1;
         }
         if (!resumed && t->rank == 0)
@@ -381,7 +389,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     char rec[DT_PATH_MAX + 16];
     dt_runlog *log = record_open(t, g, world_ranks, resumed, rec);
     if (agree(comm, t->rank, log ? 0 : -1, rec) != 0) {
-        engine_free(t);
+        trainer_free(t);
         return 1;
     }
     if (skipped[0])
@@ -443,6 +451,6 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
             steps, trainer_clock() - t->wall_start, 100 * mean_acc, rec);
         fflush(stdout);
     }
-    engine_free(t);
+    trainer_free(t);
     return status;
 }

@@ -61,7 +61,8 @@ void engine_batch_to_backend(dt_trainer *t, int64_t b, const dt_sample *h, dt_sa
 float *engine_mirror(dt_trainer *t, int k, size_t n);
 /* The host view of a vector: itself, or its mirror k filled from the backend. */
 const float *engine_on_host(dt_trainer *t, int k, const float *x, size_t n);
-/* Everything the rank's engine, data and transport hold. */
+/* Everything the rank's engine, data and transport hold (after the
+ * algorithm's teardown). */
 void engine_free(dt_trainer *t);
 
 /* ---- run/data_setup.c ------------------------------------------------------ */
