@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/data.h"
+#include "data/source.h"
 #include "tap.h"
 
 #include <dirent.h>
@@ -841,6 +842,79 @@ static void test_fashion_mnist(void)
     dataset_free(&te);
 }
 
+/* The image sources: the training source's batches are the loader's, and
+ * its saved state replays the same next batch bit for bit; the evaluation
+ * source walks the first n samples in order, in batches of B and a short
+ * last one, then reports the end, and rewinds. */
+static void test_sources(void)
+{
+    enum { B = 4, N = 30, NTEST = 10 };
+    dt_dataset d, ref, test;
+    dataset_synthetic(&d, N, 1, 3, 3, 5, 0.5f, 9, 0);
+    dataset_synthetic(&ref, N, 1, 3, 3, 5, 0.5f, 9, 0);
+    dataset_synthetic(&test, 12, 1, 3, 3, 5, 0.5f, 9, 1);
+    dt_shard shard, rshard;
+    partition_iid(&d, 1, 2, 9, &shard);
+    partition_iid(&ref, 1, 2, 9, &rshard);
+    dt_loader l;
+    loader_init(&l, &ref, &rshard, B, 9, 1, 0);
+    dt_source *s = source_image_train(&d, &shard, B, 9, 1, 0);
+    CHECK(s->batch.input.type == DT_F32 && s->batch.input.rank == 4 &&
+              s->batch.input.shape[0] == B && s->batch.input.shape[1] == 1 &&
+              s->batch.input.shape[2] == 3 && s->batch.target.type == DT_I32 &&
+              s->batch.target.rank == 1 && s->classes == 5 && s->samples == N / 2,
+          "image training source: (B, C, H, W) f32, (B) i32, 5 classes, its shard's samples");
+    dt_sample a = sample_like(&s->batch, NULL), b = sample_like(&s->batch, NULL);
+    float x[B * 9];
+    int32_t y[B];
+    int same = 1;
+    for (int k = 0; k < 7; k++) { /* across a pass boundary (15 samples) */
+        CHECK(source_next(s, &a) == B, "a training batch holds B samples");
+        loader_next(&l, x, y);
+        same &= !memcmp(a.input.data, x, sizeof x) && !memcmp(a.target.data, y, sizeof y);
+    }
+    CHECK(same, "the training source draws the loader's batches");
+    CHECK(source_steps_per_epoch(s) == loader_steps_per_epoch(&l), "steps per epoch: the loader's");
+    unsigned char st[DT_SOURCE_STATE_MAX];
+    CHECK(s->ops->state_size <= sizeof st, "its state fits DT_SOURCE_STATE_MAX");
+    source_get_state(s, st);
+    source_next(s, &a);
+    source_next(s, &a);
+    source_set_state(s, st);
+    source_next(s, &b);
+    source_next(s, &b);
+    CHECK(!memcmp(a.input.data, b.input.data, tensor_bytes(&a.input, B)) &&
+              !memcmp(a.target.data, b.target.data, tensor_bytes(&a.target, B)),
+          "a restored state draws the same batches again");
+    source_free(s);
+    free(a.input.data), free(a.target.data), free(b.input.data), free(b.target.data);
+    loader_free(&l);
+    shard_free(&rshard);
+    dataset_free(&ref);
+
+    int32_t want[NTEST];
+    memcpy(want, test.labels, sizeof want);
+    dt_source *e = source_image_eval(&test, NTEST, B);
+    dt_sample v = sample_like(&e->batch, NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        source_rewind(e);
+        int64_t got[4] = { 0 }, total = 0;
+        int nb = 0, labels_ok = 1;
+        for (int64_t n; nb < 4 && (n = source_next(e, &v)) > 0; nb++) {
+            got[nb] = n;
+            for (int64_t j = 0; j < n; j++)
+                labels_ok &= ((int32_t *)v.target.data)[j] == want[total + j];
+            total += n;
+        }
+        CHECK(nb == 3 && got[0] == B && got[1] == B && got[2] == NTEST - 2 * B &&
+                  labels_ok && source_next(e, &v) == 0,
+              "evaluation pass %d: batches 4, 4, 2 of the first 10 samples in order, then the end",
+              pass);
+    }
+    free(v.input.data), free(v.target.data);
+    source_free(e);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -857,6 +931,7 @@ int main(void)
     test_class_skew();
     test_iid_blocks();
     test_loader();
+    test_sources();
     test_fashion_mnist();
     remove_tree(tmpdir);
     return tap_done();
