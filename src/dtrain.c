@@ -10,6 +10,7 @@
 #include "algo/algo.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/parse.h"
 #include "io/deck.h"
 #include "models/models.h"
 #include "run/device.h"
@@ -52,8 +53,19 @@ static void finalize_guarded(int status)
 #endif
     static unsigned seconds = 60;
     const char *env = getenv("DTRAIN_FINALIZE_TIMEOUT");
-    if (env && *env)
-        seconds = (unsigned)strtoul(env, NULL, 10);
+    if (env && *env) {
+        /* checked in full width before the narrowing to unsigned */
+        const char *p = env;
+        int64_t v;
+        int rc = parse_int64(&p, 0, INT32_MAX, "DTRAIN_FINALIZE_TIMEOUT", 0, "seconds", &v);
+        if (rc == 0 && *p == '\0')
+            seconds = (unsigned)v;
+        else
+            fprintf(stderr, "dtrain: %s; the finalize watchdog waits %u s\n",
+                    rc < 0 ? dt_err_msg()
+                           : "DTRAIN_FINALIZE_TIMEOUT: expected a whole number of seconds",
+                    seconds);
+    }
     finalize_status = status;
     pthread_t th;
     if (seconds > 0 && pthread_create(&th, NULL, finalize_watchdog, &seconds) == 0)

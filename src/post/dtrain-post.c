@@ -8,6 +8,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "io/h5attr.h"
 
 #include <errno.h>
@@ -152,15 +153,13 @@ static int run_load(const char *path, post_run *run)
         dt_err_set("%s: not a dtrain run record (no /train or /eval group)", path);
         goto out;
     }
-    hid_t a = H5Aexists(file, "ranks") > 0 ? H5Aopen(file, "ranks", H5P_DEFAULT) : -1;
-    if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &run->ranks) < 0 || run->ranks < 1) {
-        if (a >= 0)
-            H5Aclose(a);
-        dt_err_set("%s: attribute 'ranks' is missing or invalid; not a dtrain run record",
-                   path);
+    /* in full width, then bounded: it sizes every table read below */
+    if (h5attr_read_i64(file, "ranks", &run->ranks) != 0) {
+        dt_err_prefix("%s: not a dtrain run record", path);
         goto out;
     }
-    H5Aclose(a);
+    if (check_int64(run->ranks, 1, INT_MAX, path, "attribute 'ranks'") != 0)
+        goto out;
     if (h5attr_read_string(file, "mode", run->mode, sizeof run->mode) != 0)
         snprintf(run->mode, sizeof run->mode, "?");
 
