@@ -339,6 +339,10 @@ static void test_tokens_errors(void)
     t.word[0] = 20240521;
     expect_refused("magic.bin", &t, 0, "bad magic 20240521", "wrong magic");
     t = tok_good(tok, 40);
+    t.word[0] = 20240801;
+    t.word[1] = 7;
+    expect_refused("u32.bin", &t, 0, "uint32 token file", "llm.c's uint32 format named");
+    t = tok_good(tok, 40);
     t.word[1] = 2;
     expect_refused("version.bin", &t, 0, "version 2", "wrong version");
     t = tok_good(tok, 40);

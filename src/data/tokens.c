@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 
 enum { HEADER_BYTES = 4 * DT_TOKENS_HEADER_INTS, MAX_VOCAB = 65536 };
+/* llm.c's other format (version 7, uint32 tokens): named in the message. */
+#define LLMC_U32_MAGIC 20240801u
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -56,6 +58,11 @@ static int read_header(FILE *f, const char *path, int64_t size, int64_t *count)
     if (read_exact(f, path, h, 8, 0, "the header's magic and version") < 0)
         return -1;
     uint32_t magic = le32(h), version = le32(h + 4);
+    if (magic == LLMC_U32_MAGIC)
+        return dt_err_set("%s: magic %" PRIu32 " (header word 0) is llm.c's uint32 token file "
+                          "(version 7, for vocabularies over 65536), which is not read here; "
+                          "expected %d (uint16 tokens)",
+                          path, magic, DT_TOKENS_MAGIC);
     if (magic != DT_TOKENS_MAGIC)
         return dt_err_set("%s: bad magic %" PRIu32 " (0x%08" PRIx32 ", header word 0, bytes "
                           "0..3), expected %d (an llm.c token file)",

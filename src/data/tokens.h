@@ -88,7 +88,8 @@ void windows_next(dt_windows *w, int32_t *x, int32_t *y);
 int64_t windows_steps_per_epoch(const dt_windows *w);
 /* Non-overlapping validation windows: floor((n_val - 1) / T) (0 if empty). */
 int64_t windows_val_count(const dt_corpus *c, int T);
-/* Validation window k: x (T) = tokens kT .. kT+T-1, y (T) = kT+1 .. kT+T. */
+/* Validation window k (0 <= k < windows_val_count): x (T) = tokens kT .. kT+T-1,
+ * y (T) = kT+1 .. kT+T. */
 void windows_val(const dt_corpus *c, int T, int64_t k, int32_t *x, int32_t *y);
 
 #endif
