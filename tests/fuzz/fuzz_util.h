@@ -16,7 +16,8 @@ static char fuzz_dir_path[64];
 static inline void fuzz_dir_remove(void)
 {
     static const char *names[] = { "deck.ini", "img", "lab", "img.gz", "lab.gz",
-                                   "test_batch.bin", "graph.txt", "egraph.txt" };
+                                   "test_batch.bin", "graph.txt", "egraph.txt",
+                                   "train.bin", "val.bin", "text.txt" };
     char p[320];
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         snprintf(p, sizeof p, "%s/%s", fuzz_dir_path, names[i]);
