@@ -12,8 +12,7 @@ that the C test rebuilds from the same integer formulas (no PyTorch needed by
   g_k[i]   = float32(((i * 7919 + k * 104729) % 2001 - 1000) / 1000 * s_k),
              s_k = 10 ** ((k % 5) - 2)  (step k = 1..20; gradients of widely
              differing sizes), and g_k = 0 for every i when k == 7.
-  Hyper-parameter sets (float32 values, passed to PyTorch as the doubles
-  they are, so that both sides round the same scalars):
+  Hyper-parameter sets (Python floats; the C side passes the same doubles):
     set 1: lr 1e-3, betas (0.9, 0.99),  eps 1e-8, weight decay 0.1
     set 2: lr 5e-2, betas (0.8, 0.999), eps 1e-6, weight decay 0.5
 
@@ -45,10 +44,6 @@ SETS = {
 CLIPS = [(3, 1.0), (2, 5.0), (1, 1.0)]
 
 
-def f32(v):
-    return float(np.float32(v))
-
-
 def x0():
     return np.array([((i * 37 + 11) % 201 - 100) / 100 for i in range(N)], dtype=np.float32)
 
@@ -72,8 +67,7 @@ def main():
         x = torch.from_numpy(x0())
         a = torch.nn.Parameter(x[:NA].reshape(8, 9).clone())
         b = torch.nn.Parameter(x[NA:].clone())
-        lr, eps, wd = f32(hp["lr"]), f32(hp["eps"]), f32(hp["weight_decay"])
-        betas = (f32(hp["betas"][0]), f32(hp["betas"][1]))
+        lr, eps, wd, betas = hp["lr"], hp["eps"], hp["weight_decay"], hp["betas"]
         opt = torch.optim.AdamW([{"params": [a], "weight_decay": wd},
                                  {"params": [b], "weight_decay": 0.0}],
                                 lr=lr, betas=betas, eps=eps)

@@ -19,11 +19,11 @@ enum { NA = 72, NB = 21, N = NA + NB, STEPS = 20, ZERO_STEP = 7 };
 static const dt_segment ref_segs[2] = { { 0, NA, 1 }, { NA, NB, 0 } };
 
 typedef struct ref_set {
-    float lr, beta1, beta2, eps, wd;
+    double lr, beta1, beta2, eps, wd;
 } ref_set;
 static const ref_set ref_sets[3] = { { 0 },
-                                     { 1e-3f, 0.9f, 0.99f, 1e-8f, 0.1f },
-                                     { 5e-2f, 0.8f, 0.999f, 1e-6f, 0.5f } };
+                                     { 1e-3, 0.9, 0.99, 1e-8, 0.1 },
+                                     { 5e-2, 0.8, 0.999, 1e-6, 0.5 } };
 
 static void ref_x0(float *x)
 {
@@ -193,11 +193,11 @@ static void test_zero_gradient(void)
           *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
     for (size_t i = 0; i < n; i++)
         x0[i] = x[i] = hashf(i) * 3.0f;
-    const float lr = 6e-4f, wd = 0.1f;
-    const float shrink = (float)(1.0 - (double)lr * wd);
+    const double lr = 6e-4, wd = 0.1;
+    const float shrink = (float)(1.0 - lr * wd);
     size_t bad_decay = 0, bad_keep = 0;
     for (int k = 1; k <= 5; k++) {
-        adamw_step_range(0, n, x, g, m, v, segs, 4, lr, 0.9f, 0.95f, 1e-8f, wd, k);
+        adamw_step_range(0, n, x, g, m, v, segs, 4, lr, 0.9, 0.95, 1e-8, wd, k);
         for (int s = 0; s < 4; s++)
             for (size_t i = segs[s].offset; i < segs[s].offset + segs[s].count; i++) {
                 if (segs[s].decay) {
@@ -238,10 +238,10 @@ static void test_split_long(void)
     for (int k = 1; k <= 3; k++) {
         for (size_t i = 0; i < n; i++)
             g[i] = hashf(n * k + i) * 0.01f;
-        adamw_step_range(0, n, x[0], g, m[0], v[0], segs, 3, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, k);
+        adamw_step_range(0, n, x[0], g, m[0], v[0], segs, 3, 1e-3, 0.9, 0.999, 1e-8, 0.1, k);
         for (int c = 0; c + 1 < (int)(sizeof cuts / sizeof *cuts); c++)
-            adamw_step_range(cuts[c], cuts[c + 1], x[1], g, m[1], v[1], segs, 3, 1e-3f, 0.9f,
-                             0.999f, 1e-8f, 0.1f, k);
+            adamw_step_range(cuts[c], cuts[c + 1], x[1], g, m[1], v[1], segs, 3, 1e-3, 0.9,
+                             0.999, 1e-8, 0.1, k);
     }
     CHECK(!memcmp(x[0], x[1], n * sizeof(float)) && !memcmp(m[0], m[1], n * sizeof(float)) &&
               !memcmp(v[0], v[1], n * sizeof(float)),

@@ -1,7 +1,9 @@
 #include "optim/adamw.h"
 
 #include <math.h>
+#include <pthread.h>
 
+#include "core/error.h"
 #include "core/simd.h"
 #include "core/vec.h"
 
@@ -178,16 +180,21 @@ static adamw_kernel_fn adamw_kernel_pick(const char **name)
 }
 #endif
 
+static adamw_kernel_fn adamw_kernel_chosen;
+static const char *adamw_kernel_chosen_name;
+static pthread_once_t adamw_kernel_once = PTHREAD_ONCE_INIT;
+
+static void adamw_kernel_choose(void)
+{
+    adamw_kernel_chosen = adamw_kernel_pick(&adamw_kernel_chosen_name);
+}
+
 static adamw_kernel_fn adamw_kernel_fn_get(const char **name)
 {
-    /* idempotent: threads racing here store the same values */
-    static adamw_kernel_fn kernel;
-    static const char *kname;
-    if (!kernel)
-        kernel = adamw_kernel_pick(&kname);
+    pthread_once(&adamw_kernel_once, adamw_kernel_choose);
     if (name)
-        *name = kname;
-    return kernel;
+        *name = adamw_kernel_chosen_name;
+    return adamw_kernel_chosen;
 }
 
 const char *adamw_kernel(void)
@@ -198,30 +205,33 @@ const char *adamw_kernel(void)
 }
 
 void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
-                      const dt_segment *segs, int nsegs, float lr, float beta1, float beta2,
-                      float eps, float wd, int64_t step)
+                      const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
+                      double eps, double wd, int64_t step)
 {
     VEC_SKIP_IN_SIM;
     const adamw_kernel_fn kernel = adamw_kernel_fn_get(NULL);
     /* PyTorch: bias_correction = 1 - beta ** step in Python floats; step_size
      * = lr / bc1; denom divides by math.sqrt(bc2); each scalar becomes a
      * float where it multiplies a tensor. */
-    const double bc1 = 1.0 - pow((double)beta1, (double)step);
-    const double bc2 = 1.0 - pow((double)beta2, (double)step);
+    const double bc1 = 1.0 - pow(beta1, (double)step);
+    const double bc2 = 1.0 - pow(beta2, (double)step);
     const adamw_k k = {
-        .b1 = beta1,
-        .c1 = (float)(1.0 - (double)beta1),
-        .b2 = beta2,
-        .c2 = (float)(1.0 - (double)beta2),
+        .b1 = (float)beta1,
+        .c1 = (float)(1.0 - beta1),
+        .b2 = (float)beta2,
+        .c2 = (float)(1.0 - beta2),
         .bc2s = (float)sqrt(bc2),
-        .eps = eps,
-        .nss = (float)(-((double)lr / bc1)),
-        .shrink = (float)(1.0 - (double)lr * (double)wd),
+        .eps = (float)eps,
+        .nss = (float)(-(lr / bc1)),
+        .shrink = (float)(1.0 - lr * wd),
     };
     for (int s = 0; s < nsegs && lo < hi; s++) {
         const size_t b = segs[s].offset + segs[s].count;
         if (b <= lo)
             continue;
+        if (segs[s].offset > lo)
+            DT_FATAL("adamw_step_range: element %zu lies in no segment (segment %d starts at "
+                     "%zu: the table must be sorted and contiguous)", lo, s, segs[s].offset);
         const size_t e = b < hi ? b : hi, n = e - lo;
         const int decay = segs[s].decay != 0;
         float *xr = x + lo, *mr = m + lo, *vr = v + lo;
@@ -230,10 +240,16 @@ void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, 
         DT_PARALLEL_CHUNKS(n, i0, len, kernel(i0, len, &k, decay, xr, gr, mr, vr));
         lo = e;
     }
+    if (lo < hi)
+        DT_FATAL("adamw_step_range: elements [%zu, %zu) lie outside the %d segments (the "
+                 "segment table must cover the range)", lo, hi, nsegs);
 }
 
 double clip_sumsq(const float *g, size_t n)
 {
+#ifdef DTRAIN_SIM
+    return 0.0; /* the simulator's vectors hold no model: nothing to clip */
+#endif
     /* four partial sums: four independent additions in flight, a fixed order */
     double s[4] = { 0, 0, 0, 0 };
     size_t i = 0;

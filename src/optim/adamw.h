@@ -10,8 +10,8 @@
  * with bc1 = 1 - beta1^k and bc2 = 1 - beta2^k computed in double (Python
  * floats) and each scalar rounded to float where it meets the tensor (the
  * two multiply-adds fused where the CPU has FMA, as PyTorch's kernels). The
- * hyper-parameters arrive as float: a PyTorch run that is to agree bit for bit
- * passes the same float32 values (tests/adamw_reference.py does).
+ * hyper-parameters arrive as double, as Python floats reach PyTorch: given
+ * the same values (a deck's 0.9 is Python's 0.9), the scalars round alike.
  *
  * m and v (the optimizer's state, checkpointed with the model) start at zero
  * and are local to the rank, never communicated. */
@@ -32,12 +32,14 @@ typedef struct dt_segment {
 /* One AdamW step on x[lo, hi), a range of the flat vector (a parameter
  * server's shard, a DiLoCo fragment, or all of it). x, g, m, v: (n) full
  * vectors indexed alike; only [lo, hi) is read or written. segs: nsegs
- * segments sorted by offset, contiguous, covering at least [lo, hi); decay
- * applies where segs[i].decay. step: the 1-based step count (bias correction).
- * Splitting [lo, hi) into several calls gives bit-identical results. */
+ * segments sorted by offset, contiguous, covering at least [lo, hi) (a gap
+ * is a programming error: DT_FATAL); decay applies where segs[i].decay.
+ * step: the 1-based step count (bias correction). Splitting [lo, hi) into
+ * several calls gives bit-identical results; so does any OpenMP thread count
+ * (chunks of DT_PAR_CHUNK elements run in parallel). */
 void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
-                      const dt_segment *segs, int nsegs, float lr, float beta1, float beta2,
-                      float eps, float wd, int64_t step);
+                      const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
+                      double eps, double wd, int64_t step);
 
 /* The kernel adamw_step_range runs on this CPU: "avx512f" or "avx2+fma"
  * (fused multiply-adds, PyTorch's AVX2/AVX-512 results bit for bit), "sse"
