@@ -1,0 +1,26 @@
+sim-obj/src/algo/ecl.o: /work/main/src/algo/ecl.c \
+ /usr/include/smpi/smpi_helpers.h src/algo/algo.h src/io/checkpoint.h \
+ /usr/include/smpi/mpi.h src/core/error.h src/io/config.h \
+ src/algo/ecl_core.h src/comm/swap.h src/graph/egraph.h src/io/runlog.h \
+ src/run/trainer.h src/comm/transport.h src/backend/backend.h \
+ src/data/data.h src/core/rng.h src/core/hd.h src/io/deck.h src/nn/net.h \
+ src/optim/sgd.h
+/usr/include/smpi/smpi_helpers.h:
+src/algo/algo.h:
+src/io/checkpoint.h:
+/usr/include/smpi/mpi.h:
+src/core/error.h:
+src/io/config.h:
+src/algo/ecl_core.h:
+src/comm/swap.h:
+src/graph/egraph.h:
+src/io/runlog.h:
+src/run/trainer.h:
+src/comm/transport.h:
+src/backend/backend.h:
+src/data/data.h:
+src/core/rng.h:
+src/core/hd.h:
+src/io/deck.h:
+src/nn/net.h:
+src/optim/sgd.h:

@@ -1,0 +1,10 @@
+sim-obj/src/comm/transport_mpi.o: /work/main/src/comm/transport_mpi.c \
+ /usr/include/smpi/smpi_helpers.h src/comm/transport.h \
+ /usr/include/smpi/mpi.h src/backend/backend.h src/core/watchdog.h \
+ src/core/error.h
+/usr/include/smpi/smpi_helpers.h:
+src/comm/transport.h:
+/usr/include/smpi/mpi.h:
+src/backend/backend.h:
+src/core/watchdog.h:
+src/core/error.h:
