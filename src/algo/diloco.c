@@ -170,7 +170,9 @@ static void diloco_setup(dt_trainer *t)
                "momentum %g%s, %s over %s, %lld fragment(s), overlap %lld, merge %g\n",
                (long long)s->H, (long long)s->K, (double)s->lr, (double)s->mu,
                s->nesterov ? " nesterov" : "", quant_name(s->fmt),
-               s->gossip ? "push-sum" : "allreduce", (long long)s->P, (long long)s->overlap,
+               s->gossip ? "push-sum" : uses_allreduce(s) ? "allreduce"
+                                                          : "reduce-scatter + all-gather",
+               (long long)s->P, (long long)s->overlap,
                (double)s->alpha);
 }
 
