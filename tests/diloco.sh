@@ -7,7 +7,8 @@
 #    allreduce to float rounding on the network;
 #  - a budget ending inside an outer loop, resumed to a longer one, equals
 #    the uninterrupted run bit for bit (plain; int8 + error feedback +
-#    streaming fragments with an exchange in flight at the stop);
+#    streaming fragments with the reduce-scatter or the all-gather of an
+#    exchange in flight at the stop; push-sum);
 #  - streaming with 1 fragment and overlap 0 equals plain diloco bit for bit;
 #  - bad settings stop every rank at start-up with the key named.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
@@ -73,9 +74,13 @@ resume_case() { # NAME FULL STOP ARGS...
     fi
 }
 EXTRA="" resume_case plain 22 10 $M diloco.inner_steps=8 diloco.sync_steps=3
+# stopped at 13, the all-gather of the fragment started at 12 is in flight
 EXTRA="diloco_sent diloco_residual" resume_case "int8-streaming" 26 13 $M diloco.inner_steps=8 \
     diloco.fragments=2 diloco.overlap=2 diloco.merge=0.5 diloco.precision=int8 \
     diloco.error_feedback=true
+# stopped at 12, the reduce-scatter of the fragment started at 12 is in flight
+EXTRA="diloco_sent" resume_case "bf16-streaming" 24 12 $M diloco.inner_steps=8 \
+    diloco.fragments=2 diloco.overlap=3 diloco.precision=bf16
 EXTRA="push_sum_weight" resume_case "sgp" 22 10 $M $H4 algorithm.topology=exponential \
     diloco.outer_comm=sgp
 

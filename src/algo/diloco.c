@@ -20,6 +20,11 @@
  * c = (p + 1) H / P (mod H) of the local phase, its exchange started then and
  * completed `overlap` steps later, when the fragment of x becomes
  * (1 - alpha) theta + alpha x. P = 1, overlap 0, alpha 0 is the loop above.
+ * With overlap > 0 (and for bf16/int8) the exchange is a reduce-scatter of
+ * the codes, posted at the start, then the fp32 sum of this rank's chunk and
+ * an all-gather of its re-encoded mean, posted one step later (at the
+ * completion when overlap = 1) and decoded at the completion: both halves
+ * overlap inner steps.
  *
  * Positions are derived from t->step (inner steps, as run.* counts them):
  * after step s, c = s + 1 - K local steps are done. A checkpoint holds
@@ -63,6 +68,7 @@ typedef struct diloco_state {
     float *acc;          /* (values of a chunk) fp32 sum of this rank's chunk */
     dt_request *req;     /* (2 R) */
     int nreq;
+    int gathering;       /* the all-gather is in flight (else the reduce-scatter) */
     /* outer_comm = sgp */
     dt_gossip g;
     float *u;            /* (n + 1) push-sum numerator w delta (then mixed) */
@@ -208,11 +214,10 @@ static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t
     }
 }
 
-/* Reduce-scatter, second half, and the all-gather: this rank sums its chunk
- * in fp32 in rank order, sends the codes of its mean to every rank, and
- * out (len) gets the decoded codes of every chunk: the same bytes, hence the
- * same floats, on every rank. */
-static void scatter_finish_gather(dt_trainer *t, diloco_state *s, float *out)
+/* Reduce-scatter, second half, and the all-gather's start: this rank sums
+ * its chunk in fp32 in rank order and sends the codes of its mean to every
+ * rank. */
+static void scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
 {
     const int R = t->nranks, me = t->rank;
     const size_t m = s->ce[me + 1] - s->ce[me], mine = s->cw[me + 1] - s->cw[me];
@@ -231,9 +236,17 @@ static void scatter_finish_gather(dt_trainer *t, diloco_state *s, float *out)
                      &s->req[s->nreq++]);
         t->tp->isend(t->tp, s->gather + s->cw[me], mine, r, TAG_GATHER, &s->req[s->nreq++]);
     }
+    s->gathering = 1;
+}
+
+/* The all-gather's end: out (len) gets the decoded codes of every chunk,
+ * the same bytes, hence the same floats, on every rank. */
+static void gather_finish(dt_trainer *t, diloco_state *s, float *out)
+{
     t->tp->waitall(t->tp, s->req, s->nreq);
     s->nreq = 0;
-    for (int r = 0; r < R; r++)
+    s->gathering = 0;
+    for (int r = 0; r < t->nranks; r++)
         quant_decode(s->fmt, s->gather + s->cw[r], s->ce[r + 1] - s->ce[r], out + s->ce[r]);
 }
 
@@ -302,7 +315,9 @@ static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
         t->tp->allreduce_sum(t->tp, mean, len);
         vec_scale(mean, 1.0f / (float)t->nranks, len);
     } else {
-        scatter_finish_gather(t, s, mean);
+        if (!s->gathering)
+            scatter_finish_gather_start(t, s);
+        gather_finish(t, s, mean);
     }
     t->t_comm += trainer_clock() - t0;
     s->pending = -1;
@@ -343,6 +358,11 @@ static void diloco_step(dt_trainer *t)
     for (int64_t p = 0; p < s->P; p++)
         if (c % s->H == start_of(s, p))
             exchange_begin(t, s, p);
+    /* one step after its start, the reduce-scatter has had a step of compute to
+     * finish: sum and start the all-gather, which then overlaps the rest */
+    if (s->pending >= 0 && !s->gathering && s->overlap >= 2 &&
+        c % s->H == (start_of(s, s->pending) + 1) % s->H)
+        scatter_finish_gather_start(t, s);
     const int64_t d = c - s->overlap;
     for (int64_t p = 0; p < s->P; p++)
         if (d >= 1 && d % s->H == start_of(s, p))
@@ -394,6 +414,8 @@ static void diloco_resumed(dt_trainer *t)
                 fragment(t, s, p, &off, &len);
                 scatter_start(t, s, s->delta + off, len);
                 s->pending = (int)p;
+                if (back >= 1) /* the all-gather had started: the same sum, the same codes */
+                    scatter_finish_gather_start(t, s);
             }
     if (s->gossip)
         t->weight = s->w[0];
