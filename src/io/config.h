@@ -96,6 +96,19 @@ typedef struct dt_config {
         uint64_t graph_seed;      /* topology = random */
         double mean_degree;       /* topology = random */
     } ecl;
+    struct {                      /* algo/diloco.c */
+        int64_t inner_steps;      /* H: local steps per outer step */
+        double outer_lr;          /* outer SGD learning rate */
+        double outer_momentum;    /* outer SGD momentum */
+        bool nesterov;            /* outer SGD with Nesterov momentum */
+        int64_t sync_steps;       /* K: first steps with averaged gradients */
+        char precision[16];       /* fp32 | bf16 | int8 (the pseudo-gradient on the wire) */
+        bool error_feedback;      /* add the quantisation residual to the next one */
+        int64_t fragments;        /* P: streaming fragments of the flat vector */
+        int64_t overlap;          /* inner steps a fragment's exchange stays in flight */
+        double merge;             /* alpha: share of the local value kept at a merge */
+        char outer_comm[16];      /* allreduce | sgp */
+    } diloco;
     struct {
         char device[16];          /* cpu | cuda (run/device.c) */
         int64_t threads;          /* compute threads per rank */

@@ -124,11 +124,11 @@ static const deck_key keys[] = {
 
     {"algorithm", "mode", KT_ENUM, "local",
      .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd|"
-                "pdmm-isvr|admm-isvr|dsgd-ecl",
+                "pdmm-isvr|admm-isvr|dsgd-ecl|diloco",
      AT(algorithm.mode, char *),
      .doc = "local: one rank; allreduce; gossip: dpsgd, sgp, osgp, adpsgd; parameter "
             "server: ps-async, ps-sync; elastic: easgd, lsgd; edge consensus: pdmm-isvr, "
-            "admm-isvr, dsgd-ecl (see --help)"},
+            "admm-isvr, dsgd-ecl; diloco (see --help)"},
     {"algorithm", "topology", KT_ENUM, "auto",
      .choices = "auto|exponential|exponential-both|bipartite|ring|complete|file|"
                 "multiplex-ring|random",
@@ -301,6 +301,39 @@ static const deck_key keys[] = {
     {"comm", "nccl_timeout", KT_INT, "600", GE(1), AT(comm.nccl_timeout, int64_t),
      .doc = "seconds a NCCL operation may wait for its peers before the job ends with a "
             "message"},
+
+    {"diloco", "inner_steps", KT_INT, "500", IN_INT(1), AT(diloco.inner_steps, int64_t),
+     .doc = "diloco: H, local steps of the inner optimizer (optim.*) per outer step"},
+    {"diloco", "outer_lr", KT_DOUBLE, "0.7", GT(0), AT(diloco.outer_lr, double),
+     .doc = "diloco: learning rate of the outer SGD on the averaged pseudo-gradient"},
+    {"diloco", "outer_momentum", KT_DOUBLE, "0.9", IN_CLOSED_OPEN(0, 1),
+     AT(diloco.outer_momentum, double),
+     .doc = "diloco: momentum of the outer SGD (b <- mu b + delta)"},
+    {"diloco", "nesterov", KT_BOOL, "true", AT(diloco.nesterov, bool),
+     .doc = "diloco: outer step theta -= lr (delta + mu b); false: theta -= lr b"},
+    {"diloco", "sync_steps", KT_INT, "0", GE(0), AT(diloco.sync_steps, int64_t),
+     .doc = "diloco: K, first steps whose gradients are averaged every step (as allreduce) "
+            "before the local phase starts"},
+    {"diloco", "precision", KT_ENUM, "fp32", .choices = "fp32|bf16|int8",
+     AT(diloco.precision, char *),
+     .doc = "diloco: pseudo-gradient on the wire: fp32, bf16, or int8 with one fp32 scale "
+            "per 256 values; sums in fp32, every rank ends with the same bytes"},
+    {"diloco", "error_feedback", KT_BOOL, "false", AT(diloco.error_feedback, bool),
+     .doc = "diloco, bf16/int8: keep each rank's quantisation residual and add it to the "
+            "next pseudo-gradient"},
+    {"diloco", "fragments", KT_INT, "1", IN_INT(1), AT(diloco.fragments, int64_t),
+     .doc = "diloco: P, contiguous fragments of the flat vector synchronised in turn, "
+            "fragment p at local step (p + 1) H / P of each outer loop (streaming DiLoCo)"},
+    {"diloco", "overlap", KT_INT, "0", GE(0), AT(diloco.overlap, int64_t),
+     .doc = "diloco: inner steps a fragment's exchange stays in flight before it is merged "
+            "(< inner_steps / fragments)"},
+    {"diloco", "merge", KT_DOUBLE, "0", IN_CLOSED_CLOSED(0, 1), AT(diloco.merge, double),
+     .doc = "diloco: alpha; a merged fragment becomes (1 - alpha) new global + alpha local "
+            "(0: the local progress made during the overlap is dropped)"},
+    {"diloco", "outer_comm", KT_ENUM, "allreduce", .choices = "allreduce|sgp",
+     AT(diloco.outer_comm, char *),
+     .doc = "diloco: average the pseudo-gradients by an allreduce, or mix them by push-sum "
+            "over algorithm.topology (auto: exponential); replicas then differ"},
 };
 
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
