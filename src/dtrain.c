@@ -181,6 +181,8 @@ int main(int argc, char **argv)
         int rc = 0;
         if (rank == 0) {
             rc = deck_parse_job(argv[first], argc - first - 1, argv + first + 1, 0, &job);
+            if (rc == 0 && job.notes)
+                fputs(job.notes, stderr);
             if (rc == 0)
                 fputs(job.effective, stdout);
             else
@@ -210,6 +212,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("dtrain %s (git %s), %d rank(s), deck %s\n", build_version(), build_git_revision(),
                size, argv[first]);
+        if (job.notes)
+            fputs(job.notes, stdout);
         fflush(stdout);
     }
     const dt_group *g = deck_job_group(&job, rank);

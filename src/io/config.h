@@ -1,5 +1,6 @@
-/* The typed run configuration, filled from a validated deck (io/deck.c).
- * Every field corresponds to one deck key, documented in inputs/reference.ini. */
+/* The typed run configuration, filled from a validated deck (io/deck_*.c;
+ * the key table is io/deck_schema.c). Every field corresponds to one deck
+ * key, documented in inputs/reference.ini. */
 #ifndef DT_IO_CONFIG_H
 #define DT_IO_CONFIG_H
 
@@ -40,10 +41,17 @@ typedef struct dt_config {
         char hidden[256];         /* mlp: comma-separated widths, e.g. "100" */
         char activation[16];      /* mlp: sigmoid | relu */
         int64_t gn_groups;        /* resnet*_gn: GroupNorm groups */
+        int64_t n_layer;          /* gpt: transformer blocks */
+        int64_t n_head;           /* gpt: attention heads; divides n_embd */
+        int64_t n_embd;           /* gpt: embedding width C */
+        int64_t block_size;       /* gpt: context length T */
+        int64_t vocab_size;       /* gpt: V; 0: from the data (text: its bytes; tokens: 50257) */
+        double dropout;           /* gpt: dropout probability, in [0, 1) */
     } model;
     struct {
-        char name[32];            /* fashion-mnist | mnist | cifar10 | synthetic */
+        char name[32];            /* fashion-mnist | mnist | cifar10 | synthetic | text | tokens */
         char path[DT_PATH_MAX];
+        char val_path[DT_PATH_MAX]; /* tokens: the validation token file */
         char partition[32];       /* iid | class-skew | blocks */
         int64_t samples_per_epoch;/* 0: the shard size */
         int64_t test_limit;       /* 0: whole test set */
@@ -56,6 +64,7 @@ typedef struct dt_config {
         double synthetic_noise;
     } data;
     struct {
+        char name[16];            /* sgd | adamw (optim/) */
         double lr;
         int64_t batch_size;
         double momentum;
@@ -65,6 +74,12 @@ typedef struct dt_config {
         double warmup_epochs;
         char decay_epochs[256];   /* comma-separated epochs, e.g. "30,60,80" */
         double decay_factor;
+        double beta1, beta2, eps; /* adamw: moment decay rates, denominator term */
+        double clip_norm;         /* clip the gradient to this global L2 norm; 0: off */
+        int64_t warmup_steps;     /* linear warmup over the first steps; 0: none */
+        char schedule[16];        /* step (epochs: warmup_epochs, decay_epochs) | cosine */
+        double min_lr;            /* cosine: the rate it decays to */
+        int64_t decay_steps;      /* cosine: the step it reaches min_lr; 0: the run's total */
     } optim;
     struct {                      /* parameter-server modes (algo/ps.c) */
         int64_t servers;          /* ranks 0..servers-1 hold the model, sharded */
