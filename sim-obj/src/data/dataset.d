@@ -1,8 +1,0 @@
-sim-obj/src/data/dataset.o: /work/main/src/data/dataset.c \
- /usr/include/smpi/smpi_helpers.h src/data/data.h src/core/rng.h \
- src/core/hd.h src/core/error.h
-/usr/include/smpi/smpi_helpers.h:
-src/data/data.h:
-src/core/rng.h:
-src/core/hd.h:
-src/core/error.h:

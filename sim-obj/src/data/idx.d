@@ -1,9 +1,0 @@
-sim-obj/src/data/idx.o: /work/main/src/data/idx.c \
- /usr/include/smpi/smpi_helpers.h src/data/data.h src/core/rng.h \
- src/core/hd.h src/core/error.h src/core/parse.h
-/usr/include/smpi/smpi_helpers.h:
-src/data/data.h:
-src/core/rng.h:
-src/core/hd.h:
-src/core/error.h:
-src/core/parse.h:
