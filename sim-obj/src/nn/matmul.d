@@ -1,0 +1,10 @@
+sim-obj/src/nn/matmul.o: /work/main/src/nn/matmul.c \
+ /usr/include/smpi/smpi_helpers.h src/nn/transformer.h src/core/rng.h \
+ src/core/hd.h /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
+ /usr/include/x86_64-linux-gnu/openblas-pthread/openblas_config.h
+/usr/include/smpi/smpi_helpers.h:
+src/nn/transformer.h:
+src/core/rng.h:
+src/core/hd.h:
+/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h:
+/usr/include/x86_64-linux-gnu/openblas-pthread/openblas_config.h:
