@@ -10,6 +10,7 @@
 #include "algo/algo.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/parse.h"
 #include "io/deck.h"
 #include "models/models.h"
 #include "run/device.h"
@@ -52,8 +53,19 @@ static void finalize_guarded(int status)
 #endif
     static unsigned seconds = 60;
     const char *env = getenv("DTRAIN_FINALIZE_TIMEOUT");
-    if (env && *env)
-        seconds = (unsigned)strtoul(env, NULL, 10);
+    if (env && *env) {
+        /* checked in full width before the narrowing to unsigned */
+        const char *p = env;
+        int64_t v;
+        int rc = parse_int64(&p, 0, INT32_MAX, "DTRAIN_FINALIZE_TIMEOUT", 0, "seconds", &v);
+        if (rc == 0 && *p == '\0')
+            seconds = (unsigned)v;
+        else
+            fprintf(stderr, "dtrain: %s; the finalize watchdog waits %u s\n",
+                    rc < 0 ? dt_err_msg()
+                           : "DTRAIN_FINALIZE_TIMEOUT: expected a whole number of seconds",
+                    seconds);
+    }
     finalize_status = status;
     pthread_t th;
     if (seconds > 0 && pthread_create(&th, NULL, finalize_watchdog, &seconds) == 0)
@@ -169,6 +181,8 @@ int main(int argc, char **argv)
         int rc = 0;
         if (rank == 0) {
             rc = deck_parse_job(argv[first], argc - first - 1, argv + first + 1, 0, &job);
+            if (rc == 0 && job.notes)
+                fputs(job.notes, stderr);
             if (rc == 0)
                 fputs(job.effective, stdout);
             else
@@ -198,6 +212,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("dtrain %s (git %s), %d rank(s), deck %s\n", build_version(), build_git_revision(),
                size, argv[first]);
+        if (job.notes)
+            fputs(job.notes, stdout);
         fflush(stdout);
     }
     const dt_group *g = deck_job_group(&job, rank);

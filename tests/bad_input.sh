@@ -33,6 +33,26 @@ run 2 60 "$D" run.output_dir="$WORK/afile/sub"
 expect_fail "unwritable output dir" "afile/sub"
 run 2 60 "$D" algorithm.mode=local
 expect_fail "local mode on 2 ranks" "exactly 1 rank"
+# the language-model and AdamW keys (issue 26): each refusal names its keys
+run 2 60 "$D" optim.name=adamw algorithm.mode=pdmm-isvr
+expect_fail "adamw with an edge-consensus ISVR mode" \
+    "optim.name = adamw with algorithm.mode = pdmm-isvr: the edge-consensus modes take their own ISVR step"
+run 2 60 "$D" model.name=gpt data.name=text model.n_embd=100 model.n_head=3
+expect_fail "n_embd not divisible by n_head" "model.n_embd = 100, model.n_head = 3: expected n_embd divisible"
+run 2 60 "$D" optim.beta2=1
+expect_fail "beta2 = 1" "optim.beta2 = 1: expected a number in \\[0, 1\\)"
+run 2 60 "$D" optim.eps=0
+expect_fail "eps = 0" "optim.eps = 0: expected a number > 0"
+run 2 60 "$D" model.dropout=1
+expect_fail "dropout = 1" "model.dropout = 1: expected a number in \\[0, 1\\)"
+# momentum given with adamw: the run goes on, rank 0 says once that it is ignored
+run 2 60 --print-deck "$D" optim.name=adamw
+if [ "$RC" -eq 0 ] && [ "$(grep -c 'note: optim.momentum does not apply to optim.name = adamw' \
+        "$WORK/out.txt")" -eq 1 ]; then
+    pass "adamw + momentum: accepted with one note"
+else
+    fail "adamw + momentum (rc $RC)"; grep -i note "$WORK/out.txt" | sed 's/^/#   /'
+fi
 
 # a finished run, then the same output dir again without resume/overwrite
 run 2 120 "$D" run.max_steps=6

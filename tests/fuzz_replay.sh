@@ -11,7 +11,7 @@ if [ ! -x "$TEST_BIN/fuzz/fuzz_deck" ]; then
     exit 77
 fi
 pass=0 fail=0 n=0
-for h in deck idx cifar topology egraph compress; do
+for h in deck deck_sections idx cifar topology egraph compress tokens; do
     n=$((n + 1))
     files=$(ls "$src/$h" 2>/dev/null | wc -l)
     if [ "$files" -eq 0 ]; then

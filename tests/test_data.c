@@ -7,6 +7,8 @@
 #include "tap.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +307,44 @@ static void test_idx_errors(void)
     free(big);
 }
 
+/* Header fields at 2^31 and 2^32 - 1, the widest a 4-byte IDX field holds
+ * (2^32 and 2^63 cannot be written there): each refused with its file, bytes
+ * and range, never narrowed to an int first. */
+static void test_idx_wide_fields(void)
+{
+    uint8_t px[NPX];
+    test_pixels(px);
+    const uint32_t wide[2] = { 0x80000000u, 0xFFFFFFFFu };
+    for (int w = 0; w < 2; w++) {
+        char name[64], field[128];
+        uint32_t count[3] = { wide[w], ROWS, COLS }, rows[3] = { NI, wide[w], COLS },
+                 cols[3] = { NI, ROWS, wide[w] }, lab[1] = { wide[w] };
+        bytes b = idx_build(0x803, count, 3, px, NPX);
+        snprintf(name, sizeof name, "wide-count-%d", w);
+        snprintf(field, sizeof field, "image count (dimension 0, bytes 4..7) %" PRIu32
+                 " out of range, expected 1..2147483647", wide[w]);
+        expect_idx_error(name, 1, &b, b.n, 0, field, "image count at 2^31 / 2^32-1");
+        free(b.p);
+        b = idx_build(0x803, rows, 3, px, NPX);
+        snprintf(name, sizeof name, "wide-rows-%d", w);
+        snprintf(field, sizeof field, "image rows (dimension 1, bytes 8..11) %" PRIu32
+                 " out of range, expected 1..", wide[w]);
+        expect_idx_error(name, 1, &b, b.n, 0, field, "rows at 2^31 / 2^32-1");
+        free(b.p);
+        b = idx_build(0x803, cols, 3, px, NPX);
+        snprintf(name, sizeof name, "wide-cols-%d", w);
+        snprintf(field, sizeof field, "image columns (dimension 2, bytes 12..15) %" PRIu32
+                 " out of range, expected 1..", wide[w]);
+        expect_idx_error(name, 1, &b, b.n, 0, field, "columns at 2^31 / 2^32-1");
+        free(b.p);
+        b = idx_build(0x801, lab, 1, test_labels, NI);
+        snprintf(name, sizeof name, "wide-labels-%d", w);
+        snprintf(field, sizeof field, "label count %" PRIu32, wide[w]);
+        expect_idx_error(name, 0, &b, b.n, 0, field, "label count at 2^31 / 2^32-1");
+        free(b.p);
+    }
+}
+
 /* ---- CIFAR-10 -------------------------------------------------------------- */
 
 enum { CREC = 3073 };
@@ -385,6 +425,27 @@ static void test_cifar(void)
     write_cifar(dir, 0, 0, 0, -1);
     CHECK(dataset_load_cifar10(&te, dir, 0) == -1 && msg_has("test_batch.bin", "empty"),
           "CIFAR empty file rejected");
+    /* A record count comes from the file size: sparse files of 2^31 and 2^32
+     * records (6.6 and 13.2 TB, no blocks written) are refused before any
+     * allocation; 2^63 bytes is beyond what a file system holds. */
+    const int64_t many[2] = { (int64_t)1 << 31, (int64_t)1 << 32 };
+    for (int w = 0; w < 2; w++) {
+        char tb[600], want[160];
+        snprintf(tb, sizeof tb, "%s/test_batch.bin", dir);
+        if (truncate(tb, (off_t)(many[w] * CREC)) != 0) {
+            printf("# skipping the %lld-record sparse file: %s\n", (long long)many[w],
+                   strerror(errno));
+            continue;
+        }
+        snprintf(want, sizeof want, "record count (the file size over 3073 bytes) %lld out of "
+                 "range, expected 1..2147483647", (long long)many[w]);
+        dt_err_clear();
+        CHECK(dataset_load_cifar10(&te, dir, 0) == -1 && msg_has("test_batch.bin", want) &&
+                  te.u8 == NULL,
+              "CIFAR file of %lld records refused before allocating: %s", (long long)many[w],
+              dt_err_msg());
+        CHECK(truncate(tb, 0) == 0, "sparse test batch emptied");
+    }
     char p3[600];
     snprintf(p3, sizeof p3, "%s/data_batch_3.bin", dir);
     unlink(p3);
@@ -925,6 +986,7 @@ int main(void)
     }
     test_idx_roundtrip();
     test_idx_errors();
+    test_idx_wide_fields();
     test_cifar();
     test_named();
     test_synthetic();

@@ -1,4 +1,4 @@
-/* Deck parsing and validation (io/deck.c): defaults, required keys, unknown
+/* Deck parsing and validation (io/deck_*.c): defaults, required keys, unknown
  * and duplicate keys, every kind of bad value, command-line overrides, the
  * effective deck round trip, deck_load under MPI and inputs/reference.ini
  * against the schema. Every error message must name the file, the line and
@@ -246,7 +246,7 @@ static void test_unknown(void)
 
     t = deck_with("optim", "zzzzzz", "1", &line);
     expect_fail1("unknown key, no suggestion", "zzz.ini", t, line,
-                 "the keys of [optim] are lr, batch_size, momentum");
+                 "the keys of [optim] are name, lr, batch_size, momentum");
     free(t);
 
     t = deck_with("zzzzzz", "qqqqq", "1", &line);
@@ -308,6 +308,25 @@ static void test_bad_values(void)
         {"data", "synthetic_classes", "1", "expected an integer in [2, 2147483647]"},
         {"data", "synthetic_noise", "-1", "expected a number >= 0"},
         {"run", "output_dir", "", "expected a non-empty path"},
+        /* the language-model and AdamW keys (issue 26) */
+        {"model", "n_layer", "0", "expected an integer in [1, 2147483647]"},
+        {"model", "n_head", "0", "expected an integer in [1, 2147483647]"},
+        {"model", "n_embd", "-128", "expected an integer in [1, 2147483647]"},
+        {"model", "block_size", "0", "expected an integer in [1, 2147483647]"},
+        {"model", "vocab_size", "-1", "expected an integer in [0, 2147483647]"},
+        {"model", "dropout", "1", "expected a number in [0, 1)"},
+        {"model", "dropout", "-0.1", "expected a number in [0, 1)"},
+        {"model", "name", "gtp", "did you mean 'gpt'?"},
+        {"data", "name", "txt", "one of fashion-mnist, mnist, cifar10, synthetic, text, tokens"},
+        {"optim", "name", "adam", "expected one of sgd, adamw; did you mean 'adamw'?"},
+        {"optim", "beta1", "1", "expected a number in [0, 1)"},
+        {"optim", "beta2", "-0.5", "expected a number in [0, 1)"},
+        {"optim", "eps", "0", "expected a number > 0"},
+        {"optim", "clip_norm", "-1", "expected a number >= 0"},
+        {"optim", "warmup_steps", "-1", "expected an integer >= 0"},
+        {"optim", "schedule", "linear", "expected one of step, cosine"},
+        {"optim", "min_lr", "-1e-4", "expected a number >= 0"},
+        {"optim", "decay_steps", "1.5", "expected an integer >= 0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int line;
@@ -377,6 +396,150 @@ static void test_bad_values(void)
     CHECK(rc == 0, "a comment longer than a line buffer is skipped (%s)",
           rc ? dt_err_msg() : "ok");
     free(ok);
+}
+
+/* Rules between keys (io/deck_check.c): each refusal names the keys and what
+ * was expected; keys that do not apply are ignored with a note (job API). */
+static void test_cross_keys(void)
+{
+    static const char *const bad[][2] = {
+        {"[optim]\nname = adamw\n[algorithm]\nmode = pdmm-isvr\n",
+         "optim.name = adamw with algorithm.mode = pdmm-isvr: the edge-consensus modes take "
+         "their own ISVR step"},
+        {"[optim]\nname = adamw\n[algorithm]\nmode = admm-isvr\n",
+         "algorithm.mode = admm-isvr"},
+        {"[model]\nn_embd = 130\nn_head = 4\n[data]\nname = text\n",
+         "model.n_embd = 130, model.n_head = 4: expected n_embd divisible by n_head"},
+        {"[data]\nname = synthetic\n", "model.name = gpt with data.name = synthetic: expected "
+         "data.name = text or tokens"},
+        {"[data]\nname = tokens\npath = /t/train.bin\n",
+         "data.name = tokens: missing data.val_path"},
+        {"[data]\nname = text\n[optim]\nschedule = cosine\nwarmup_steps = 100\n"
+         "decay_steps = 100\n", "optim.decay_steps = 100: expected 0 (the run's total steps) "
+         "or more than optim.warmup_steps = 100"},
+        {"[data]\nname = text\n[optim]\nschedule = cosine\nmin_lr = 2\n",
+         "optim.min_lr = 2: expected a number <= optim.lr = 1"},
+    };
+    const char *base = "[run]\noutput_dir = /o\n[optim]\nlr = 1\nbatch_size = 4\n";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        /* model.name = gpt unless the case is about data for another model */
+        char *t = str_printf("%s[model]\nname = gpt\n%s", base, bad[i][0]);
+        /* sections may repeat in inih: keys of a second [model] join the first */
+        char *label = str_printf("cross-key case %zu", i + 1);
+        expect_fail1(label, "cross.ini", t, 0, bad[i][1]);
+        free(label);
+        free(t);
+    }
+    /* text data needs the language model */
+    expect_fail1("text data with mlp", "cross.ini",
+                 "[run]\noutput_dir = /o\n[optim]\nlr = 1\nbatch_size = 4\n[model]\nname = mlp\n"
+                 "[data]\nname = text\n", 0,
+                 "data.name = text with model.name = mlp: expected model.name = gpt");
+
+    /* a good language-model deck: the defaults of the new keys */
+    const char *gpt = "[run]\noutput_dir = /o\n[model]\nname = gpt\n[data]\nname = text\n"
+                      "path = /usr/share/games/fortunes\n[optim]\nname = adamw\nlr = 1e-3\n"
+                      "batch_size = 12\nschedule = cosine\nmin_lr = 1e-4\nwarmup_steps = 100\n";
+    dt_config c;
+    int rc = deck_parse_string("gpt.ini", gpt, 0, NULL, &c, NULL);
+    CHECK(rc == 0, "a gpt + adamw + cosine deck parses (%s)", rc ? dt_err_msg() : "ok");
+    if (rc == 0)
+        CHECK(c.model.n_layer == 4 && c.model.n_head == 4 && c.model.n_embd == 128 &&
+                  c.model.block_size == 64 && c.model.vocab_size == 0 && c.model.dropout == 0 &&
+                  c.optim.beta1 == 0.9 && c.optim.beta2 == 0.999 && c.optim.eps == 1e-8 &&
+                  c.optim.clip_norm == 0 && c.optim.warmup_steps == 100 &&
+                  c.optim.decay_steps == 0 && c.optim.min_lr == 1e-4 &&
+                  strcmp(c.optim.name, "adamw") == 0 && strcmp(c.optim.schedule, "cosine") == 0,
+              "gpt deck: n_layer 4, n_head 4, n_embd 128, block_size 64, vocab_size 0, "
+              "dropout 0, beta1 0.9, beta2 0.999, eps 1e-8, clip 0, decay_steps 0");
+    /* and the old decks keep sgd and the step schedule */
+    const char *old = "[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
+                      "batch_size = 4\n";
+    rc = deck_parse_string("old.ini", old, 0, NULL, &c, NULL);
+    CHECK(rc == 0 && strcmp(c.optim.name, "sgd") == 0 && strcmp(c.optim.schedule, "step") == 0,
+          "a deck without optim.name trains with sgd on the step schedule");
+
+    /* momentum given with adamw: accepted, one note naming the key */
+    char *t = str_printf("%s[optim]\nmomentum = 0.5\n", gpt);
+    const char *path = deck_write("note.ini", t);
+    dt_job job;
+    rc = deck_parse_job(path, 0, NULL, 1, &job);
+    CHECK(rc == 0 && job.notes && strstr(job.notes, "note: optim.momentum does not apply to "
+                                          "optim.name = adamw") &&
+              count_lines(job.notes) == 1,
+          "adamw + momentum: one note (%s)", rc ? dt_err_msg() : job.notes ? job.notes : "none");
+    if (rc == 0)
+        deck_job_free(&job);
+    free(t);
+    char *nest[] = {(char *)"optim.nesterov=true", (char *)"optim.momentum=0.8"};
+    rc = deck_parse_job(path, 1, nest, 1, &job);
+    CHECK(rc == 0 && job.notes && strstr(job.notes, "optim.momentum and optim.nesterov do not") &&
+              count_lines(job.notes) == 1,
+          "adamw + momentum + nesterov: one line (%s)", rc ? dt_err_msg() : job.notes);
+    if (rc == 0)
+        deck_job_free(&job);
+    rc = deck_parse_job(deck_write("nonote.ini", gpt), 0, NULL, 1, &job);
+    CHECK(rc == 0 && !job.notes, "adamw without momentum: no note");
+    if (rc == 0)
+        deck_job_free(&job);
+    /* per group: the group that switches to adamw is the one refused */
+    char *g = str_printf("%s[algorithm]\nmode = pdmm-isvr\n[group.a]\nranks = 1\n"
+                         "[group.b]\nranks = 1\noptim.name = adamw\n",
+                         "[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
+                         "batch_size = 4\n");
+    rc = deck_parse_job(deck_write("grp.ini", g), 0, NULL, 2, &job);
+    CHECK(rc == -1 && strstr(dt_err_msg(), "[group.b] (line 12): optim.name = adamw with "
+                                           "algorithm.mode = pdmm-isvr"),
+          "a group's adamw with pdmm-isvr is refused naming the group: %s", dt_err_msg());
+    free(g);
+}
+
+/* The group pre-scan and inih see the same section lines (issue 28; the
+ * differential harness is tests/fuzz/fuzz_deck_sections.c): one case per class
+ * of disagreement it found, each of which either aborted dtrain ("[group.a] was
+ * not registered") or registered a group inih never saw. */
+static void test_section_prescan(void)
+{
+    const char *rest = "[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
+                       "batch_size = 1\n";
+    /* a byte-order mark (an editor's UTF-8 signature), before the header or
+     * before white space and the header: inih skips it on line 1 */
+    static const char *const boms[] = {"\xef\xbb\xbf", "\xef\xbb\xbf \t\v\f", " \xef\xbb\xbf"};
+    for (size_t i = 0; i < sizeof boms / sizeof boms[0]; i++) {
+        char *t = str_printf("%s[group.a]\r\nranks = 1\r\noptim.lr = 0.5\r\n%s", boms[i], rest);
+        dt_job job;
+        int rc = deck_parse_job(deck_write("bom.ini", t), 0, NULL, 1, &job);
+        CHECK(rc == 0 && job.ngroups == 1 && strcmp(job.groups[0].name, "a") == 0 &&
+                  job.groups[0].cfg.optim.lr == 0.5,
+              "byte-order mark variant %zu, CRLF lines: [group.a] on line 1 is a group (%s)",
+              i + 1, rc ? dt_err_msg() : "ok");
+        if (rc == 0)
+            deck_job_free(&job);
+        free(t);
+    }
+    /* a second byte-order mark is not skipped: a syntax error, no group */
+    char *t = str_printf("\xef\xbb\xbf\xef\xbb\xbf[group.a]\nranks = 1\n%s", rest);
+    expect_fail1("two byte-order marks", "bom2.ini", t, 1, "syntax error");
+    free(t);
+    /* an inline comment inside the brackets ends the header before its ']' */
+    t = str_printf("%s[group.a ;note]\nranks = 1\n", rest);
+    expect_fail1("inline comment inside a header", "inline.ini", t, 8, "syntax error in "
+                 "'[group.a ;note]'");
+    free(t);
+    /* a header without ']' opens no section */
+    t = str_printf("%s[group.a\nranks = 1\n", rest);
+    expect_fail1("header without ']'", "nobracket.ini", t, 8, "syntax error in '[group.a'");
+    free(t);
+    /* a header line too long for inih's buffer is refused, not registered */
+    t = str_printf("%s[group.a]%*s\nranks = 1\n", rest, INI_MAX_LINE, "");
+    expect_fail1("header line longer than inih's buffer", "longhdr.ini", t, 8,
+                 "line is 209 characters long");
+    free(t);
+    /* inih keeps 49 bytes of a section name; the group name is judged on them */
+    t = str_printf("%s[group.%060d]\nranks = 1\n", rest, 0);
+    expect_fail1("section name past inih's 49 bytes", "longname.ini", t, 8,
+                 "[group.0000000000000000000000000000000000000000000]: a group name is 1 to 31");
+    free(t);
 }
 
 static void test_syntax_and_duplicates(void)
@@ -791,6 +954,7 @@ int main(int argc, char **argv)
     test_required();
     test_unknown();
     test_bad_values();
+    test_cross_keys();
     test_syntax_and_duplicates();
     test_overrides();
     test_effective_round_trip();
@@ -798,6 +962,7 @@ int main(int argc, char **argv)
     test_reference(argc > 1 ? argv[1] : NULL);
     test_load();
     test_groups();
+    test_section_prescan();
 
     for (int i = 0; i < nmade; i++) {
         unlink(made[i]);

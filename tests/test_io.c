@@ -501,6 +501,114 @@ static void test_checkpoint(void)
     free(m2);
 }
 
+/* ---- checkpoint attributes read in full width ---------------------------------- */
+
+/* Replaces attribute `name` of the file at `path` (rank 0, serial HDF5) with one
+ * of `npoints` values of file type `ftype`, given in memory as `mtype`. */
+static void attr_replace(const char *path, const char *name, hid_t ftype, hid_t mtype,
+                         const void *value, hsize_t npoints)
+{
+    if (rank != 0)
+        return;
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    int ok = f >= 0 && H5Adelete(f, name) >= 0;
+    hid_t space = npoints == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &npoints, NULL);
+    hid_t a = ok ? H5Acreate2(f, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    ok = ok && a >= 0 && H5Awrite(a, mtype, value) >= 0;
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(space);
+    if (f >= 0)
+        H5Fclose(f);
+    CHECK(ok, "attribute %s of %s replaced", name, path);
+}
+
+/* Every integer attribute of a checkpoint at 2^31, 2^32 + nranks (an int cast
+ * would make it this run's rank count), 2^63 (unsigned), 2^64 - 1 and -1, as a
+ * float and as two values: each is refused with the file, the attribute, the
+ * value and the allowed range; the file is skipped as damaged, not narrowed. */
+static void test_checkpoint_attributes(void)
+{
+    char cdir[512], path[1024];
+    snprintf(cdir, sizeof cdir, "%s/ckpt-attr", dir);
+    float par[8], par2[8];
+    unsigned char blob[4] = { 1, 2, 3, 4 }, blob2[4];
+    for (int i = 0; i < 8; i++)
+        par[i] = (float)(rank * 8 + i);
+    dt_ckpt_meta meta = { .step = 40, .epoch = 4, .nranks = nranks, .nparams = 8,
+                          .model = "mlp", .mode = "sgp" };
+    dt_ckpt_array arr[] = { { "params", par, 8 } }, rd[] = { { "params", par2, 8 } };
+    CHECK(all(checkpoint_write(MPI_COMM_WORLD, cdir, &meta, arr, 1, blob, 4, 1, path,
+                               sizeof path) == 0),
+          "small checkpoint written: %s", dt_err_msg());
+    dt_ckpt_meta got;
+    const int64_t two31 = (int64_t)1 << 31, wrap = ((int64_t)1 << 32) + nranks;
+    const uint64_t two63 = (uint64_t)1 << 63, max64 = UINT64_MAX;
+    const double half = 3.5;
+    const int64_t pair[2] = { 1, 1 };
+    char v_wrap[32], v_ok[32];
+    snprintf(v_wrap, sizeof v_wrap, "%lld", (long long)wrap);
+    const struct {
+        const char *name;
+        hid_t ftype, mtype;
+        const void *value;
+        hsize_t npoints;
+        const char *value_text, *range; /* range NULL: the type is refused */
+        const char *why;
+    } c[] = {
+        { "nranks", H5T_STD_I64LE, H5T_NATIVE_INT64, &two31, 1, "2147483648", "1..2147483647", "" },
+        { "nranks", H5T_STD_I64LE, H5T_NATIVE_INT64, &wrap, 1, v_wrap, "1..2147483647", "" },
+        { "nranks", H5T_STD_U64LE, H5T_NATIVE_UINT64, &two63, 1, "9223372036854775808",
+          "-9223372036854775808..9223372036854775807", "" },
+        { "nparams", H5T_STD_U64LE, H5T_NATIVE_UINT64, &max64, 1, "18446744073709551615",
+          "-9223372036854775808..9223372036854775807", "" },
+        { "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &(int64_t){ -1 }, 1, "-1",
+          "0..9223372036854775807", "" },
+        { "format_version", H5T_STD_I64LE, H5T_NATIVE_INT64, &wrap, 1, v_wrap,
+          "1..2147483647", "" },
+        { "epoch", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &half, 1, NULL, NULL,
+          "is not an integer of at most 64 bits" },
+        { "nranks", H5T_STD_I64LE, H5T_NATIVE_INT64, pair, 2, NULL, NULL,
+          "holds 2 values, expected one integer" },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        attr_replace(path, c[i].name, c[i].ftype, c[i].mtype, c[i].value, c[i].npoints);
+        MPI_Barrier(MPI_COMM_WORLD);
+        char want[256];
+        if (c[i].range)
+            snprintf(want, sizeof want, "attribute '%s' %s out of range, expected %s", c[i].name,
+                     c[i].value_text, c[i].range);
+        else
+            snprintf(want, sizeof want, "attribute '%s' %s", c[i].name, c[i].why);
+        int rc = checkpoint_read(MPI_COMM_WORLD, path, &meta, &got, rd, 1, blob2, 4);
+        CHECK(all(rc == -1 && strstr(dt_err_msg(), "ckpt-0000000040.h5") &&
+                  strstr(dt_err_msg(), want)),
+              "%s refused: %s", want, dt_err_msg());
+        /* back to the written value, which must read again */
+        int64_t orig = strcmp(c[i].name, "nranks") == 0    ? nranks
+                       : strcmp(c[i].name, "nparams") == 0 ? 8
+                       : strcmp(c[i].name, "step") == 0    ? 40
+                       : strcmp(c[i].name, "epoch") == 0   ? 4
+                                                           : 1;
+        attr_replace(path, c[i].name, H5T_STD_I64LE, H5T_NATIVE_INT64, &orig, 1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        rc = checkpoint_read(MPI_COMM_WORLD, path, &meta, &got, rd, 1, blob2, 4);
+        snprintf(v_ok, sizeof v_ok, "%lld", (long long)orig);
+        CHECK(all(rc == 0 && got.nranks == nranks && got.step == 40 && got.epoch == 4 &&
+                  memcmp(par, par2, sizeof par) == 0),
+              "%s = %s restored: the checkpoint reads again: %s", c[i].name, v_ok,
+              rc ? dt_err_msg() : "");
+    }
+    if (rank == 0) {
+        char q[1100];
+        snprintf(q, sizeof q, "%s/latest", cdir);
+        unlink(q);
+        unlink(path);
+        rmdir(cdir);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void remove_tree(const char *d)
 {
     const char *names[] = {"run.h5", "other.h5", "ckpt/ckpt-0000000020.h5", "ckpt/ckpt-0000000030.h5",
@@ -532,6 +640,8 @@ int main(int argc, char **argv)
     test_runlog();
     MPI_Barrier(MPI_COMM_WORLD);
     test_checkpoint();
+    MPI_Barrier(MPI_COMM_WORLD);
+    test_checkpoint_attributes();
     MPI_Barrier(MPI_COMM_WORLD);
 
     int failed = tap_done(), any = 0;

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/parse.h"
+#include "graph/egraph.h"
 #include "graph/topology.h"
 #include "tap.h"
 
@@ -446,9 +448,10 @@ static void test_file_graphs(void)
         { "word.txt", "0 1\n# c\n1 x\n", 4, "word.txt:3: malformed line" },
         { "three.txt", "0 1\n0 1 2\n", 4, "three.txt:2: malformed line" },
         { "one.txt", "\n\n5\n", 8, "one.txt:3: malformed line" },
-        { "huge.txt", "0 99999999999999999999\n", 8, "huge.txt:1: malformed line" },
-        { "range.txt", "0 1\n0 9\n", 8, "range.txt: rank 9 out of range [0, 8)" },
-        { "neg.txt", "-1 2\n", 8, "neg.txt: rank -1 out of range [0, 8)" },
+        { "huge.txt", "0 99999999999999999999\n", 8,
+          "huge.txt:1: rank 99999999999999999999 out of range, expected 0..7" },
+        { "range.txt", "0 1\n0 9\n", 8, "range.txt:2: rank 9 out of range, expected 0..7" },
+        { "neg.txt", "-1 2\n", 8, "neg.txt:1: rank -1 out of range, expected 0..7" },
         { "loop.txt", "0 1\n1 2\n2 2\n", 3, "loop.txt: self-loop at rank 2" },
         { "split.txt", "0 1\n2 3\n", 4, "split.txt: graph is not connected: rank 2 cannot "
                                         "reach rank 0" },
@@ -471,6 +474,121 @@ static void test_file_graphs(void)
               strstr(dt_err_msg(), "missing.txt: cannot open"),
           "missing file refused: %s", dt_err_msg());
     CHECK(topology_create(&t, "file", 4, 0, NULL) == -1, "file kind without a path refused");
+}
+
+/* ---- integers from files: parse_int64 and every graph-file field ---- */
+
+static void test_parse_int64(void)
+{
+    const struct {
+        const char *text;
+        int64_t lo, hi;
+        int rc;
+        int64_t v;
+        const char *msg; /* for rc == -1 */
+    } c[] = {
+        { " \t42 7", 0, 100, 0, 42, NULL },
+        { "-7", -10, 10, 0, -7, NULL },
+        { "+7", -10, 10, 0, 7, NULL },
+        { "2147483647", 0, INT32_MAX, 0, INT32_MAX, NULL },
+        { "2147483648", 0, INT32_MAX, -1, 0, "f.txt:3: n 2147483648 out of range, expected 0..2147483647" },
+        { "4294967296", 0, INT32_MAX, -1, 0, "n 4294967296 out of range" },
+        { "4294967297", 0, 7, -1, 0, "n 4294967297 out of range, expected 0..7" },
+        { "9223372036854775807", INT64_MIN, INT64_MAX, 0, INT64_MAX, NULL },
+        { "9223372036854775808", INT64_MIN, INT64_MAX, -1, 0,
+          "n 9223372036854775808 out of range, expected -9223372036854775808..9223372036854775807" },
+        { "-9223372036854775808", INT64_MIN, INT64_MAX, 0, INT64_MIN, NULL },
+        { "-9223372036854775809", INT64_MIN, INT64_MAX, -1, 0, "n -9223372036854775809 out of range" },
+        { "18446744073709551616", INT64_MIN, INT64_MAX, -1, 0, "n 18446744073709551616 out of range" },
+        { "-1", 0, 7, -1, 0, "n -1 out of range, expected 0..7" },
+        { "123456789012345678901234567890123456789012345678901234567890", 0, 7, -1, 0,
+          "n 1234567890123456789012345678901234567890... out of range" },
+        { "x1", 0, 7, 1, 0, NULL },
+        { "-", 0, 7, 1, 0, NULL },
+        { "", 0, 7, 1, 0, NULL },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        dt_err_clear();
+        const char *s = c[i].text;
+        int64_t v = -12345;
+        int rc = parse_int64(&s, c[i].lo, c[i].hi, "f.txt", 3, "n", &v);
+        int ok = rc == c[i].rc;
+        if (rc == 0)
+            ok &= v == c[i].v && s > c[i].text && (*s == '\0' || *s == ' ');
+        else
+            ok &= v == -12345 && s == c[i].text;
+        if (rc == -1)
+            ok &= strstr(dt_err_msg(), c[i].msg) != NULL;
+        CHECK(ok, "parse_int64('%s', %lld..%lld) -> %d (%s)", c[i].text, (long long)c[i].lo,
+              (long long)c[i].hi, rc, dt_err_msg());
+    }
+    dt_err_clear();
+    CHECK(check_int64(INT64_MAX, 0, INT32_MAX, "h.bin", "field") == -1 &&
+              strstr(dt_err_msg(), "h.bin: field 9223372036854775807 out of range, expected "
+                                   "0..2147483647"),
+          "check_int64 names the place, the value and the range: %s", dt_err_msg());
+    CHECK(check_int64(-1, 0, 7, "h.bin", "field") == -1 &&
+              strstr(dt_err_msg(), "field -1 out of range"),
+          "check_int64 refuses -1 below 0");
+    CHECK(check_int64(7, 0, 7, "h.bin", "field") == 0, "check_int64 accepts its bounds");
+}
+
+/* A rank, phase or round at 2^31, 2^32 (which an int cast would wrap to 0),
+ * 2^32 + 1 (wraps to 1, a valid value), 2^63 and -1: each refused with the
+ * file, line, value and range; none narrowed into a valid one. */
+static void test_file_integers(void)
+{
+    static const char *const big[] = { "2147483648", "4294967296", "4294967297",
+                                       "9223372036854775808", "-1" };
+    char text[160], want[160];
+    dt_topology t;
+    dt_egraph g;
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        /* gossip graph file: both columns */
+        for (int col = 0; col < 2; col++) {
+            snprintf(text, sizeof text, "0 1\n# c\n%s %s\n", col ? "1" : big[i], col ? big[i] : "0");
+            const char *p = write_file("wide.txt", text);
+            dt_err_clear();
+            snprintf(want, sizeof want, "wide.txt:3: rank %s out of range, expected 0..3", big[i]);
+            CHECK(topology_create(&t, "file", 4, 0, p) == -1 && t.book == NULL &&
+                      strstr(dt_err_msg(), want),
+                  "gossip graph: rank %s in column %d refused: %s", big[i], col, dt_err_msg());
+            topology_free(&t);
+        }
+        /* edge graph file: a rank, a phase, the round */
+        snprintf(text, sizeof text, "round 4\n0 1 0 1\n1 %s 2 3\n", big[i]);
+        const char *p = write_file("wide.txt", text);
+        snprintf(want, sizeof want, "wide.txt:3: rank %s out of range, expected 0..2", big[i]);
+        dt_err_clear();
+        CHECK(egraph_create(&g, "file", 3, 8, 1, 4, p) == -1 && strstr(dt_err_msg(), want),
+              "edge graph: rank %s refused: %s", big[i], dt_err_msg());
+        snprintf(text, sizeof text, "round 4\n0 1 0 1\n1 2 %s 3\n", big[i]);
+        p = write_file("wide.txt", text);
+        snprintf(want, sizeof want, "wide.txt:3: phase %s out of range, expected 0..999999", big[i]);
+        dt_err_clear();
+        CHECK(egraph_create(&g, "file", 3, 8, 1, 4, p) == -1 && strstr(dt_err_msg(), want),
+              "edge graph: phase %s refused: %s", big[i], dt_err_msg());
+        snprintf(text, sizeof text, "0 1\n1 2\nround %s\n", big[i]);
+        p = write_file("wide.txt", text);
+        snprintf(want, sizeof want, "wide.txt:3: round K %s out of range, expected 1..1000000",
+                 big[i]);
+        dt_err_clear();
+        CHECK(egraph_create(&g, "file", 3, 8, 1, 4, p) == -1 && strstr(dt_err_msg(), want),
+              "edge graph: round %s refused: %s", big[i], dt_err_msg());
+    }
+    /* the widest valid values still read */
+    const char *p = write_file("wide.txt", "round 1000000\n0 1 999999 0\n1 2 5 6\n");
+    dt_err_clear();
+    int ok = egraph_create(&g, "file", 3, 8, 1, 4, p) == 0;
+    CHECK(ok && g.K == 1000000 && egraph_end(&g, 0, 1)->phase == 999999,
+          "edge graph: round 1000000 and phase 999999 accepted: %s", dt_err_msg());
+    if (ok)
+        egraph_free(&g);
+    p = write_file("wide.txt", "round 4 x\n0 1\n1 2\n");
+    dt_err_clear();
+    CHECK(egraph_create(&g, "file", 3, 8, 1, 4, p) == -1 &&
+              strstr(dt_err_msg(), "wide.txt:1: 'round K' needs one integer K in 1..1000000"),
+          "edge graph: 'round 4 x' refused: %s", dt_err_msg());
 }
 
 static void test_invalid(void)
@@ -520,11 +638,13 @@ int main(void)
     test_visits();
     test_ring_complete();
     test_file_graphs();
+    test_parse_int64();
+    test_file_integers();
     test_invalid();
 
     const char *names[] = { "star.txt", "path.txt", "irregular.txt", "word.txt", "three.txt",
                             "one.txt", "huge.txt", "range.txt", "neg.txt", "loop.txt",
-                            "split.txt", "lonely.txt", "empty.txt" };
+                            "split.txt", "lonely.txt", "empty.txt", "wide.txt" };
     char path[128];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);

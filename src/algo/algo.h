@@ -59,6 +59,9 @@ typedef struct dt_algo {
     void (*record)(struct dt_trainer *t, struct dt_runlog *log);
     /* Collective, after a checkpoint was restored (NULL: nothing to do). */
     void (*resumed)(struct dt_trainer *t);
+    /* run.check_replicas: whether the replicas must be bit-identical after
+     * the step just taken (t->step counts it). NULL: after every step. */
+    int (*replicas_equal)(struct dt_trainer *t);
     void (*teardown)(struct dt_trainer *t);
 } dt_algo;
 

@@ -5,12 +5,12 @@
 
 extern const dt_algo algo_local, algo_allreduce, algo_dpsgd, algo_sgp, algo_osgp, algo_adpsgd,
     algo_ps_async, algo_ps_sync, algo_easgd, algo_lsgd, algo_pdmm_isvr, algo_admm_isvr,
-    algo_dsgd_ecl;
+    algo_dsgd_ecl, algo_diloco;
 
 const dt_algo *const algo_table[] = { &algo_local, &algo_allreduce, &algo_dpsgd, &algo_sgp,
                                       &algo_osgp, &algo_adpsgd, &algo_ps_async, &algo_ps_sync,
                                       &algo_easgd, &algo_lsgd, &algo_pdmm_isvr,
-                                      &algo_admm_isvr, &algo_dsgd_ecl, NULL };
+                                      &algo_admm_isvr, &algo_dsgd_ecl, &algo_diloco, NULL };
 
 const dt_algo *algo_find(const char *name)
 {

@@ -9,6 +9,7 @@
 #include "data/data.h"
 
 #include "core/error.h"
+#include "core/parse.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +29,11 @@ enum {
     /* records per fread: 256 x 3073 bytes keeps the buffer under 1 MiB */
     CIFAR_BLOCK = 256,
 };
+
+/* The most samples a dataset holds (as IDX_MAX_COUNT): a record count comes
+ * from a file's size, so a sparse or foreign file must not size an allocation
+ * of terabytes before it is read. */
+#define CIFAR_MAX_RECORDS ((int64_t)INT32_MAX)
 
 typedef struct cifar_file {
     char path[CIFAR_PATH_MAX];
@@ -63,6 +69,9 @@ static int cifar_open(cifar_file *cf, const char *dir, const char *base)
                           " is not a multiple of the %d-byte record (1 label + 3x32x32 "
                           "pixels)",
                           cf->path, size / CIFAR_RECORD * CIFAR_RECORD, size, CIFAR_RECORD);
+    if (check_int64(size / CIFAR_RECORD, 1, CIFAR_MAX_RECORDS, cf->path,
+                    "record count (the file size over 3073 bytes)") < 0)
+        return -1;
     cf->records = size / CIFAR_RECORD;
     return 0;
 }
@@ -121,6 +130,9 @@ int dataset_load_cifar10(dt_dataset *d, const char *dir, int train)
         rc = cifar_open(&files[i], dir, base);
         opened = i + 1;
         total += files[i].records;
+        if (rc == 0)
+            rc = check_int64(total, 1, CIFAR_MAX_RECORDS, files[i].path,
+                             "record count of the training batches up to this one");
     }
     uint8_t *pixels = NULL;
     int32_t *labels = NULL;

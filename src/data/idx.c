@@ -9,6 +9,7 @@
 #include "data/data.h"
 
 #include "core/error.h"
+#include "core/parse.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -164,20 +165,16 @@ static int load_images(const char *path, uint8_t **px, int64_t *n, int *rows, in
         return -1;
     if (read_header(&r, 3, dims, "images") < 0)
         goto fail;
-    if (dims[0] < 1 || (int64_t)dims[0] > IDX_MAX_COUNT) {
-        dt_err_set("%s: image count %" PRIu32 " (dimension 0, bytes 4..7) is out of range, "
-                   "expected 1..%" PRId64,
-                   path, dims[0], IDX_MAX_COUNT);
+    /* uint32 header fields, compared as int64 before the casts to int below */
+    if (check_int64(dims[0], 1, IDX_MAX_COUNT, path,
+                    "image count (dimension 0, bytes 4..7)") < 0)
         goto fail;
-    }
     for (int i = 1; i < 3; i++) {
-        if (dims[i] < 1 || dims[i] > IDX_MAX_SIDE) {
-            dt_err_set("%s: image %s %" PRIu32 " (dimension %d, bytes %d..%d) is out of "
-                       "range, expected 1..%d",
-                       path, i == 1 ? "rows" : "columns", dims[i], i, 4 + 4 * i,
-                       7 + 4 * i, IDX_MAX_SIDE);
+        char what[64];
+        snprintf(what, sizeof what, "image %s (dimension %d, bytes %d..%d)",
+                 i == 1 ? "rows" : "columns", i, 4 + 4 * i, 7 + 4 * i);
+        if (check_int64(dims[i], 1, IDX_MAX_SIDE, path, what) < 0)
             goto fail;
-        }
     }
     int64_t bytes = (int64_t)dims[0] * dims[1] * dims[2];
     if (reader_payload(&r, bytes, "the pixel data", px) < 0)

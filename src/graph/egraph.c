@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "core/rng.h"
 
 #define EGRAPH_RANDOM_STREAM 0xEC1u
@@ -69,25 +70,42 @@ static void gen_random(pair_list *l, int n, uint64_t seed, double mean_degree)
 
 /* ---- files ---- */
 
-/* Up to `max` integers from s; returns how many, or -1 on anything else. */
-static int read_ints(const char *s, long long *v, int max)
+/* The largest cycle a file's 'round K' may give; phases are below it. */
+#define EGRAPH_ROUND_MAX 1000000
+
+/* The integers of an edge line, each checked in full width against its own
+ * range before the caller narrows it: fields 0 and 1 are ranks in [0, n),
+ * fields 2 and 3 phases in [0, EGRAPH_ROUND_MAX) (checked against the file's
+ * K once it is known). Returns how many (at most 4), -2 if the line holds
+ * something else, or -1 after dt_err_set for a value out of range. */
+static int read_edge_fields(const char *s, int n, const char *path, long long lineno,
+                            int64_t *v)
 {
+    static const char *const what[4] = { "rank", "rank", "phase", "phase" };
     int k = 0;
     for (;;) {
         while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
             s++;
         if (*s == '\0' || *s == '#')
             return k;
-        if (k == max)
-            return -1;
-        char *end;
-        errno = 0;
-        v[k] = strtoll(s, &end, 10);
-        if (end == s || errno == ERANGE)
-            return -1;
-        s = end;
+        if (k == 4)
+            return -2;
+        int64_t hi = k < 2 ? n - 1 : EGRAPH_ROUND_MAX - 1;
+        int rc = parse_int64(&s, 0, hi, path, lineno, what[k], &v[k]);
+        if (rc)
+            return rc < 0 ? -1 : -2;
+        if (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n' && *s != '#')
+            return -2;
         k++;
     }
+}
+
+/* Blank, or a comment, from s to the end of the line. */
+static int line_rest_blank(const char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+        s++;
+    return *s == '\0' || *s == '#';
 }
 
 static int read_file(pair_list *l, const char *path, int n, int *K)
@@ -104,16 +122,24 @@ static int read_file(pair_list *l, const char *path, int n, int *K)
         const char *s = line;
         while (*s == ' ' || *s == '\t')
             s++;
-        long long v[4];
+        int64_t v[4];
         if (strncmp(s, "round", 5) == 0 && (s[5] == ' ' || s[5] == '\t')) {
-            if (read_ints(s + 5, v, 1) != 1 || v[0] < 1 || v[0] > 1000000)
-                rc = dt_err_set("%s:%lld: 'round K' needs one integer K >= 1 (the steps of "
-                                "a swap cycle)", path, lineno);
+            const char *p = s + 5;
+            int pr = parse_int64(&p, 1, EGRAPH_ROUND_MAX, path, lineno, "round K", &v[0]);
+            if (pr < 0)
+                rc = -1;
+            else if (pr > 0 || !line_rest_blank(p))
+                rc = dt_err_set("%s:%lld: 'round K' needs one integer K in 1..%d (the steps "
+                                "of a swap cycle)", path, lineno, EGRAPH_ROUND_MAX);
             else
                 *K = (int)v[0];
             continue;
         }
-        int k = read_ints(s, v, 4);
+        int k = read_edge_fields(s, n, path, lineno, v);
+        if (k == -1) {
+            rc = -1;
+            break;
+        }
         if (k == 0)
             continue; /* blank or comment */
         if (k != 2 && k != 4) {
@@ -130,18 +156,13 @@ static int read_file(pair_list *l, const char *path, int n, int *K)
             break;
         }
         style = k;
-        for (int m = 0; m < 2; m++)
-            if (v[m] < 0 || v[m] >= n)
-                rc = dt_err_set("%s:%lld: rank %lld out of range [0, %d); the job has %d "
-                                "ranks", path, lineno, v[m], n, n);
-        if (rc == 0 && v[0] == v[1])
+        /* every field is in its range (read_edge_fields): the casts below keep it */
+        if (v[0] == v[1])
             rc = dt_err_set("%s:%lld: self-loop at rank %lld; a rank is not its own "
-                            "neighbour", path, lineno, v[0]);
+                            "neighbour", path, lineno, (long long)v[0]);
         if (rc == 0 && pairs_has(l, (int)v[0], (int)v[1]))
-            rc = dt_err_set("%s:%lld: edge %lld -- %lld given twice", path, lineno, v[0],
-                            v[1]);
-        if (rc == 0 && k == 4 && (v[2] < 0 || v[3] < 0))
-            rc = dt_err_set("%s:%lld: negative phase; phases are 0..K-1", path, lineno);
+            rc = dt_err_set("%s:%lld: edge %lld -- %lld given twice", path, lineno,
+                            (long long)v[0], (long long)v[1]);
         if (rc == 0)
             pairs_add(l, (int)v[0], (int)v[1], k == 4 ? (int)v[2] : -1, k == 4 ? (int)v[3] : -1);
     }

@@ -12,6 +12,7 @@
 #include "graph/topology.h"
 
 #include "core/error.h"
+#include "core/parse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -122,24 +123,6 @@ static void edges_push(edge_list *e, int a, int b)
     e->cnt++;
 }
 
-/* One decimal integer at *s (leading blanks skipped); 0 and *s advanced on
- * success, -1 if there is no number or it does not fit in long long. */
-static int parse_rank(const char **s, long long *v)
-{
-    const char *p = *s;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (!(*p == '-' || *p == '+' || (*p >= '0' && *p <= '9')))
-        return -1;
-    char *end;
-    errno = 0;
-    *v = strtoll(p, &end, 10);
-    if (end == p || errno == ERANGE)
-        return -1;
-    *s = end;
-    return 0;
-}
-
 static int line_blank_or_comment(const char *s)
 {
     while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
@@ -170,21 +153,23 @@ static int edges_read(edge_list *e, const char *path, int n)
         if (line_blank_or_comment(line))
             continue;
         const char *s = line;
-        long long a, b;
-        if (parse_rank(&s, &a) || parse_rank(&s, &b) || !line_rest_empty(s)) {
+        int64_t a = 0, b = 0;
+        /* ranks are checked against [0, n) in full width, before the cast to int */
+        int pa = parse_int64(&s, 0, n - 1, path, lineno, "rank", &a);
+        int pb = pa == 0 ? parse_int64(&s, 0, n - 1, path, lineno, "rank", &b) : pa;
+        if (pa < 0 || pb < 0) {
+            rc = -1;
+            break;
+        }
+        if (pa || pb || !line_rest_empty(s)) {
             rc = dt_err_set("%s:%lld: malformed line, expected 'I J' (two rank numbers "
                             "joined by an undirected edge), '# comment' or a blank line",
                             path, lineno);
             break;
         }
-        if (a < 0 || a >= n || b < 0 || b >= n) {
-            rc = dt_err_set("%s: rank %lld out of range [0, %d) (line %lld); the job has "
-                            "%d ranks", path, a < 0 || a >= n ? a : b, n, lineno, n);
-            break;
-        }
         if (a == b) {
             rc = dt_err_set("%s: self-loop at rank %lld (line %lld); a rank is not its own "
-                            "peer", path, a, lineno);
+                            "peer", path, (long long)a, lineno);
             break;
         }
         edges_push(e, (int)a, (int)b);

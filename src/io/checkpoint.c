@@ -21,6 +21,7 @@
 #include "io/checkpoint.h"
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "io/h5attr.h"
 #include "core/watchdog.h"
 
@@ -30,6 +31,7 @@
 #include <stdarg.h>
 #include <hdf5.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,8 @@
 /* Return code of the read helpers for a file that is damaged (as opposed to
  * -1: intact but not what this run needs). */
 #define CKPT_DAMAGED (-2)
+/* "checkpoint <path>" for messages */
+#define DT_CKPT_WHERE 4200
 
 /* ---- file-name helpers ---------------------------------------------------- */
 
@@ -750,21 +754,36 @@ static int read_local(MPI_Comm comm, const char *path, const dt_ckpt_meta *expec
     dt_ckpt_meta m;
     memset(&m, 0, sizeof m);
     int64_t version = -1;
+    /* Every integer attribute is read in full width (h5attr_read_i64) and
+     * range-checked before meta_check compares it and before anything
+     * narrows it; a value out of range marks a damaged or foreign file. */
+    char where[DT_CKPT_WHERE];
+    snprintf(where, sizeof where, "checkpoint %s", path);
+    const struct {
+        const char *name;
+        int64_t *v, lo, hi;
+    } ints[] = {
+        { "step", &m.step, 0, INT64_MAX },
+        { "epoch", &m.epoch, 0, INT64_MAX },
+        { "nranks", &m.nranks, 1, INT_MAX },
+        { "nparams", &m.nparams, 1, INT64_MAX },
+        { "format_version", &version, 1, INT_MAX },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof ints / sizeof ints[0]; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "attribute '%s'", ints[i].name);
+        if (h5attr_read_i64(file, ints[i].name, ints[i].v) != 0) {
+            dt_err_prefix("%s (not a dtrain checkpoint, or damaged)", where);
+            rc = CKPT_DAMAGED;
+        } else if (check_int64(*ints[i].v, ints[i].lo, ints[i].hi, where, what) != 0) {
+            rc = CKPT_DAMAGED;
+        }
+    }
     const char *missing = NULL;
-    if (h5attr_read_i64(file, "step", &m.step) != 0)
-        missing = "step";
-    else if (h5attr_read_i64(file, "epoch", &m.epoch) != 0)
-        missing = "epoch";
-    else if (h5attr_read_i64(file, "nranks", &m.nranks) != 0)
-        missing = "nranks";
-    else if (h5attr_read_i64(file, "nparams", &m.nparams) != 0)
-        missing = "nparams";
-    else if (h5attr_read_string(file, "model", m.model, sizeof m.model) != 0)
+    if (rc == 0 && h5attr_read_string(file, "model", m.model, sizeof m.model) != 0)
         missing = "model";
-    else if (h5attr_read_string(file, "mode", m.mode, sizeof m.mode) != 0)
+    else if (rc == 0 && h5attr_read_string(file, "mode", m.mode, sizeof m.mode) != 0)
         missing = "mode";
-    else if (h5attr_read_i64(file, "format_version", &version) != 0)
-        missing = "format_version";
     if (missing) {
         dt_err_set("checkpoint %s: attribute '%s' is missing or unreadable (not a dtrain "
                    "checkpoint, or damaged)",

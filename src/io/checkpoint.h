@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
+
 typedef struct dt_ckpt_meta {
     int64_t step, epoch;
     int64_t nranks;
@@ -41,9 +43,19 @@ static inline void ckpt_count_put(int64_t v, float out[2])
     out[1] = (float)(v & ((1 << 20) - 1));
 }
 
+/* The pair is checked before the float-to-integer casts (a float out of
+ * range there is undefined behaviour): both whole numbers, hi in [0, 2^24),
+ * lo in [0, 2^20). The arrays passed their checksums, so a pair outside that
+ * is a file built by hand or a bug, and stops the job with the values. */
 static inline int64_t ckpt_count_get(const float in[2])
 {
-    return ((int64_t)in[0] << 20) + (int64_t)in[1];
+    float hi = in[0], lo = in[1];
+    if (!(hi >= 0.0f && hi < 16777216.0f && hi == (float)(int32_t)hi && lo >= 0.0f &&
+          lo < 1048576.0f && lo == (float)(int32_t)lo))
+        DT_FATAL("checkpoint counter (%.9g, %.9g) is not a count: expected whole numbers "
+                 "in 0..16777215 and 0..1048575 (hi * 2^20 + lo)",
+                 (double)hi, (double)lo);
+    return ((int64_t)hi << 20) + (int64_t)lo;
 }
 
 /* Collective. dir is created if missing. Returns 0 and the path of the new

@@ -1,5 +1,6 @@
-/* The typed run configuration, filled from a validated deck (io/deck.c).
- * Every field corresponds to one deck key, documented in inputs/reference.ini. */
+/* The typed run configuration, filled from a validated deck (io/deck_*.c;
+ * the key table is io/deck_schema.c). Every field corresponds to one deck
+ * key, documented in inputs/reference.ini. */
 #ifndef DT_IO_CONFIG_H
 #define DT_IO_CONFIG_H
 
@@ -40,10 +41,17 @@ typedef struct dt_config {
         char hidden[256];         /* mlp: comma-separated widths, e.g. "100" */
         char activation[16];      /* mlp: sigmoid | relu */
         int64_t gn_groups;        /* resnet*_gn: GroupNorm groups */
+        int64_t n_layer;          /* gpt: transformer blocks */
+        int64_t n_head;           /* gpt: attention heads; divides n_embd */
+        int64_t n_embd;           /* gpt: embedding width C */
+        int64_t block_size;       /* gpt: context length T */
+        int64_t vocab_size;       /* gpt: V; 0: from the data (text: its bytes; tokens: 50257) */
+        double dropout;           /* gpt: dropout probability, in [0, 1) */
     } model;
     struct {
-        char name[32];            /* fashion-mnist | mnist | cifar10 | synthetic */
+        char name[32];            /* fashion-mnist | mnist | cifar10 | synthetic | text | tokens */
         char path[DT_PATH_MAX];
+        char val_path[DT_PATH_MAX]; /* tokens: the validation token file */
         char partition[32];       /* iid | class-skew | blocks */
         int64_t samples_per_epoch;/* 0: the shard size */
         int64_t test_limit;       /* 0: whole test set */
@@ -56,6 +64,7 @@ typedef struct dt_config {
         double synthetic_noise;
     } data;
     struct {
+        char name[16];            /* sgd | adamw (optim/) */
         double lr;
         int64_t batch_size;
         double momentum;
@@ -65,6 +74,12 @@ typedef struct dt_config {
         double warmup_epochs;
         char decay_epochs[256];   /* comma-separated epochs, e.g. "30,60,80" */
         double decay_factor;
+        double beta1, beta2, eps; /* adamw: moment decay rates, denominator term */
+        double clip_norm;         /* clip the gradient to this global L2 norm; 0: off */
+        int64_t warmup_steps;     /* linear warmup over the first steps; 0: none */
+        char schedule[16];        /* step (epochs: warmup_epochs, decay_epochs) | cosine */
+        double min_lr;            /* cosine: the rate it decays to */
+        int64_t decay_steps;      /* cosine: the step it reaches min_lr; 0: the run's total */
     } optim;
     struct {                      /* parameter-server modes (algo/ps.c) */
         int64_t servers;          /* ranks 0..servers-1 hold the model, sharded */
@@ -96,6 +111,19 @@ typedef struct dt_config {
         uint64_t graph_seed;      /* topology = random */
         double mean_degree;       /* topology = random */
     } ecl;
+    struct {                      /* algo/diloco.c */
+        int64_t inner_steps;      /* H: local steps per outer step */
+        double outer_lr;          /* outer SGD learning rate */
+        double outer_momentum;    /* outer SGD momentum */
+        bool nesterov;            /* outer SGD with Nesterov momentum */
+        int64_t sync_steps;       /* K: first steps with averaged gradients */
+        char precision[16];       /* fp32 | bf16 | int8 (the pseudo-gradient on the wire) */
+        bool error_feedback;      /* add the quantisation residual to the next one */
+        int64_t fragments;        /* P: streaming fragments of the flat vector */
+        int64_t overlap;          /* inner steps a fragment's exchange stays in flight */
+        double merge;             /* alpha: share of the local value kept at a merge */
+        char outer_comm[16];      /* allreduce | sgp */
+    } diloco;
     struct {
         char device[16];          /* cpu | cuda (run/device.c) */
         int64_t threads;          /* compute threads per rank */

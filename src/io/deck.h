@@ -51,6 +51,8 @@ typedef struct dt_job {
     int ngroups;                  /* >= 1; 1 and name "" without [group.*] sections */
     dt_group *groups;
     char *effective;              /* the whole effective deck, group sections included */
+    char *notes;                  /* NULL, or lines "DECK: note: ..." on keys that were given
+                                   * but do not apply (ignored); for rank 0 to print */
 } dt_job;
 
 /* Parse a deck with its group sections for a job of world_size ranks: the

@@ -224,23 +224,15 @@ static int layout_reopen(dt_runlog *log, int64_t resume_step)
     for (int f = 0; f < EVAL_NSCALARS; f++)
         log->scalars[f] = -1;
 
+    /* read in full width (a float or a wider value is refused, not converted),
+     * then compared with this run's count */
     int64_t file_ranks = -1;
-    htri_t has = H5Aexists(log->file, "ranks");
-    H5_CHECK(has);
-    if (has) {
-        hid_t a = H5Aopen(log->file, "ranks", H5P_DEFAULT);
-        H5_CHECK(a);
-        H5_CHECK(H5Aread(a, H5T_NATIVE_INT64, &file_ranks));
-        H5_CHECK(H5Aclose(a));
-    }
-    if (file_ranks != log->nranks) {
-        if (has)
-            return dt_err_set("%s: the run record was written by %lld ranks, this run has %d; "
-                              "resume with the same number of ranks",
-                              log->path, (long long)file_ranks, log->nranks);
-        return dt_err_set("%s: attribute 'ranks' is missing; expected a dtrain run record",
-                          log->path);
-    }
+    if (h5attr_read_i64(log->file, "ranks", &file_ranks) != 0)
+        return dt_err_prefix("%s: expected a dtrain run record", log->path);
+    if (file_ranks != log->nranks)
+        return dt_err_set("%s: the run record was written by %lld ranks, this run has %d; "
+                          "resume with the same number of ranks",
+                          log->path, (long long)file_ranks, log->nranks);
 
     hsize_t train_rows[TRAIN_NFIELDS], eval_rows[EVAL_NFIELDS], scalar_rows[EVAL_NSCALARS];
     int bad = 0;

@@ -1,6 +1,6 @@
 /* The run record <output_dir>/run.h5, written with parallel HDF5.
  *
- * Layout (documented for users in README.md):
+ * Layout (documented for users in doc/record.md):
  *   /                attributes: deck (effective deck text), version,
  *                    git_revision, configure_flags, mpi_version, hosts,
  *                    start_time, ranks, mode, model, nparams; resume_skipped

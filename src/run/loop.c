@@ -226,7 +226,8 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
             snprintf(what, sizeof what, "the training loss is %g", t->meter.loss_sum);
             nonfinite_note(t->step, what);
         }
-        if (cfg->run.check_replicas && !DT_SIMULATED && !replicas_identical(t)) {
+        if (cfg->run.check_replicas && !DT_SIMULATED &&
+            (!t->algo->replicas_equal || t->algo->replicas_equal(t)) && !replicas_identical(t)) {
             if (t->rank == 0)
                 fprintf(stderr, "dtrain: %serror: run.check_replicas: the replicas differ after "
                                 "step %lld\n", trainer_group_tag, (long long)t->step);

@@ -1,5 +1,6 @@
 /* libFuzzer: the gossip graph file reader (algorithm.topology = file).
- * Input: byte 0 = rank count 1..32; the rest is the graph file. */
+ * Input: byte 0 = rank count 1..32; the rest is the graph file. An accepted
+ * file has every peer in [0, n) and no number of n or more. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -23,6 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
         }
         topology_free(&t);
+        /* every number of an accepted file is a rank below n: a larger one
+         * (2^32 + 1, say) must have been refused, not narrowed */
+        if (fuzz_largest_number(data + 1, size - 1) >= (uint64_t)n)
+            abort();
     }
     dt_err_clear();
     return 0;

@@ -16,7 +16,8 @@ static char fuzz_dir_path[64];
 static inline void fuzz_dir_remove(void)
 {
     static const char *names[] = { "deck.ini", "img", "lab", "img.gz", "lab.gz",
-                                   "test_batch.bin", "graph.txt", "egraph.txt" };
+                                   "test_batch.bin", "graph.txt", "egraph.txt",
+                                   "train.bin", "val.bin", "text.txt" };
     char p[320];
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         snprintf(p, sizeof p, "%s/%s", fuzz_dir_path, names[i]);
@@ -66,5 +67,35 @@ static inline void fuzz_check_dataset(dt_dataset *d)
     dataset_free(d);
 }
 #endif
+
+/* The largest decimal number written in a text input outside comments: the
+ * digit runs of each line before its first '#' (or NUL, where the readers'
+ * string functions stop), saturating at UINT64_MAX. A reader that accepts
+ * an input whose largest number is beyond every field's range narrowed a
+ * value instead of refusing it. */
+static inline uint64_t fuzz_largest_number(const uint8_t *d, size_t n)
+{
+    uint64_t best = 0, cur = 0;
+    int in_num = 0, skip = 0;
+    for (size_t i = 0; i <= n; i++) {
+        int c = i < n ? d[i] : '\n';
+        if (c == '\n') {
+            skip = 0;
+        } else if (c == '#' || c == '\0') {
+            skip = 1;
+        }
+        if (!skip && c >= '0' && c <= '9') {
+            unsigned v = (unsigned)(c - '0');
+            cur = !in_num ? v : cur > (UINT64_MAX - v) / 10 ? UINT64_MAX : cur * 10 + v;
+            in_num = 1;
+        } else {
+            if (in_num && cur > best)
+                best = cur;
+            in_num = 0;
+            cur = 0;
+        }
+    }
+    return best;
+}
 
 #endif

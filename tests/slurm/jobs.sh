@@ -44,7 +44,7 @@ D=$WORK/deck.ini
 small_deck "$WORK/unused" >"$D"  # says mode = allreduce: the scripts override it
 STEPS=32                          # 2 epochs x 512 images / (2 ranks x batch 16)
 NP=2
-MODES="allreduce sgp osgp dpsgd adpsgd ps-async ps-sync easgd lsgd pdmm-isvr admm-isvr dsgd-ecl"
+MODES="allreduce sgp osgp dpsgd adpsgd ps-async ps-sync easgd lsgd pdmm-isvr admm-isvr dsgd-ecl diloco"
 declare -A JOB=()
 # All jobs at once; the node runs two at a time.
 for m in $MODES; do
@@ -52,6 +52,8 @@ for m in $MODES; do
     # lsgd's default periods (256 steps) would leave this short run without
     # a distributed step
     [ $m = lsgd ] && extra="lsgd.tau_local=4 lsgd.tau_global=8"
+    # diloco's default H (500) would leave it without an outer step
+    [ $m = diloco ] && extra="diloco.inner_steps=4"
     # the ISVR step has no momentum; it takes a larger step instead
     case $m in pdmm-isvr | admm-isvr) extra="optim.momentum=0 optim.lr=0.2" ;; esac
     # shellcheck disable=SC2086

@@ -1,0 +1,465 @@
+/* DiLoCo (Douillard et al. 2023, Algorithm 1) and its streaming
+ * (Douillard et al. 2025), low-precision and gossip variants (issue 27).
+ *
+ *   theta <- x(0) on every rank; b <- 0
+ *   for the first K steps:  g <- mean_i g_i;  x <- x - lr sgd(g)   (warm-up, = allreduce)
+ *   theta <- x
+ *   per outer step:
+ *     H steps of the inner optimizer on the rank's data:  x_i <- x_i - lr sgd(g_i)
+ *     delta_i <- theta - x_i                     (the pseudo-gradient: old minus new)
+ *     delta   <- mean_i delta_i                  (one allreduce; or reduce-scatter and
+ *                                                 all-gather of bf16/int8 codes; or push-sum)
+ *     b       <- mu b + delta
+ *     theta   <- theta - lr_out (delta + mu b)   (Nesterov; else theta - lr_out b)
+ *     x_i     <- theta
+ * The outer step is PyTorch's SGD (optim/sgd.h's sgd_step_flat) on delta;
+ * the inner optimizer's state (t->opt) stays local.
+ *
+ * Streaming: the flat vector is cut into P contiguous fragments; fragment p
+ * takes its outer step on its own slice of theta and b at local steps
+ * c = (p + 1) H / P (mod H) of the local phase, its exchange started then and
+ * completed `overlap` steps later, when the fragment of x becomes
+ * (1 - alpha) theta + alpha x. P = 1, overlap 0, alpha 0 is the loop above.
+ * With overlap > 0 (and for bf16/int8) the exchange is a reduce-scatter of
+ * the codes, posted at the start, then the fp32 sum of this rank's chunk and
+ * an all-gather of its re-encoded mean, posted one step later (at the
+ * completion when overlap = 1) and decoded at the completion: both halves
+ * overlap inner steps.
+ *
+ * Positions are derived from t->step (inner steps, as run.* counts them):
+ * after step s, c = s + 1 - K local steps are done. A checkpoint holds
+ * theta, b and, while an exchange is in flight, the pseudo-gradient as it
+ * was sent, so a resume posts the same bytes again and reproduces the
+ * uninterrupted run bit for bit.
+ *
+ * Vectors live in host memory (no device_vectors): with compute.device =
+ * cuda the network works on device copies of x and g. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/gossip.h"
+#include "algo/quant.h"
+#include "comm/transport.h"
+#include "core/error.h"
+#include "core/vec.h"
+#include "optim/sgd.h"
+#include "run/trainer.h"
+
+enum { TAG_SCATTER = 41, TAG_GATHER = 42 };
+
+typedef struct diloco_state {
+    int64_t H, K, P, overlap;
+    float lr, mu, alpha;
+    int nesterov, ef, gossip;
+    dt_quant fmt;
+    float *theta;        /* (n) outer parameters (replicated, or per rank with gossip) */
+    float *b;            /* (n) outer momentum */
+    float *delta;        /* (n) pseudo-gradient as sent (with the residual added) */
+    float *err;          /* (n) quantisation residual (error_feedback) */
+    float *mean;         /* (n) averaged pseudo-gradient; scratch before it */
+    int pending;         /* fragment whose exchange is in flight; -1: none */
+    /* reduce-scatter + all-gather of one fragment cut into R chunks of whole
+     * QUANT_BLOCKs: rank r sums chunk r */
+    size_t *ce, *cw;     /* (R + 1) chunk bounds in values and in wire words */
+    float *enc;          /* (words of a fragment) this rank's codes, chunk by chunk */
+    float *slots;        /* (R, words of a chunk) the codes of this rank's chunk, per rank */
+    float *gather;       /* (words of a fragment) the codes of the averaged chunks */
+    float *acc;          /* (values of a chunk) fp32 sum of this rank's chunk */
+    dt_request *req;     /* (2 R) */
+    int nreq;
+    int gathering;       /* the all-gather is in flight (else the reduce-scatter) */
+    /* outer_comm = sgp */
+    dt_gossip g;
+    float *u;            /* (n + 1) push-sum numerator w delta (then mixed) */
+    float *recv_sum;     /* (n + 1) sum of the received messages */
+    float *w;            /* (1) push-sum weight (checkpointed) */
+} diloco_state;
+
+/* Fragment p of the flat vector: [off, off + len). */
+static void fragment(const dt_trainer *t, const diloco_state *s, int64_t p, size_t *off,
+                     size_t *len)
+{
+    size_t lo = (size_t)p * t->n / (size_t)s->P, hi = (size_t)(p + 1) * t->n / (size_t)s->P;
+    *off = lo;
+    *len = hi - lo;
+}
+
+/* The local step (1..H, as c mod H with 0 for H) after which fragment p starts. */
+static int64_t start_of(const diloco_state *s, int64_t p) { return ((p + 1) * s->H / s->P) % s->H; }
+
+/* Plain fp32 with nothing to overlap: one allreduce of the flat vector. */
+static int uses_allreduce(const diloco_state *s)
+{
+    return !s->gossip && s->fmt == QUANT_FP32 && s->overlap == 0;
+}
+
+static int diloco_check(const dt_config *cfg, int nranks)
+{
+    const int64_t H = cfg->diloco.inner_steps, P = cfg->diloco.fragments,
+                  o = cfg->diloco.overlap;
+    const int q = quant_parse(cfg->diloco.precision);
+    if (q < 0)
+        return dt_err_set("diloco.precision = '%s': expected fp32, bf16 or int8",
+                          cfg->diloco.precision);
+    if (H % P != 0)
+        return dt_err_set("diloco.fragments = %lld does not divide diloco.inner_steps = %lld "
+                          "(fragment p is synchronised at local step (p + 1) H / P)",
+                          (long long)P, (long long)H);
+    if (o >= H / P)
+        return dt_err_set("diloco.overlap = %lld: expected fewer than diloco.inner_steps / "
+                          "diloco.fragments = %lld steps (one fragment in flight at a time)",
+                          (long long)o, (long long)(H / P));
+    if (cfg->diloco.error_feedback && q == QUANT_FP32)
+        return dt_err_set("diloco.error_feedback = true needs diloco.precision = bf16 or int8 "
+                          "(fp32 leaves no residual)");
+    if (!strcmp(cfg->diloco.outer_comm, "sgp")) {
+        if (P != 1 || o != 0 || q != QUANT_FP32)
+            return dt_err_set("diloco.outer_comm = sgp takes diloco.fragments = 1, "
+                              "diloco.overlap = 0 and diloco.precision = fp32 (got %lld, %lld, "
+                              "%s)", (long long)P, (long long)o, cfg->diloco.precision);
+        dt_topology topo;
+        if (gossip_topology(&topo, cfg, nranks, "exponential") != 0)
+            return -1;
+        topology_free(&topo);
+    }
+    return 0;
+}
+
+static void diloco_setup(dt_trainer *t)
+{
+    const dt_config *c = t->cfg;
+    diloco_state *s = dt_calloc(1, sizeof *s);
+    s->H = c->diloco.inner_steps;
+    s->K = c->diloco.sync_steps;
+    s->P = c->diloco.fragments;
+    s->overlap = c->diloco.overlap;
+    s->lr = (float)c->diloco.outer_lr;
+    s->mu = (float)c->diloco.outer_momentum;
+    s->alpha = (float)c->diloco.merge;
+    s->nesterov = c->diloco.nesterov;
+    s->ef = c->diloco.error_feedback;
+    s->gossip = !strcmp(c->diloco.outer_comm, "sgp");
+    s->fmt = (dt_quant)quant_parse(c->diloco.precision);
+    s->pending = -1;
+    const size_t n = t->n, R = (size_t)t->nranks;
+    s->theta = dt_falloc(n);
+    s->b = dt_falloc(n);
+    s->delta = dt_falloc(n);
+    s->mean = dt_falloc(n);
+    if (s->ef)
+        s->err = dt_falloc(n);
+    memcpy(s->theta, t->params, n * sizeof(float)); /* replicas start equal */
+    if (s->gossip) {
+        if (gossip_init(&s->g, c, t->rank, t->nranks, n + 1, "exponential", backend_cpu()) != 0)
+            DT_FATAL("%s", dt_err_msg()); /* diloco_check accepted this configuration */
+        s->u = dt_falloc(n + 1);
+        s->recv_sum = dt_falloc(n + 1);
+        s->w = dt_falloc(1);
+        s->w[0] = 1.0f;
+    } else if (!uses_allreduce(s)) {
+        size_t most = n / (size_t)s->P + 1; /* the longest fragment */
+        s->ce = dt_calloc(R + 1, sizeof *s->ce);
+        s->cw = dt_calloc(R + 1, sizeof *s->cw);
+        /* a chunk holds at most ceil(blocks / R) blocks */
+        size_t blocks = (most + QUANT_BLOCK - 1) / QUANT_BLOCK;
+        size_t chunk = ((blocks + R - 1) / R) * QUANT_BLOCK;
+        s->enc = dt_falloc(quant_words(s->fmt, most) + R);
+        s->gather = dt_falloc(quant_words(s->fmt, most) + R);
+        s->slots = dt_falloc(R * quant_words(s->fmt, chunk));
+        s->acc = dt_falloc(chunk);
+        s->req = dt_calloc(2 * R, sizeof *s->req);
+    }
+    t->algo_state = s;
+    if (t->rank == 0)
+        printf("diloco: %lld inner steps per outer step (after %lld averaged), outer SGD lr %g "
+               "momentum %g%s, %s over %s, %lld fragment(s), overlap %lld, merge %g\n",
+               (long long)s->H, (long long)s->K, (double)s->lr, (double)s->mu,
+               s->nesterov ? " nesterov" : "", quant_name(s->fmt),
+               s->gossip ? "push-sum" : uses_allreduce(s) ? "allreduce"
+                                                          : "reduce-scatter + all-gather",
+               (long long)s->P, (long long)s->overlap,
+               (double)s->alpha);
+}
+
+/* Chunk r of a fragment of len values: whole QUANT_BLOCKs, so that each
+ * chunk's int8 codes carry their own scales. Fills s->ce and s->cw. */
+static void chunk_layout(diloco_state *s, size_t len, int R)
+{
+    size_t blocks = (len + QUANT_BLOCK - 1) / QUANT_BLOCK;
+    s->cw[0] = 0;
+    for (int r = 0; r < R; r++) {
+        size_t hi = ((size_t)(r + 1) * blocks / (size_t)R) * QUANT_BLOCK;
+        s->ce[r + 1] = hi < len ? hi : len;
+        s->cw[r + 1] = s->cw[r] + quant_words(s->fmt, s->ce[r + 1] - s->ce[r]);
+    }
+}
+
+/* Reduce-scatter, first half: this rank's codes of v (len) go chunk r to
+ * rank r; the codes of its own chunk arrive from every rank. */
+static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t len)
+{
+    const int R = t->nranks, me = t->rank;
+    chunk_layout(s, len, R);
+    for (int r = 0; r < R; r++)
+        quant_encode(s->fmt, v + s->ce[r], s->ce[r + 1] - s->ce[r], s->enc + s->cw[r]);
+    const size_t mine = s->cw[me + 1] - s->cw[me];
+    s->nreq = 0;
+    for (int r = 0; r < R; r++) {
+        if (r == me)
+            continue;
+        t->tp->irecv(t->tp, s->slots + (size_t)r * mine, mine, r, TAG_SCATTER, &s->req[s->nreq++]);
+        t->tp->isend(t->tp, s->enc + s->cw[r], s->cw[r + 1] - s->cw[r], r, TAG_SCATTER,
+                     &s->req[s->nreq++]);
+    }
+}
+
+/* Reduce-scatter, second half, and the all-gather's start: this rank sums
+ * its chunk in fp32 in rank order and sends the codes of its mean to every
+ * rank. */
+static void scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
+{
+    const int R = t->nranks, me = t->rank;
+    const size_t m = s->ce[me + 1] - s->ce[me], mine = s->cw[me + 1] - s->cw[me];
+    t->tp->waitall(t->tp, s->req, s->nreq);
+    vec_zero(s->acc, m);
+    for (int r = 0; r < R; r++)
+        quant_decode_add(s->fmt, r == me ? s->enc + s->cw[me] : s->slots + (size_t)r * mine, m,
+                         s->acc);
+    vec_scale(s->acc, 1.0f / (float)R, m);
+    quant_encode(s->fmt, s->acc, m, s->gather + s->cw[me]);
+    s->nreq = 0;
+    for (int r = 0; r < R; r++) {
+        if (r == me)
+            continue;
+        t->tp->irecv(t->tp, s->gather + s->cw[r], s->cw[r + 1] - s->cw[r], r, TAG_GATHER,
+                     &s->req[s->nreq++]);
+        t->tp->isend(t->tp, s->gather + s->cw[me], mine, r, TAG_GATHER, &s->req[s->nreq++]);
+    }
+    s->gathering = 1;
+}
+
+/* The all-gather's end: out (len) gets the decoded codes of every chunk,
+ * the same bytes, hence the same floats, on every rank. */
+static void gather_finish(dt_trainer *t, diloco_state *s, float *out)
+{
+    t->tp->waitall(t->tp, s->req, s->nreq);
+    s->nreq = 0;
+    s->gathering = 0;
+    for (int r = 0; r < t->nranks; r++)
+        quant_decode(s->fmt, s->gather + s->cw[r], s->ce[r + 1] - s->ce[r], out + s->ce[r]);
+}
+
+/* Fragment p's pseudo-gradient delta_i = theta - x_i (+ residual), sent. */
+static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
+{
+    size_t off, len;
+    fragment(t, s, p, &off, &len);
+    float *v = s->delta + off;
+    vec_copy(v, s->theta + off, len);
+    vec_sub_axpy(v, 1.0f, t->params + off, len);
+    if (s->ef)
+        vec_add(v, s->err + off, len);
+    s->pending = (int)p;
+    if (s->gossip || uses_allreduce(s)) {
+        if (!s->gossip)
+            t->bytes_sent += (int64_t)(len * sizeof(float));
+        return; /* exchanged at exchange_complete, in the same step */
+    }
+    double t0 = trainer_clock();
+    scatter_start(t, s, v, len);
+    t->t_comm += trainer_clock() - t0;
+    /* the vector this rank contributes, in its wire format (allreduce counts n floats) */
+    t->bytes_sent += (int64_t)(s->cw[t->nranks] * sizeof(float));
+    if (s->ef) { /* residual = what was meant - what the codes say */
+        for (int r = 0; r < t->nranks; r++)
+            quant_decode(s->fmt, s->enc + s->cw[r], s->ce[r + 1] - s->ce[r],
+                         s->mean + off + s->ce[r]);
+        for (size_t i = 0; i < len; i++)
+            s->err[off + i] = v[i] - s->mean[off + i];
+    }
+}
+
+/* Push-sum of delta over the gossip graph at gossip step j: mean <- u / w
+ * after one exchange of (w delta, w). On the complete graph every rank keeps
+ * and sends 1/n of the same messages: the mean of the delta_i. */
+static void pushsum_mix(dt_trainer *t, diloco_state *s, int64_t j)
+{
+    const size_t n = t->n;
+    for (size_t i = 0; i < n; i++)
+        s->u[i] = s->w[0] * s->delta[i];
+    t->bytes_sent += pushsum_share(&s->g, t->rank, j, s->u, n, s->w);
+    gossip_start(&s->g, t->tp, s->g.send);
+    gossip_finish(&s->g, t->tp);
+    gossip_sum_received(&s->g, NULL, s->recv_sum);
+    pushsum_absorb(&s->g, s->recv_sum, s->u, n, s->w);
+    pushsum_debias(&s->g, s->u, n, s->w, s->mean);
+    t->weight = s->w[0];
+}
+
+/* Fragment p's averaged pseudo-gradient arrives: the outer step on theta,
+ * then the merge into x. */
+static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
+{
+    if (s->pending != (int)p)
+        DT_FATAL("diloco: fragment %lld completes while %d is in flight", (long long)p,
+                 s->pending);
+    size_t off, len;
+    fragment(t, s, p, &off, &len);
+    float *mean = s->mean + off;
+    double t0 = trainer_clock();
+    if (s->gossip) {
+        pushsum_mix(t, s, outer);
+    } else if (uses_allreduce(s)) {
+        vec_copy(mean, s->delta + off, len);
+        t->tp->allreduce_sum(t->tp, mean, len);
+        vec_scale(mean, 1.0f / (float)t->nranks, len);
+    } else {
+        if (!s->gathering)
+            scatter_finish_gather_start(t, s);
+        gather_finish(t, s, mean);
+    }
+    t->t_comm += trainer_clock() - t0;
+    s->pending = -1;
+    /* b <- mu b + delta; theta <- theta - lr (delta + mu b), or theta - lr b */
+    sgd_step_flat(len, s->mu, 0.0f, s->nesterov, s->lr, s->theta + off, mean, s->b + off);
+    if (s->alpha == 0.0f) {
+        vec_copy(t->params + off, s->theta + off, len);
+    } else { /* x <- (1 - alpha) theta + alpha x */
+        for (size_t i = off; i < off + len; i++)
+            t->params[i] = (1.0f - s->alpha) * s->theta[i] + s->alpha * t->params[i];
+    }
+}
+
+/* Warm-up step: the gradients averaged as mode allreduce does. */
+static void sync_step(dt_trainer *t)
+{
+    trainer_gradient(t, t->params);
+    double t0 = trainer_clock();
+    t->tp->allreduce_sum(t->tp, t->grads, t->n);
+    t->bytes_sent += (int64_t)(t->n * sizeof(float));
+    trainer_scale(t, t->grads, 1.0f / (float)t->nranks);
+    t->t_comm += trainer_clock() - t0;
+    trainer_update(t, t->params);
+}
+
+static void diloco_step(dt_trainer *t)
+{
+    diloco_state *s = t->algo_state;
+    if (t->step < s->K) {
+        sync_step(t);
+        return;
+    }
+    if (t->step == s->K) /* the local phase starts from the shared model */
+        vec_copy(s->theta, t->params, t->n);
+    trainer_gradient(t, t->params);
+    trainer_update(t, t->params);
+    const int64_t c = t->step + 1 - s->K; /* local steps done */
+    for (int64_t p = 0; p < s->P; p++)
+        if (c % s->H == start_of(s, p))
+            exchange_begin(t, s, p);
+    /* one step after its start, the reduce-scatter has had a step of compute to
+     * finish: sum and start the all-gather, which then overlaps the rest */
+    if (s->pending >= 0 && !s->gathering && s->overlap >= 2 &&
+        c % s->H == (start_of(s, s->pending) + 1) % s->H)
+        scatter_finish_gather_start(t, s);
+    const int64_t d = c - s->overlap;
+    for (int64_t p = 0; p < s->P; p++)
+        if (d >= 1 && d % s->H == start_of(s, p))
+            exchange_complete(t, s, p, (d - 1) / s->H);
+}
+
+/* run.check_replicas: identical in the warm-up and after an outer step that
+ * set every value of x to the shared theta. */
+static int diloco_replicas_equal(dt_trainer *t)
+{
+    const diloco_state *s = t->algo_state;
+    const int64_t c = t->step - s->K, d = c - s->overlap;
+    if (c <= 0)
+        return 1;
+    return !s->gossip && s->P == 1 && s->alpha == 0.0f && d >= 1 && d % s->H == 0;
+}
+
+static const float *diloco_model(dt_trainer *t) { return t->params; }
+
+static int diloco_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
+{
+    diloco_state *s = t->algo_state;
+    if (max < 5)
+        DT_FATAL("diloco: no room for its checkpoint arrays");
+    int k = 0;
+    out[k++] = (dt_ckpt_array){ "diloco_outer_params", s->theta, t->n };
+    out[k++] = (dt_ckpt_array){ "diloco_outer_momentum", s->b, t->n };
+    if (s->overlap > 0) /* the pseudo-gradient of a fragment in flight */
+        out[k++] = (dt_ckpt_array){ "diloco_sent", s->delta, t->n };
+    if (s->ef)
+        out[k++] = (dt_ckpt_array){ "diloco_residual", s->err, t->n };
+    if (s->gossip)
+        out[k++] = (dt_ckpt_array){ "push_sum_weight", s->w, 1 };
+    return k;
+}
+
+/* After a restore at step t->step: a fragment whose exchange started within
+ * the last `overlap` steps is sent again from the checkpointed
+ * pseudo-gradient (the same codes; its bytes and residual already counted). */
+static void diloco_resumed(dt_trainer *t)
+{
+    diloco_state *s = t->algo_state;
+    s->pending = -1;
+    const int64_t c = t->step - s->K;
+    for (int64_t back = 0; back < s->overlap; back++)
+        for (int64_t p = 0; p < s->P; p++)
+            if (c - back >= 1 && (c - back) % s->H == start_of(s, p)) {
+                size_t off, len;
+                fragment(t, s, p, &off, &len);
+                scatter_start(t, s, s->delta + off, len);
+                s->pending = (int)p;
+                if (back >= 1) /* the all-gather had started: the same sum, the same codes */
+                    scatter_finish_gather_start(t, s);
+            }
+    if (s->gossip)
+        t->weight = s->w[0];
+}
+
+static void diloco_teardown(dt_trainer *t)
+{
+    diloco_state *s = t->algo_state;
+    if (s->nreq > 0) /* a budget that ended with an exchange in flight: every rank has it */
+        t->tp->waitall(t->tp, s->req, s->nreq);
+    free(s->theta);
+    free(s->b);
+    free(s->delta);
+    free(s->mean);
+    free(s->err);
+    free(s->ce);
+    free(s->cw);
+    free(s->enc);
+    free(s->slots);
+    free(s->gather);
+    free(s->acc);
+    free(s->req);
+    if (s->gossip) {
+        gossip_free(&s->g);
+        free(s->u);
+        free(s->recv_sum);
+        free(s->w);
+    }
+    free(s);
+    t->algo_state = NULL;
+}
+
+const dt_algo algo_diloco = {
+    .name = "diloco",
+    .summary = "DiLoCo: diloco.inner_steps local steps of the inner optimizer, then outer "
+               "Nesterov SGD on the averaged pseudo-gradient theta - x_i (fp32/bf16/int8, "
+               "streaming fragments, or push-sum); replicas equal after every outer step",
+    .decentralized = 1,
+    .check = diloco_check,
+    .setup = diloco_setup,
+    .step = diloco_step,
+    .model = diloco_model,
+    .state = diloco_state_arrays,
+    .resumed = diloco_resumed,
+    .replicas_equal = diloco_replicas_equal,
+    .teardown = diloco_teardown,
+};

@@ -1,0 +1,363 @@
+/* GPT-2 on the CPU: the layer passes of nn/transformer.h strung together
+ * over one flat parameter vector and one activation arena.
+ *
+ * What the forward keeps per block (T positions of B sequences, C channels):
+ * the block's input x (C), x after the attention branch (C), qkv (3C), the
+ * attention's output before its projection (C), the MLP's pre-activation
+ * (4C), LayerNorm statistics and the attention's row log-sum-exps: 10 C
+ * floats a token. LayerNorm outputs and GELU outputs are recomputed by the
+ * backward pass (an elementwise pass each) rather than kept, the attention
+ * probabilities are recomputed one (T, T) block at a time, and dropout masks
+ * are redrawn from their counter-based keys. */
+#include "models/gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "nn/transformer.h"
+
+/* Per-block tensors, in the flat vector's order (tensors 2 + 12 l + kind). */
+enum {
+    T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_APW, T_APB, T_LN2W, T_LN2B, T_FCW, T_FCB, T_FPW, T_FPB,
+    T_PER_BLOCK
+};
+/* Dropout sites of a block (rng_key(key, block, site, 0)); the embeddings' is
+ * (key, n_layer, SITE_EMB). */
+enum { SITE_EMB, SITE_ATT, SITE_ATT_RES, SITE_MLP_RES };
+
+struct dt_gpt {
+    dt_gpt_config c;
+    int ntensors;
+    dt_tensor_view *tv;
+    size_t nparams;
+    int Bcap;         /* batch the arena holds */
+    float *arena;
+    /* kept by the forward, per block l (N = B T positions) */
+    float **res;      /* n_layer + 1 of (N, C): block inputs; res[L] feeds ln_f */
+    float **mid;      /* (N, C): x after the attention branch */
+    float **qkv;      /* (N, 3C) */
+    float **atty;     /* (N, C): attention output before c_proj */
+    float **fch;      /* (N, 4C): MLP pre-activation */
+    float **lse_att;  /* (B, NH, T) */
+    float **ln1m, **ln1r, **ln2m, **ln2r; /* (N) LayerNorm mean and 1/std */
+    float *lnfm, *lnfr;                   /* (N) */
+    float *logits;    /* (N, V); its gradient after backward */
+    float *lse;       /* (N) */
+    /* scratch shared by the layers */
+    float *ln;        /* (N, C) a LayerNorm output */
+    float *h4;        /* (N, 4C) GELU output, then its gradient */
+    float *dres;      /* (N, C) gradient of the residual stream */
+    float *dtmp;      /* (N, C) a branch's gradient through its dropout */
+    float *dln;       /* (N, C) */
+    float *dqkv;      /* (N, 3C) */
+    float *attw;      /* attention_work(T) */
+    int32_t *tok, *tgt; /* (B, T) copies of the last batch */
+    int B, train;
+    uint64_t key;
+};
+
+static void add_tensor(dt_gpt *m, const char *name, const char *shape, size_t count,
+                       size_t fan_in, int init)
+{
+    dt_tensor_view *t = &m->tv[m->ntensors++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->shape, sizeof t->shape, "%s", shape);
+    t->offset = m->nparams;
+    t->count = count;
+    t->fan_in = fan_in;
+    t->init = init;
+    m->nparams += count;
+}
+
+dt_gpt *gpt_create(const dt_gpt_config *c)
+{
+    if (c->vocab <= 0 || c->block <= 0 || c->n_layer <= 0 || c->n_head <= 0 || c->n_embd <= 0) {
+        dt_err_set("gpt: vocab %d, block %d, n_layer %d, n_head %d, n_embd %d: every size must "
+                   "be positive", c->vocab, c->block, c->n_layer, c->n_head, c->n_embd);
+        return NULL;
+    }
+    if (c->n_embd % c->n_head != 0) {
+        dt_err_set("gpt: n_embd %d is not a multiple of n_head %d", c->n_embd, c->n_head);
+        return NULL;
+    }
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) {
+        dt_err_set("gpt: dropout %g is outside [0, 1)", (double)c->dropout);
+        return NULL;
+    }
+    /* the arena's offsets and the (T, T) attention block stay far inside size_t;
+     * BLAS takes int sizes: V, 4C and T*T must fit */
+    if ((int64_t)c->n_embd * 4 > INT32_MAX / 4 || (int64_t)c->block * c->block > INT32_MAX / 4) {
+        dt_err_set("gpt: n_embd %d or block %d too large", c->n_embd, c->block);
+        return NULL;
+    }
+    dt_gpt *m = dt_calloc(1, sizeof *m);
+    m->c = *c;
+    const int L = c->n_layer;
+    const size_t V = (size_t)c->vocab, T = (size_t)c->block, C = (size_t)c->n_embd;
+    m->tv = dt_calloc((size_t)(4 + T_PER_BLOCK * L), sizeof *m->tv);
+    char name[32], shape[40];
+    snprintf(shape, sizeof shape, "(%zu, %zu)", V, C);
+    add_tensor(m, "wte.weight", shape, V * C, C, 0);
+    snprintf(shape, sizeof shape, "(%zu, %zu)", T, C);
+    add_tensor(m, "wpe.weight", shape, T * C, C, 0);
+    static const struct { const char *name; int rows, cols; int init; } blk[T_PER_BLOCK] = {
+        { "ln_1.weight", 1, 0, 1 },      { "ln_1.bias", 1, 0, 2 },
+        { "attn.c_attn.weight", 3, 1, 0 }, { "attn.c_attn.bias", 3, 0, 2 },
+        { "attn.c_proj.weight", 1, 1, 0 }, { "attn.c_proj.bias", 1, 0, 2 },
+        { "ln_2.weight", 1, 0, 1 },      { "ln_2.bias", 1, 0, 2 },
+        { "mlp.c_fc.weight", 4, 1, 0 },  { "mlp.c_fc.bias", 4, 0, 2 },
+        { "mlp.c_proj.weight", 1, 4, 0 }, { "mlp.c_proj.bias", 1, 0, 2 },
+    };
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < T_PER_BLOCK; k++) {
+            snprintf(name, sizeof name, "h.%d.%s", l, blk[k].name);
+            const size_t rows = (size_t)blk[k].rows * C, cols = (size_t)blk[k].cols * C;
+            if (cols)
+                snprintf(shape, sizeof shape, "(%zu, %zu)", rows, cols);
+            else
+                snprintf(shape, sizeof shape, "(%zu)", rows);
+            add_tensor(m, name, shape, rows * (cols ? cols : 1), cols, blk[k].init);
+        }
+    snprintf(shape, sizeof shape, "(%zu)", C);
+    add_tensor(m, "ln_f.weight", shape, C, 0, 1);
+    add_tensor(m, "ln_f.bias", shape, C, 0, 2);
+    return m;
+}
+
+size_t gpt_nparams(const dt_gpt *m) { return m->nparams; }
+int gpt_ntensors(const dt_gpt *m) { return m->ntensors; }
+const dt_tensor_view *gpt_tensors(const dt_gpt *m) { return m->tv; }
+
+void gpt_init_params(const dt_gpt *m, float *params, uint64_t seed)
+{
+    const double std = 0.02, std_proj = 0.02 / sqrt(2.0 * m->c.n_layer);
+    for (int k = 0; k < m->ntensors; k++) {
+        const dt_tensor_view *v = &m->tv[k];
+        float *p = params + v->offset;
+        if (v->init == 1 || v->init == 2) {
+            const float x = v->init == 1 ? 1.0f : 0.0f;
+            for (size_t i = 0; i < v->count; i++)
+                p[i] = x;
+            continue;
+        }
+        const size_t len = strlen(v->name), tail = strlen("c_proj.weight");
+        const double s = len >= tail && strcmp(v->name + len - tail, "c_proj.weight") == 0
+                             ? std_proj : std;
+        dt_rng r = rng_make(seed, (uint64_t)k, 0, 0);
+        for (size_t i = 0; i < v->count; i++)
+            p[i] = (float)(s * rng_normal(&r));
+    }
+}
+
+/* Carve n floats from the arena at *at. */
+static float *carve(float *arena, size_t *at, size_t n)
+{
+    float *p = arena ? arena + *at : NULL;
+    /* 16-float (64-byte) alignment for every buffer */
+    *at += (n + 15) & ~(size_t)15;
+    return p;
+}
+
+/* Lay the buffers out for B sequences; arena NULL: only count. Returns floats. */
+static size_t layout(dt_gpt *m, int B, float *arena)
+{
+    const int L = m->c.n_layer;
+    const size_t N = (size_t)B * m->c.block, C = (size_t)m->c.n_embd, V = (size_t)m->c.vocab;
+    size_t at = 0;
+    for (int l = 0; l <= L; l++)
+        m->res[l] = carve(arena, &at, N * C);
+    for (int l = 0; l < L; l++) {
+        m->mid[l] = carve(arena, &at, N * C);
+        m->qkv[l] = carve(arena, &at, N * 3 * C);
+        m->atty[l] = carve(arena, &at, N * C);
+        m->fch[l] = carve(arena, &at, N * 4 * C);
+        m->lse_att[l] = carve(arena, &at, N * (size_t)m->c.n_head);
+        m->ln1m[l] = carve(arena, &at, N);
+        m->ln1r[l] = carve(arena, &at, N);
+        m->ln2m[l] = carve(arena, &at, N);
+        m->ln2r[l] = carve(arena, &at, N);
+    }
+    m->lnfm = carve(arena, &at, N);
+    m->lnfr = carve(arena, &at, N);
+    m->logits = carve(arena, &at, N * V);
+    m->lse = carve(arena, &at, N);
+    m->ln = carve(arena, &at, N * C);
+    m->h4 = carve(arena, &at, N * 4 * C);
+    m->dres = carve(arena, &at, N * C);
+    m->dtmp = carve(arena, &at, N * C);
+    m->dln = carve(arena, &at, N * C);
+    m->dqkv = carve(arena, &at, N * 3 * C);
+    m->attw = carve(arena, &at, attention_work(m->c.block));
+    return at;
+}
+
+void gpt_reserve(dt_gpt *m, int B)
+{
+    if (B <= m->Bcap)
+        return;
+    const int L = m->c.n_layer;
+    if (!m->res) {
+        m->res = dt_calloc((size_t)L + 1, sizeof *m->res);
+        float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att,
+                             &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
+        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+            *lists[i] = dt_calloc((size_t)L, sizeof **lists[i]);
+    }
+    free(m->arena);
+    free(m->tok);
+    free(m->tgt);
+    const size_t n = layout(m, B, NULL);
+    m->arena = dt_falloc(n);
+    layout(m, B, m->arena);
+    m->tok = dt_calloc((size_t)B * m->c.block, sizeof *m->tok);
+    m->tgt = dt_calloc((size_t)B * m->c.block, sizeof *m->tgt);
+    m->Bcap = B;
+}
+
+static const float *tensor(const dt_gpt *m, const float *params, int k)
+{
+    return params + m->tv[k].offset;
+}
+static const float *blockp(const dt_gpt *m, const float *params, int l, int kind)
+{
+    return params + m->tv[2 + T_PER_BLOCK * l + kind].offset;
+}
+static float *blockg(const dt_gpt *m, float *grads, int l, int kind)
+{
+    return grads + m->tv[2 + T_PER_BLOCK * l + kind].offset;
+}
+
+double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const int32_t *targets,
+                   int B, int train, uint64_t key, int64_t *correct)
+{
+    gpt_reserve(m, B);
+    const int L = m->c.n_layer, T = m->c.block, C = m->c.n_embd, V = m->c.vocab,
+              NH = m->c.n_head, N = B * T;
+    for (int i = 0; i < N; i++)
+        if (tokens[i] < 0 || tokens[i] >= V || targets[i] < 0 || targets[i] >= V)
+            DT_FATAL("gpt_forward: position %d holds token %d, target %d: outside the "
+                     "vocabulary [0, %d)", i, (int)tokens[i], (int)targets[i], V);
+    memcpy(m->tok, tokens, (size_t)N * sizeof *tokens);
+    memcpy(m->tgt, targets, (size_t)N * sizeof *targets);
+    m->B = B;
+    m->train = train;
+    m->key = key;
+    const float p = train ? m->c.dropout : 0.0f;
+    const float *wte = tensor(m, params, 0), *wpe = tensor(m, params, 1);
+
+    embedding_forward(B, T, C, m->tok, wte, wpe, p, rng_key(key, (uint64_t)L, SITE_EMB, 0),
+                      m->res[0]);
+    layernorm_forward(N, C, m->res[0], blockp(m, params, 0, T_LN1W), blockp(m, params, 0, T_LN1B),
+                      m->ln, m->ln1m[0], m->ln1r[0]);
+    for (int l = 0; l < L; l++) {
+#define W(kind) blockp(m, params, l, kind)
+        matmul_forward(N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
+        attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], p,
+                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw);
+        // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
+        matmul_forward(N, C, C, m->atty[l], W(T_APW), W(T_APB), m->mid[l]);
+        layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
+                                   rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
+                                   W(T_LN2B), m->mid[l], m->ln, m->ln2m[l], m->ln2r[l]);
+        matmul_forward(N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->fch[l]);
+        gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
+        matmul_forward(N, 4 * C, C, m->h4, W(T_FPW), W(T_FPB), m->res[l + 1]);
+        // the next LayerNorm: the next block's ln_1, or ln_f
+        const int last = l == L - 1;
+        const float *g = last ? tensor(m, params, m->ntensors - 2) : blockp(m, params, l + 1, T_LN1W);
+        const float *b = last ? tensor(m, params, m->ntensors - 1) : blockp(m, params, l + 1, T_LN1B);
+        layernorm_residual_forward(N, C, m->mid[l], m->res[l + 1], p,
+                                   rng_key(key, (uint64_t)l, SITE_MLP_RES, 0), g, b, m->res[l + 1],
+                                   m->ln, last ? m->lnfm : m->ln1m[l + 1],
+                                   last ? m->lnfr : m->ln1r[l + 1]);
+#undef W
+    }
+    // logits (N, V) = ln_f(x) (N, C) wte^T (C, V)
+    matmul_forward(N, C, V, m->ln, wte, NULL, m->logits);
+    const double sum = xent_seq_forward(N, V, m->logits, m->tgt, m->lse, correct);
+    return sum / N;
+}
+
+/* dtmp = dres through a residual branch's dropout (p > 0), or dres itself. */
+static const float *branch_grad(dt_gpt *m, size_t n, float p, uint64_t key)
+{
+    if (p <= 0.0f)
+        return m->dres;
+    for (size_t i = 0; i < n; i++)
+        m->dtmp[i] = m->dres[i] * dropout_factor(key, i, p);
+    return m->dtmp;
+}
+
+void gpt_backward(dt_gpt *m, const float *params, float *grads)
+{
+    const int L = m->c.n_layer, T = m->c.block, C = m->c.n_embd, V = m->c.vocab,
+              NH = m->c.n_head, B = m->B, N = B * T;
+    const float p = m->train ? m->c.dropout : 0.0f;
+    const uint64_t key = m->key;
+    const float *wte = tensor(m, params, 0);
+    float *dwte = grads + m->tv[0].offset, *dwpe = grads + m->tv[1].offset;
+    const int kf = m->ntensors - 2; // ln_f.weight, then ln_f.bias
+
+    // the logits become their gradient in place
+    xent_seq_backward(N, V, m->logits, m->lse, m->tgt, 1.0f / (float)N, m->logits);
+    layernorm_apply(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf),
+                    tensor(m, params, kf + 1), m->ln);
+    // dwte (V, C) = dlogits^T ln (written; the embedding adds later), dln = dlogits wte
+    matmul_backward(N, C, V, m->ln, wte, m->logits, m->dln, dwte, NULL);
+    layernorm_backward(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf), m->dln, m->dres,
+                       0, grads + m->tv[kf].offset, grads + m->tv[kf + 1].offset);
+    for (int l = L - 1; l >= 0; l--) {
+#define W(kind) blockp(m, params, l, kind)
+#define G(kind) blockg(m, grads, l, kind)
+        // MLP branch: res[l+1] = mid[l] + dropout(c_proj(gelu(c_fc(ln_2(mid[l])))))
+        const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
+        gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
+        // dW first, then the input gradient overwrites the GELU output in h4
+        matmul_backward(N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB));
+        gelu_backward((size_t)N * 4 * C, m->fch[l], m->h4, m->h4);
+        layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
+        matmul_backward(N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB));
+        layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), m->dln, m->dres, 1,
+                           G(T_LN2W), G(T_LN2B));
+        // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))
+        dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
+        matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
+        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->dln, p,
+                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw);
+        layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
+        matmul_backward(N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB));
+        layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), m->dln, m->dres, 1,
+                           G(T_LN1W), G(T_LN1B));
+#undef W
+#undef G
+    }
+    embedding_backward(B, T, C, m->tok, m->dres, p, rng_key(key, (uint64_t)L, SITE_EMB, 0), dwte,
+                       dwpe);
+}
+
+const float *gpt_logits(const dt_gpt *m) { return m->logits; }
+
+void gpt_free(dt_gpt *m)
+{
+    if (!m)
+        return;
+    free(m->arena);
+    free(m->tok);
+    free(m->tgt);
+    free(m->res);
+    free(m->mid);
+    free(m->qkv);
+    free(m->atty);
+    free(m->fch);
+    free(m->lse_att);
+    free(m->ln1m);
+    free(m->ln1r);
+    free(m->ln2m);
+    free(m->ln2r);
+    free(m->tv);
+    free(m);
+}

@@ -1,0 +1,76 @@
+/* A vectorised exp for the transformer's hot loops (softmax, GELU,
+ * cross-entropy). libm's expf and tanhf are calls GCC cannot vectorise
+ * without -ffast-math, and at -O2 it does not vectorise a branch-free
+ * scalar version either; so the polynomial is written once for sixteen
+ * floats (core/simd.h's v16f, which the DT_CLONES targets compile to
+ * AVX-512, AVX2 or SSE) and once for a scalar, with the same operations, for
+ * the tails.
+ *
+ * exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 split in two
+ * for exactness, Cody and Waite), exp(r) by Cephes' degree-6 minimax
+ * polynomial on |r| <= ln2 / 2: relative error about 2 ulp over the clamped
+ * range [-87.3, 88.3] (below it returns ~1e-38 instead of 0; above, ~2e38
+ * instead of inf). Rounding adds and removes 1.5 * 2^23, which needs the
+ * default round-to-nearest mode and no -ffast-math. */
+#ifndef DT_NN_FAST_EXP_H
+#define DT_NN_FAST_EXP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/simd.h"
+
+#define FEXP_LO -87.3f
+#define FEXP_HI 88.3f
+#define FEXP_LOG2E 1.44269504088896341f
+#define FEXP_ROUND 12582912.0f /* 1.5 * 2^23 */
+#define FEXP_LN2_HI 0.693359375f
+#define FEXP_LN2_LO -2.12194440e-4f
+#define FEXP_P0 1.9875691500e-4f
+#define FEXP_P1 1.3981999507e-3f
+#define FEXP_P2 8.3334519073e-3f
+#define FEXP_P3 4.1665795894e-2f
+#define FEXP_P4 1.6666665459e-1f
+#define FEXP_P5 5.0000001201e-1f
+
+static inline float fast_expf(float x)
+{
+    x = x < FEXP_LO ? FEXP_LO : x;
+    x = x > FEXP_HI ? FEXP_HI : x;
+    const float n = (x * FEXP_LOG2E + FEXP_ROUND) - FEXP_ROUND;
+    const float r = (x - n * FEXP_LN2_HI) - n * FEXP_LN2_LO;
+    float p = FEXP_P0;
+    p = p * r + FEXP_P1;
+    p = p * r + FEXP_P2;
+    p = p * r + FEXP_P3;
+    p = p * r + FEXP_P4;
+    p = p * r + FEXP_P5;
+    p = p * r * r + r + 1.0f;
+    const int32_t bits = ((int32_t)n + 127) << 23; /* 2^n, n in [-126, 127] */
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* y = exp(x) for sixteen floats at once (v16f lvalue y, v16f expression x);
+ * a statement macro, not a function: see core/simd.h on the vector ABI. */
+#define V16_EXP(y, x)                                                                     \
+    do {                                                                                  \
+        v16f x_ = (x);                                                                    \
+        const v16i lo_ = x_ < v16_splat(FEXP_LO), hi_ = x_ > v16_splat(FEXP_HI);          \
+        x_ = (v16f)(((v16i)x_ & ~lo_) | ((v16i)v16_splat(FEXP_LO) & lo_));                \
+        x_ = (v16f)(((v16i)x_ & ~hi_) | ((v16i)v16_splat(FEXP_HI) & hi_));                \
+        const v16f n_ = (x_ * FEXP_LOG2E + FEXP_ROUND) - FEXP_ROUND;                      \
+        const v16f r_ = (x_ - n_ * FEXP_LN2_HI) - n_ * FEXP_LN2_LO;                       \
+        v16f p_ = v16_splat(FEXP_P0);                                                     \
+        p_ = p_ * r_ + FEXP_P1;                                                           \
+        p_ = p_ * r_ + FEXP_P2;                                                           \
+        p_ = p_ * r_ + FEXP_P3;                                                           \
+        p_ = p_ * r_ + FEXP_P4;                                                           \
+        p_ = p_ * r_ + FEXP_P5;                                                           \
+        p_ = p_ * r_ * r_ + r_ + 1.0f;                                                    \
+        const v16i e_ = (__builtin_convertvector(n_, v16i) + 127) << 23;                  \
+        (y) = p_ * (v16f)e_;                                                              \
+    } while (0)
+
+#endif

@@ -1,0 +1,58 @@
+/* GELU, tanh approximation (GPT-2's; PyTorch's approximate='tanh'), through
+ * the identity (1 + tanh(u)) / 2 = sigmoid(2u):
+ *   gelu(x) = x s, s = 1 / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+ *   gelu'(x) = s + x s (1 - s) 2 u'(x),  u'(x) = sqrt(2/pi) (1 + 3 0.044715 x^2),
+ * one vectorised exp per element (nn/fast_exp.h) instead of a libm tanhf. */
+#include "nn/transformer.h"
+
+#include "core/simd.h"
+#include "nn/fast_exp.h"
+
+#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_A 0.044715f
+#define GELU_M2K (-2.0f * GELU_K)
+#define GELU_2K (2.0f * GELU_K)
+#define GELU_3A (3.0f * GELU_A)
+
+DT_CLONES static void gelu_fwd_chunk(size_t n, const float *x, float *y)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const v16f v = v16_ld(x + i);
+        v16f e;
+        V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
+        v16_st(y + i, v / (1.0f + e));
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        y[i] = v / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
+    }
+}
+
+DT_CLONES static void gelu_bwd_chunk(size_t n, const float *x, const float *dy, float *dx)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const v16f v = v16_ld(x + i);
+        v16f e;
+        V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
+        const v16f s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);
+        v16_st(dx + i, v16_ld(dy + i) * (s + v * s * (1.0f - s) * du));
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
+        const float du = GELU_2K * (1.0f + GELU_3A * v * v);
+        dx[i] = dy[i] * (s + v * s * (1.0f - s) * du);
+    }
+}
+
+void gelu_forward(size_t n, const float *x, float *y)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, gelu_fwd_chunk(len, x + i0, y + i0));
+}
+
+void gelu_backward(size_t n, const float *x, const float *dy, float *dx)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, gelu_bwd_chunk(len, x + i0, dy + i0, dx + i0));
+}

@@ -1,0 +1,96 @@
+/* The layer passes of a GPT-2 transformer on the CPU (models/gpt.c strings
+ * them together), one forward/backward pair per layer, over plain float
+ * arrays with their shapes at the signature, as in llm.c's train_gpt2.c.
+ *
+ * N is the number of token positions (B * T). Matrices are row-major; a
+ * linear layer's weight is (out, in) as in PyTorch. Backward passes WRITE
+ * their parameter gradients (dW, db, dg) unless the comment says "added", and
+ * write or add their input gradient as stated. Dropout masks are never
+ * stored: element i of a site keyed `key` is kept when
+ * rng_hash_uniform(key, i) >= p (and scaled by 1 / (1 - p)), so the backward
+ * pass redraws the forward's mask from (key, i). p = 0 turns a site off. */
+#ifndef DT_NN_TRANSFORMER_H
+#define DT_NN_TRANSFORMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+
+/* The factor dropout with probability p applies to element i of the site
+ * keyed `key`: 0 or 1 / (1 - p). Inline: called once per element. */
+static inline float dropout_factor(uint64_t key, uint64_t i, float p)
+{
+    return rng_hash_uniform(key, i) >= p ? 1.0f / (1.0f - p) : 0.0f;
+}
+
+/* ---- embedding.c ---- */
+/* x[b, t] = dropout(wte[tok[b, t]] + wpe[t]).
+ * tok (B, T) in [0, V); wte (V, C); wpe (>= T, C); x (B, T, C) */
+void embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                       const float *wpe, float p, uint64_t key, float *x);
+/* dx (B, T, C); dwte (V, C) ADDED (the tied head wrote it first); dwpe (>= T, C):
+ * rows 0..T-1 written */
+void embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx, float p,
+                        uint64_t key, float *dwte, float *dwpe);
+
+/* ---- layernorm.c (eps 1e-5, biased variance as PyTorch) ---- */
+/* y = (x - mean) * rstd * g + b, per row. x, y (N, C); g, b (C); mean, rstd (N) */
+void layernorm_forward(int N, int C, const float *x, const float *g, const float *b, float *y,
+                       float *mean, float *rstd);
+/* The residual add fused with the LayerNorm that follows it:
+ * xo = x + dropout(r); y = LayerNorm(xo). x, r, xo, y (N, C); xo may be r
+ * (updated in place); mean, rstd (N) */
+void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                uint64_t key, const float *g, const float *b, float *xo,
+                                float *y, float *mean, float *rstd);
+/* y from the statistics a forward kept (backward recomputes instead of
+ * storing the output). x, y (N, C); mean, rstd (N) */
+void layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
+                     const float *g, const float *b, float *y);
+/* dx (N, C): written (accumulate 0) or added (1); dg, db (C) written.
+ * x the forward's input, dy (N, C) */
+void layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
+                        const float *g, const float *dy, float *dx, int accumulate, float *dg,
+                        float *db);
+
+/* ---- matmul.c (OpenBLAS sgemm) ---- */
+/* y (N, out) = x (N, in) W^T + b; W (out, in), b (out) or NULL */
+void matmul_forward(int N, int in, int out, const float *x, const float *W, const float *b,
+                    float *y);
+/* From dy (N, out): dx (N, in) = dy W (written; NULL: skipped),
+ * dW (out, in) = dy^T x, db (out) = column sums of dy (NULL: skipped) */
+void matmul_backward(int N, int in, int out, const float *x, const float *W, const float *dy,
+                     float *dx, float *dW, float *db);
+
+/* ---- gelu.c: GELU with the tanh approximation (PyTorch approximate='tanh') ---- */
+/* y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); x, y (n) */
+void gelu_forward(size_t n, const float *x, float *y);
+/* dx = dy * gelu'(x); dx may be dy (in place). x, dy, dx (n) */
+void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
+
+/* ---- attention.c: causal multi-head self-attention ---- */
+/* Scratch floats attention_forward/backward need in `work`. */
+size_t attention_work(int T);
+/* qkv (B, T, 3C): q | k | v, head h at columns h*hs .. (h+1)*hs - 1 of each
+ * (hs = C / NH). y (B, T, C) = softmax(q k^T / sqrt(hs), causal) v with
+ * dropout p on the probabilities; lse (B, NH, T): each row's log-sum-exp,
+ * all backward keeps (it recomputes the probabilities, one (T, T) block
+ * per head at a time, instead of storing B*NH of them). */
+void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
+                       float p, uint64_t key, float *work);
+/* dy (B, T, C) -> dqkv (B, T, 3C) written */
+void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                        const float *dy, float p, uint64_t key, float *dqkv, float *work);
+
+/* ---- xent_seq.c: softmax cross-entropy over every position ---- */
+/* logits (N, V), targets (N) in [0, V). Returns the SUM of -log p(target);
+ * lse (N) each row's log-sum-exp; *correct (may be NULL) the argmax hits. */
+double xent_seq_forward(int N, int V, const float *logits, const int32_t *targets, float *lse,
+                        int64_t *correct);
+/* d (N, V) = scale * (softmax(logits) - onehot(target)); d may be logits
+ * (the gradient then overwrites them in place) */
+void xent_seq_backward(int N, int V, const float *logits, const float *lse,
+                       const int32_t *targets, float scale, float *d);
+
+#endif

@@ -1,0 +1,953 @@
+/* The GPT model (models/gpt.h) and its layer passes (nn/transformer.h).
+ *
+ * - Every layer's backward against central finite differences of the scalar
+ *   L = sum(r .* y) for a fixed random r (L summed in double; the denominator
+ *   is the step actually taken in float). Agreement is the relative error of
+ *   the whole gradient vector, ||g - g_fd|| / ||g_fd||, below TOL_FD.
+ * - Forwards against direct double-precision references (LayerNorm,
+ *   attention with an explicit causal softmax, GELU, cross-entropy).
+ * - The whole model on a tiny configuration against central differences of
+ *   its mean loss, every coordinate, with and without dropout.
+ * - Causality: changing token t changes no logit before t (bit for bit).
+ * - PyTorch: `test_gpt --dump DIR` writes parameters and batches,
+ *   tests/torch_gpt_reference.py computes the reference in float64 and the
+ *   committed tests/fixtures/gpt_reference.txt is compared here: loss, logits
+ *   and every tensor's gradient (norm and first entries). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "models/gpt.h"
+#include "nn/transformer.h"
+#include "tap.h"
+
+/* Relative error of a gradient vector against finite differences. The float
+ * forward leaves ~1e-5 of noise in a difference at these steps; a wrong
+ * index, sign or missing term gives 1e-2 and above. */
+#define TOL_FD 2e-3
+/* float32 forward against a float64 reference, relative (max-norm) */
+#define TOL_REF 2e-5
+
+static dt_rng rng;
+
+static float *vec_new(size_t n) { return dt_calloc(n ? n : 1, sizeof(float)); }
+
+static void vec_normal(float *v, size_t n, double scale)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(scale * rng_normal(&rng));
+}
+
+static double dot_r(const float *y, const float *r, size_t n)
+{
+    double L = 0.0;
+    for (size_t i = 0; i < n; i++)
+        L += (double)y[i] * r[i];
+    return L;
+}
+
+/* ||a - b|| / ||b|| (absolute when b is zero). */
+static double rel_err(const float *a, const double *b, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* max |a - b| / max |b| */
+static double max_rel(const float *a, const double *b, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - b[i]));
+        den = fmax(den, fabs(b[i]));
+    }
+    return den > 0.0 ? num / den : num;
+}
+
+/* A layer under test: fwd(ctx) writes its output (nout floats) to out. */
+typedef struct fd_case {
+    void (*fwd)(void *ctx);
+    void *ctx;
+    const float *out;
+    size_t nout;
+    const float *r;   /* (nout) the weights of L = sum r .* out */
+} fd_case;
+
+/* Relative error of g (n) against central differences of L in v (n). */
+static double fd_check(const fd_case *fc, float *v, size_t n, const float *g, float eps)
+{
+    double *fd = dt_calloc(n, sizeof *fd);
+    for (size_t i = 0; i < n; i++) {
+        const float save = v[i];
+        v[i] = save + eps;
+        const float hi = v[i];
+        fc->fwd(fc->ctx);
+        const double Lp = dot_r(fc->out, fc->r, fc->nout);
+        v[i] = save - eps;
+        const float lo = v[i];
+        fc->fwd(fc->ctx);
+        const double Lm = dot_r(fc->out, fc->r, fc->nout);
+        v[i] = save;
+        fd[i] = (Lp - Lm) / ((double)hi - (double)lo);
+    }
+    fc->fwd(fc->ctx);
+    const double e = rel_err(g, fd, n);
+    free(fd);
+    return e;
+}
+
+/* ---- LayerNorm ------------------------------------------------------------ */
+
+typedef struct ln_ctx {
+    int N, C;
+    float *x, *g, *b, *y, *mean, *rstd;
+} ln_ctx;
+
+static void ln_fwd(void *p)
+{
+    ln_ctx *c = p;
+    layernorm_forward(c->N, c->C, c->x, c->g, c->b, c->y, c->mean, c->rstd);
+}
+
+static void test_layernorm(void)
+{
+    const int N = 5, C = 12;
+    const size_t n = (size_t)N * C;
+    ln_ctx c = { N, C, vec_new(n), vec_new(C), vec_new(C), vec_new(n), vec_new(N), vec_new(N) };
+    vec_normal(c.x, n, 2.0);
+    for (size_t i = 0; i < n; i++)
+        c.x[i] += 3.0f; /* an offset the mean must remove */
+    vec_normal(c.g, C, 1.0);
+    vec_normal(c.b, C, 1.0);
+    ln_fwd(&c);
+    /* forward against a double reference */
+    double *ref = dt_calloc(n, sizeof *ref);
+    for (int r = 0; r < N; r++) {
+        double m = 0, v = 0;
+        for (int i = 0; i < C; i++)
+            m += c.x[r * C + i];
+        m /= C;
+        for (int i = 0; i < C; i++)
+            v += (c.x[r * C + i] - m) * (c.x[r * C + i] - m);
+        v /= C;
+        for (int i = 0; i < C; i++)
+            ref[r * C + i] = (c.x[r * C + i] - m) / sqrt(v + 1e-5) * c.g[i] + c.b[i];
+    }
+    CHECK(max_rel(c.y, ref, n) < TOL_REF, "layernorm forward matches float64 (%.2e)",
+          max_rel(c.y, ref, n));
+    free(ref);
+
+    float *r = vec_new(n), *dx = vec_new(n), *dg = vec_new(C), *db = vec_new(C);
+    vec_normal(r, n, 1.0);
+    layernorm_backward(N, C, c.x, c.mean, c.rstd, c.g, r, dx, 0, dg, db);
+    fd_case fc = { ln_fwd, &c, c.y, n, r };
+    double ex = fd_check(&fc, c.x, n, dx, 1e-2f), eg = fd_check(&fc, c.g, C, dg, 1e-2f),
+           eb = fd_check(&fc, c.b, C, db, 1e-2f);
+    CHECK(ex < TOL_FD && eg < TOL_FD && eb < TOL_FD,
+          "layernorm backward vs finite differences: dx %.1e, dgain %.1e, dbias %.1e", ex, eg, eb);
+    /* accumulate = 1 adds to dx */
+    float *acc = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        acc[i] = 1.5f;
+    layernorm_backward(N, C, c.x, c.mean, c.rstd, c.g, r, acc, 1, dg, db);
+    int added = 1;
+    for (size_t i = 0; i < n; i++)
+        added &= fabsf(acc[i] - (1.5f + dx[i])) <= 1e-6f;
+    CHECK(added, "layernorm backward with accumulate adds to dx");
+
+    /* layernorm_apply recomputes the output from the kept statistics */
+    float *y2 = vec_new(n);
+    layernorm_apply(N, C, c.x, c.mean, c.rstd, c.g, c.b, y2);
+    CHECK(memcmp(y2, c.y, n * sizeof *y2) == 0, "layernorm_apply reproduces the forward bit for bit");
+
+    /* the fused residual add: xo = x + dropout(r), y = LayerNorm(xo) */
+    float *res = vec_new(n), *xo = vec_new(n), *y3 = vec_new(n), *m3 = vec_new(N), *r3 = vec_new(N);
+    vec_normal(res, n, 1.0);
+    const float p = 0.3f;
+    const uint64_t key = 77;
+    layernorm_residual_forward(N, C, c.x, res, p, key, c.g, c.b, xo, y3, m3, r3);
+    int sum_ok = 1, dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float f = dropout_factor(key, i, p);
+        sum_ok &= xo[i] == c.x[i] + res[i] * f;
+        dropped += f == 0.0f;
+    }
+    layernorm_forward(N, C, xo, c.g, c.b, y2, c.mean, c.rstd);
+    CHECK(sum_ok && dropped > 0 && dropped < (int)n,
+          "fused residual add: xo = x + dropout(r) (%d of %zu dropped at p %.1f)", dropped, n, p);
+    CHECK(memcmp(y2, y3, n * sizeof *y2) == 0 && memcmp(m3, c.mean, N * sizeof *m3) == 0,
+          "fused residual add: its LayerNorm equals layernorm_forward of the sum");
+    /* in place: xo aliasing r */
+    memcpy(y2, res, n * sizeof *y2);
+    layernorm_residual_forward(N, C, c.x, y2, p, key, c.g, c.b, y2, y3, m3, r3);
+    CHECK(memcmp(y2, xo, n * sizeof *y2) == 0, "fused residual add in place (xo = r)");
+
+    free(res); free(xo); free(y3); free(m3); free(r3); free(y2); free(acc);
+    free(r); free(dx); free(dg); free(db);
+    free(c.x); free(c.g); free(c.b); free(c.y); free(c.mean); free(c.rstd);
+}
+
+/* ---- matmul ----------------------------------------------------------------- */
+
+typedef struct mm_ctx {
+    int N, in, out;
+    float *x, *W, *b, *y;
+} mm_ctx;
+
+static void mm_fwd(void *p)
+{
+    mm_ctx *c = p;
+    matmul_forward(c->N, c->in, c->out, c->x, c->W, c->b, c->y);
+}
+
+static void test_matmul(void)
+{
+    const int N = 6, in = 5, out = 7;
+    mm_ctx c = { N, in, out, vec_new((size_t)N * in), vec_new((size_t)out * in), vec_new(out),
+                 vec_new((size_t)N * out) };
+    vec_normal(c.x, (size_t)N * in, 1.0);
+    vec_normal(c.W, (size_t)out * in, 1.0);
+    vec_normal(c.b, out, 1.0);
+    mm_fwd(&c);
+    double worst = 0;
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < out; o++) {
+            double s = c.b[o];
+            for (int k = 0; k < in; k++)
+                s += (double)c.x[i * in + k] * c.W[o * in + k];
+            worst = fmax(worst, fabs(s - c.y[i * out + o]));
+        }
+    CHECK(worst < 1e-5, "matmul forward: y = x W^T + b (max err %.1e)", worst);
+    float *r = vec_new((size_t)N * out), *dx = vec_new((size_t)N * in),
+          *dW = vec_new((size_t)out * in), *db = vec_new(out);
+    vec_normal(r, (size_t)N * out, 1.0);
+    for (int i = 0; i < N * in; i++)
+        dx[i] = NAN; /* written, not added */
+    for (int i = 0; i < out * in; i++)
+        dW[i] = NAN;
+    matmul_backward(N, in, out, c.x, c.W, r, dx, dW, db);
+    fd_case fc = { mm_fwd, &c, c.y, (size_t)N * out, r };
+    double ex = fd_check(&fc, c.x, (size_t)N * in, dx, 1e-2f),
+           ew = fd_check(&fc, c.W, (size_t)out * in, dW, 1e-2f), eb = fd_check(&fc, c.b, out, db, 1e-2f);
+    CHECK(ex < TOL_FD && ew < TOL_FD && eb < TOL_FD,
+          "matmul backward (written over NaN) vs finite differences: dx %.1e, dW %.1e, db %.1e",
+          ex, ew, eb);
+    free(r); free(dx); free(dW); free(db);
+    free(c.x); free(c.W); free(c.b); free(c.y);
+}
+
+/* ---- GELU -------------------------------------------------------------------- */
+
+typedef struct gelu_ctx {
+    size_t n;
+    float *x, *y;
+} gelu_ctx;
+
+static void gelu_fwd(void *p)
+{
+    gelu_ctx *c = p;
+    gelu_forward(c->n, c->x, c->y);
+}
+
+static void test_gelu(void)
+{
+    const size_t n = 200;
+    gelu_ctx c = { n, vec_new(n), vec_new(n) };
+    for (size_t i = 0; i < n; i++) /* -8 .. 8: both tails and the bend */
+        c.x[i] = -8.0f + 16.0f * (float)i / (float)(n - 1) + 0.01f * (float)rng_normal(&rng);
+    gelu_fwd(&c);
+    double *ref = dt_calloc(n, sizeof *ref);
+    for (size_t i = 0; i < n; i++) {
+        const double v = c.x[i];
+        ref[i] = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+    double e = 0;
+    for (size_t i = 0; i < n; i++)
+        e = fmax(e, fabs(c.y[i] - ref[i]) / fmax(1.0, fabs(ref[i])));
+    CHECK(e < 1e-6 * 4, "gelu forward matches the float64 tanh formula (%.1e)", e);
+    float *r = vec_new(n), *dx = vec_new(n);
+    vec_normal(r, n, 1.0);
+    gelu_backward(n, c.x, r, dx);
+    fd_case fc = { gelu_fwd, &c, c.y, n, r };
+    double eg = fd_check(&fc, c.x, n, dx, 1e-3f);
+    CHECK(eg < TOL_FD, "gelu backward vs finite differences: %.1e", eg);
+    memcpy(c.y, r, n * sizeof *r);
+    gelu_backward(n, c.x, c.y, c.y);
+    CHECK(memcmp(c.y, dx, n * sizeof *dx) == 0, "gelu backward in place (dx = dy)");
+    free(ref); free(r); free(dx); free(c.x); free(c.y);
+}
+
+/* ---- attention --------------------------------------------------------------- */
+
+typedef struct att_ctx {
+    int B, T, C, NH;
+    float p;
+    uint64_t key;
+    float *qkv, *y, *lse, *work;
+} att_ctx;
+
+static void att_fwd(void *p)
+{
+    att_ctx *c = p;
+    attention_forward(c->B, c->T, c->C, c->NH, c->qkv, c->y, c->lse, c->p, c->key, c->work);
+}
+
+static void test_attention(float p)
+{
+    const int B = 2, T = 7, C = 12, NH = 3, hs = C / NH;
+    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C;
+    att_ctx c = { B, T, C, NH, p, 4242, vec_new(nq), vec_new(ny), vec_new((size_t)B * NH * T),
+                  vec_new(attention_work(T)) };
+    vec_normal(c.qkv, nq, 1.0);
+    att_fwd(&c);
+    /* float64 reference: explicit causal softmax, dropout with the same masks */
+    double *ref = dt_calloc(ny, sizeof *ref), lse_err = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                double s[64], mx = -INFINITY, sum = 0;
+                const float *q = c.qkv + ((size_t)b * T + i) * 3 * C + h * hs;
+                for (int j = 0; j <= i; j++) {
+                    const float *k = c.qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
+                    double d = 0;
+                    for (int e = 0; e < hs; e++)
+                        d += (double)q[e] * k[e];
+                    s[j] = d / sqrt((double)hs);
+                    mx = fmax(mx, s[j]);
+                }
+                for (int j = 0; j <= i; j++)
+                    sum += exp(s[j] - mx);
+                lse_err = fmax(lse_err, fabs(mx + log(sum) - c.lse[((size_t)b * NH + h) * T + i]));
+                for (int e = 0; e < hs; e++) {
+                    double acc = 0;
+                    for (int j = 0; j <= i; j++) {
+                        const float *v = c.qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * hs;
+                        const uint64_t idx = (((uint64_t)b * NH + h) * T + i) * T + j;
+                        const double f = p > 0 ? dropout_factor(c.key, idx, p) : 1.0;
+                        acc += exp(s[j] - mx) / sum * f * v[e];
+                    }
+                    ref[((size_t)b * T + i) * C + h * hs + e] = acc;
+                }
+            }
+    CHECK(max_rel(c.y, ref, ny) < TOL_REF && lse_err < 1e-5,
+          "attention forward (dropout %.1f) matches a float64 causal softmax (%.1e, lse %.1e)",
+          (double)p, max_rel(c.y, ref, ny), lse_err);
+    free(ref);
+    float *r = vec_new(ny), *dqkv = vec_new(nq);
+    vec_normal(r, ny, 1.0);
+    for (size_t i = 0; i < nq; i++)
+        dqkv[i] = NAN;
+    attention_backward(B, T, C, NH, c.qkv, c.lse, r, p, c.key, dqkv, c.work);
+    fd_case fc = { att_fwd, &c, c.y, ny, r };
+    double e = fd_check(&fc, c.qkv, nq, dqkv, 1e-2f);
+    CHECK(e < TOL_FD, "attention backward (dropout %.1f) vs finite differences of q, k, v: %.1e",
+          (double)p, e);
+    free(r); free(dqkv);
+    free(c.qkv); free(c.y); free(c.lse); free(c.work);
+}
+
+/* ---- embedding ---------------------------------------------------------------- */
+
+typedef struct emb_ctx {
+    int B, T, C;
+    int32_t *tok;
+    float p;
+    uint64_t key;
+    float *wte, *wpe, *x;
+} emb_ctx;
+
+static void emb_fwd(void *p)
+{
+    emb_ctx *c = p;
+    embedding_forward(c->B, c->T, c->C, c->tok, c->wte, c->wpe, c->p, c->key, c->x);
+}
+
+static void test_embedding(void)
+{
+    const int B = 3, T = 4, C = 5, V = 6;
+    int32_t tok[12];
+    for (int i = 0; i < B * T; i++)
+        tok[i] = (int32_t)rng_below(&rng, V);
+    tok[1] = tok[6] = 2; /* a repeated token: its gradient rows add */
+    emb_ctx c = { B, T, C, tok, 0.25f, 5, vec_new((size_t)V * C), vec_new((size_t)T * C),
+                  vec_new((size_t)B * T * C) };
+    vec_normal(c.wte, (size_t)V * C, 1.0);
+    vec_normal(c.wpe, (size_t)T * C, 1.0);
+    emb_fwd(&c);
+    const size_t n = (size_t)B * T * C;
+    float *r = vec_new(n), *dwte = vec_new((size_t)V * C), *dwpe = vec_new((size_t)T * C);
+    vec_normal(r, n, 1.0);
+    embedding_backward(B, T, C, tok, r, c.p, c.key, dwte, dwpe);
+    fd_case fc = { emb_fwd, &c, c.x, n, r };
+    double ee = fd_check(&fc, c.wte, (size_t)V * C, dwte, 1e-2f),
+           ep = fd_check(&fc, c.wpe, (size_t)T * C, dwpe, 1e-2f);
+    CHECK(ee < TOL_FD && ep < TOL_FD,
+          "embedding backward (dropout 0.25) vs finite differences: dwte %.1e, dwpe %.1e", ee, ep);
+    free(r); free(dwte); free(dwpe); free(c.wte); free(c.wpe); free(c.x);
+}
+
+/* ---- cross-entropy ------------------------------------------------------------- */
+
+typedef struct xe_ctx {
+    int N, V;
+    float *z, *lse;
+    const int32_t *t;
+    float loss; /* out: the sum, as a 1-element output */
+} xe_ctx;
+
+static void xe_fwd(void *p)
+{
+    xe_ctx *c = p;
+    c->loss = (float)xent_seq_forward(c->N, c->V, c->z, c->t, c->lse, NULL);
+}
+
+static void test_xent(void)
+{
+    const int N = 6, V = 9;
+    int32_t t[6];
+    for (int i = 0; i < N; i++)
+        t[i] = (int32_t)rng_below(&rng, V);
+    xe_ctx c = { N, V, vec_new((size_t)N * V), vec_new(N), t, 0 };
+    vec_normal(c.z, (size_t)N * V, 3.0);
+    for (int n = 0; n < 3; n++) { /* half the targets are the argmax: hits to count */
+        int arg = 0;
+        for (int v = 1; v < V; v++)
+            arg = c.z[n * V + v] > c.z[n * V + arg] ? v : arg;
+        t[n] = arg;
+    }
+    int64_t hits = -1;
+    const double loss = xent_seq_forward(N, V, c.z, t, c.lse, &hits);
+    double ref = 0;
+    int64_t ref_hits = 0;
+    for (int n = 0; n < N; n++) {
+        double mx = -INFINITY, s = 0;
+        int arg = 0;
+        for (int v = 0; v < V; v++)
+            if (c.z[n * V + v] > mx) {
+                mx = c.z[n * V + v];
+                arg = v;
+            }
+        for (int v = 0; v < V; v++)
+            s += exp(c.z[n * V + v] - mx);
+        ref += mx + log(s) - c.z[n * V + t[n]];
+        ref_hits += arg == t[n];
+    }
+    CHECK(fabs(loss - ref) < 1e-5 * fabs(ref) && hits == ref_hits,
+          "cross-entropy: sum %.6f (float64 %.6f), %lld argmax hits (%lld)", loss, ref,
+          (long long)hits, (long long)ref_hits);
+    float *d = vec_new((size_t)N * V), one = 1.0f;
+    xent_seq_backward(N, V, c.z, c.lse, t, 1.0f, d);
+    fd_case fc = { xe_fwd, &c, &c.loss, 1, &one };
+    double e = fd_check(&fc, c.z, (size_t)N * V, d, 1e-2f);
+    CHECK(e < TOL_FD, "cross-entropy backward vs finite differences: %.1e", e);
+    /* in place: the logits become their gradient */
+    float *z2 = vec_new((size_t)N * V);
+    memcpy(z2, c.z, (size_t)N * V * sizeof *z2);
+    xent_seq_backward(N, V, z2, c.lse, t, 1.0f, z2);
+    CHECK(memcmp(z2, d, (size_t)N * V * sizeof *d) == 0, "cross-entropy backward in place");
+    free(z2); free(d); free(c.z); free(c.lse);
+}
+
+/* ---- the whole model ---------------------------------------------------------------- */
+
+static void make_batch(int B, int T, int V, int32_t *tok, int32_t *tgt)
+{
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int32_t)rng_below(&rng, V);
+        tgt[i] = (int32_t)rng_below(&rng, V);
+    }
+}
+
+static void test_create(void)
+{
+    dt_gpt_config bad[] = {
+        { 0, 8, 1, 1, 8, 0 }, { 10, 8, 1, 3, 8, 0 }, { 10, 8, 0, 1, 8, 0 }, { 10, 8, 1, 1, 8, 1.0f },
+        { 10, -1, 1, 1, 8, 0 },
+    };
+    const char *want[] = { "positive", "multiple", "positive", "dropout", "positive" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dt_gpt *m = gpt_create(&bad[i]);
+        CHECK(m == NULL && strstr(dt_err_msg(), want[i]) != NULL, "bad config %zu refused: %s", i,
+              dt_err_msg());
+        gpt_free(m);
+    }
+    /* the "small" configuration: GPT-2's parameter count formula */
+    dt_gpt_config c = { 96, 256, 6, 6, 384, 0 };
+    dt_gpt *m = gpt_create(&c);
+    const size_t C = 384, want_n = 96 * C + 256 * C + 6 * (12 * C * C + 13 * C) + 2 * C;
+    CHECK(m && gpt_nparams(m) == want_n, "small GPT has %zu parameters (expected %zu)",
+          m ? gpt_nparams(m) : 0, want_n);
+    if (!m)
+        return;
+    const dt_tensor_view *tv = gpt_tensors(m);
+    size_t sum = 0;
+    int contiguous = 1;
+    for (int t = 0; t < gpt_ntensors(m); t++) {
+        contiguous &= tv[t].offset == sum;
+        sum += tv[t].count;
+    }
+    CHECK(gpt_ntensors(m) == 2 + 12 * 6 + 2 && contiguous && sum == want_n,
+          "%d tensors, contiguous, covering the flat vector", gpt_ntensors(m));
+    CHECK(strcmp(tv[0].name, "wte.weight") == 0 && strcmp(tv[4].name, "h.0.attn.c_attn.weight") == 0 &&
+              strcmp(tv[4].shape, "(1152, 384)") == 0 && strcmp(tv[13].name, "h.0.mlp.c_proj.bias") == 0 &&
+              strcmp(tv[gpt_ntensors(m) - 1].name, "ln_f.bias") == 0,
+          "tensor names and shapes in nanoGPT's order (%s %s, %s)", tv[4].name, tv[4].shape,
+          tv[13].name);
+    /* initialisation: deterministic, GPT-2's scales */
+    float *a = dt_falloc(want_n), *b = dt_falloc(want_n);
+    gpt_init_params(m, a, 42);
+    gpt_init_params(m, b, 42);
+    CHECK(memcmp(a, b, want_n * sizeof *a) == 0, "same seed, same parameters");
+    gpt_init_params(m, b, 43);
+    CHECK(memcmp(a, b, want_n * sizeof *a) != 0, "another seed, other parameters");
+    double s2 = 0, p2 = 0;
+    for (size_t i = 0; i < tv[4].count; i++)
+        s2 += (double)a[tv[4].offset + i] * a[tv[4].offset + i];
+    for (size_t i = 0; i < tv[6].count; i++)
+        p2 += (double)a[tv[6].offset + i] * a[tv[6].offset + i];
+    const double sd = sqrt(s2 / tv[4].count), sp = sqrt(p2 / tv[6].count);
+    CHECK(fabs(sd - 0.02) < 0.0005 && fabs(sp - 0.02 / sqrt(12.0)) < 0.0002,
+          "c_attn std %.5f (0.02), attn.c_proj std %.5f (0.02/sqrt(2 n_layer) = %.5f)", sd, sp,
+          0.02 / sqrt(12.0));
+    int ln_ok = 1;
+    for (size_t i = 0; i < tv[2].count; i++)
+        ln_ok &= a[tv[2].offset + i] == 1.0f && a[tv[3].offset + i] == 0.0f &&
+                 a[tv[5].offset + i] == 0.0f;
+    CHECK(ln_ok, "LayerNorm gains 1, biases 0");
+    free(a);
+    free(b);
+    gpt_free(m);
+}
+
+/* Every coordinate of the tiny model's gradient against central differences
+ * of the mean loss, with dropout off and on (same key in every evaluation). */
+static void test_model_fd(float dropout)
+{
+    dt_gpt_config cfg = { 7, 6, 2, 2, 8, dropout };
+    const int B = 2, T = cfg.block;
+    dt_gpt *m = gpt_create(&cfg);
+    const size_t np = gpt_nparams(m);
+    float *p = dt_falloc(np), *g = dt_falloc(np);
+    gpt_init_params(m, p, 3);
+    /* larger than GPT-2's scales so every path carries a visible gradient */
+    for (size_t i = 0; i < np; i++)
+        p[i] += 0.3f * (float)rng_normal(&rng);
+    int32_t tok[12], tgt[12];
+    make_batch(B, T, cfg.vocab, tok, tgt);
+    const uint64_t key = 1001;
+    gpt_reserve(m, B);
+    gpt_forward(m, p, tok, tgt, B, 1, key, NULL);
+    gpt_backward(m, p, g);
+    double *fd = dt_calloc(np, sizeof *fd);
+    for (size_t i = 0; i < np; i++) {
+        const float save = p[i];
+        const float eps = 1e-2f;
+        p[i] = save + eps;
+        const float hi = p[i];
+        const double lp = gpt_forward(m, p, tok, tgt, B, 1, key, NULL);
+        p[i] = save - eps;
+        const float lo = p[i];
+        const double lm = gpt_forward(m, p, tok, tgt, B, 1, key, NULL);
+        p[i] = save;
+        fd[i] = (lp - lm) / ((double)hi - (double)lo);
+    }
+    const double e = rel_err(g, fd, np);
+    /* per tensor, so a failure names the tensor */
+    const dt_tensor_view *tv = gpt_tensors(m);
+    double worst = 0;
+    int wt = 0;
+    for (int t = 0; t < gpt_ntensors(m); t++) {
+        double et = rel_err(g + tv[t].offset, fd + tv[t].offset, tv[t].count);
+        if (et > worst) {
+            worst = et;
+            wt = t;
+        }
+    }
+    CHECK(e < TOL_FD && worst < 5 * TOL_FD,
+          "tiny GPT (dropout %.1f): all %zu gradient coordinates vs central differences: %.1e "
+          "(worst tensor %s %.1e)", (double)dropout, np, e, tv[wt].name, worst);
+    /* written, not added */
+    float *g2 = dt_falloc(np);
+    for (size_t i = 0; i < np; i++)
+        g2[i] = NAN;
+    gpt_forward(m, p, tok, tgt, B, 1, key, NULL);
+    gpt_backward(m, p, g2);
+    CHECK(memcmp(g, g2, np * sizeof *g) == 0, "gpt_backward writes every gradient (over NaN)");
+    if (dropout > 0) {
+        const double l1 = gpt_forward(m, p, tok, tgt, B, 1, key, NULL),
+                     l2 = gpt_forward(m, p, tok, tgt, B, 1, key, NULL),
+                     l3 = gpt_forward(m, p, tok, tgt, B, 1, key + 1, NULL),
+                     le = gpt_forward(m, p, tok, tgt, B, 0, key, NULL);
+        cfg.dropout = 0;
+        dt_gpt *m0 = gpt_create(&cfg);
+        const double l0 = gpt_forward(m0, p, tok, tgt, B, 1, key, NULL);
+        gpt_free(m0);
+        CHECK(l1 == l2 && l1 != l3 && le == l0,
+              "dropout: same key same loss (%.6f), another key another (%.6f), evaluation "
+              "(train 0) equals dropout 0 (%.6f)", l1, l3, le);
+    }
+    free(g2);
+    free(fd);
+    free(p);
+    free(g);
+    gpt_free(m);
+}
+
+/* Changing token t changes no logit of positions before t, and changes t's. */
+static void test_causality(void)
+{
+    dt_gpt_config cfg = { 13, 16, 2, 4, 16, 0 };
+    const int B = 2, T = cfg.block, V = cfg.vocab;
+    dt_gpt *m = gpt_create(&cfg);
+    const size_t np = gpt_nparams(m), nl = (size_t)B * T * V;
+    float *p = dt_falloc(np), *before = dt_falloc(nl);
+    gpt_init_params(m, p, 9);
+    for (size_t i = 0; i < np; i++)
+        p[i] += 0.1f * (float)rng_normal(&rng);
+    int32_t tok[32], tgt[32];
+    make_batch(B, T, V, tok, tgt);
+    gpt_forward(m, p, tok, tgt, B, 0, 0, NULL);
+    memcpy(before, gpt_logits(m), nl * sizeof *before);
+    int ok = 1;
+    const int ts[] = { 0, 1, 7, 15 };
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
+        const int t = ts[k];
+        int32_t tok2[32];
+        memcpy(tok2, tok, sizeof tok);
+        tok2[t] = (tok[t] + 1) % V; /* sequence 0 */
+        gpt_forward(m, p, tok2, tgt, B, 0, 0, NULL);
+        const float *after = gpt_logits(m);
+        const int same_before = memcmp(after, before, (size_t)t * V * sizeof *after) == 0;
+        const int changed_at = memcmp(after + (size_t)t * V, before + (size_t)t * V,
+                                      (size_t)V * sizeof *after) != 0;
+        const int other_seq = memcmp(after + (size_t)T * V, before + (size_t)T * V,
+                                     (size_t)T * V * sizeof *after) == 0;
+        CHECK(same_before && changed_at && other_seq,
+              "causality: changing token %d leaves logits 0..%d bit for bit (%s), changes %d's "
+              "(%s), leaves the other sequence (%s)", t, t - 1, same_before ? "yes" : "no", t,
+              changed_at ? "yes" : "no", other_seq ? "yes" : "no");
+        ok &= same_before;
+    }
+    (void)ok;
+    free(p);
+    free(before);
+    gpt_free(m);
+}
+
+/* ---- agreement with PyTorch ---------------------------------------------------------- */
+
+#define REF_FIRST 4
+#define REF_PARAM_SEED 2024
+#define REF_DATA_SEED 4202
+
+static const struct ref_case {
+    const char *name;
+    dt_gpt_config cfg;
+    int B;
+} ref_cases[] = {
+    { "tiny", { 11, 8, 2, 2, 16, 0 }, 3 },
+    { "wide", { 96, 32, 2, 4, 64, 0 }, 2 },
+};
+#define REF_NCASES (sizeof ref_cases / sizeof ref_cases[0])
+
+typedef struct ref_batch {
+    dt_gpt *m;
+    float *params;
+    int32_t *tok, *tgt;
+} ref_batch;
+
+/* The parameters are GPT-2's init plus noise (so the LayerNorm and bias
+ * gradients are not those of a symmetric start). */
+static ref_batch ref_batch_make(size_t k)
+{
+    const struct ref_case *rc = &ref_cases[k];
+    ref_batch rb = { gpt_create(&rc->cfg), NULL, NULL, NULL };
+    const size_t np = gpt_nparams(rb.m), n = (size_t)rc->B * rc->cfg.block;
+    rb.params = dt_falloc(np);
+    gpt_init_params(rb.m, rb.params, REF_PARAM_SEED);
+    dt_rng r = rng_make(REF_DATA_SEED, k, 0, 0);
+    for (size_t i = 0; i < np; i++)
+        rb.params[i] += 0.05f * (float)rng_normal(&r);
+    rb.tok = dt_calloc(n, sizeof *rb.tok);
+    rb.tgt = dt_calloc(n, sizeof *rb.tgt);
+    for (size_t i = 0; i < n; i++) {
+        rb.tok[i] = (int32_t)rng_below(&r, (uint64_t)rc->cfg.vocab);
+        rb.tgt[i] = (int32_t)rng_below(&r, (uint64_t)rc->cfg.vocab);
+    }
+    return rb;
+}
+
+static void ref_batch_free(ref_batch *rb)
+{
+    free(rb->params);
+    free(rb->tok);
+    free(rb->tgt);
+    gpt_free(rb->m);
+}
+
+/* Raw little-endian 32-bit words, whatever the host's byte order. */
+static int write_le32(const char *dir, const char *name, const char *ext, const void *words, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "test_gpt --dump: cannot create %s\n", path);
+        return -1;
+    }
+    const unsigned char *src = words;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        uint32_t u;
+        unsigned char buf[4];
+        memcpy(&u, src + 4 * i, 4);
+        for (int k = 0; k < 4; k++)
+            buf[k] = (unsigned char)(u >> (8 * k));
+        ok = fwrite(buf, 1, 4, f) == 4;
+    }
+    ok = (fclose(f) == 0) && ok;
+    if (!ok)
+        fprintf(stderr, "test_gpt --dump: write to %s failed\n", path);
+    return ok ? 0 : -1;
+}
+
+static int ref_dump(const char *dir)
+{
+    for (size_t k = 0; k < REF_NCASES; k++) {
+        const struct ref_case *rc = &ref_cases[k];
+        ref_batch rb = ref_batch_make(k);
+        const size_t n = (size_t)rc->B * rc->cfg.block;
+        int err = write_le32(dir, rc->name, "params.f32", rb.params, gpt_nparams(rb.m));
+        err |= write_le32(dir, rc->name, "tokens.i32", rb.tok, n);
+        err |= write_le32(dir, rc->name, "targets.i32", rb.tgt, n);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.tensors.txt", dir, rc->name);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "test_gpt --dump: cannot create %s\n", path);
+            err = -1;
+        } else {
+            fprintf(f, "config vocab %d block %d n_layer %d n_head %d n_embd %d batch %d\n",
+                    rc->cfg.vocab, rc->cfg.block, rc->cfg.n_layer, rc->cfg.n_head, rc->cfg.n_embd,
+                    rc->B);
+            const dt_tensor_view *tv = gpt_tensors(rb.m);
+            for (int t = 0; t < gpt_ntensors(rb.m); t++)
+                fprintf(f, "%s %zu %zu %s\n", tv[t].name, tv[t].offset, tv[t].count, tv[t].shape);
+            if (fclose(f) != 0) {
+                fprintf(stderr, "test_gpt --dump: write to %s failed\n", path);
+                err = -1;
+            }
+        }
+        if (!err)
+            printf("%s: %zu parameters in %d tensors, batch (%d, %d)\n", rc->name,
+                   gpt_nparams(rb.m), gpt_ntensors(rb.m), rc->B, rc->cfg.block);
+        ref_batch_free(&rb);
+        if (err)
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct ref_vals {
+    char name[40];
+    double norm, first[REF_FIRST];
+} ref_vals;
+
+typedef struct ref_model {
+    char name[32];
+    double loss;
+    ref_vals logits;
+    int ngrads;
+    ref_vals *grads;
+} ref_model;
+
+static FILE *ref_open(const char *argv0, char *path, size_t len)
+{
+    const char *rel = "tests/fixtures/gpt_reference.txt";
+    const char *top = getenv("top_srcdir");
+    if (top && *top) {
+        snprintf(path, len, "%s/%s", top, rel);
+        FILE *f = fopen(path, "r");
+        if (f)
+            return f;
+    }
+    const char *slash = strrchr(argv0, '/');
+    if (slash) {
+        snprintf(path, len, "%.*s/../%s", (int)(slash - argv0), argv0, rel);
+        FILE *f = fopen(path, "r");
+        if (f)
+            return f;
+    }
+    snprintf(path, len, "%s", rel);
+    return fopen(path, "r");
+}
+
+/* Returns the number of models, or -1 with a message naming the file and line. */
+static int ref_parse(FILE *f, const char *path, ref_model **out)
+{
+    ref_model *models = NULL;
+    int nm = 0;
+    char line[1024];
+    long lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        char name[64];
+        double loss, g[1 + REF_FIRST];
+        if (sscanf(line, "model %63s loss %lf", name, &loss) == 2 && strlen(name) < 32) {
+            models = dt_realloc(models, (size_t)(nm + 1) * sizeof *models);
+            models[nm] = (ref_model){ .loss = loss };
+            snprintf(models[nm].name, sizeof models[nm].name, "%s", name);
+            nm++;
+        } else if (nm > 0 && sscanf(line, "logits l2 %lf first %lf %lf %lf %lf", &g[0], &g[1],
+                                    &g[2], &g[3], &g[4]) == 1 + REF_FIRST) {
+            ref_vals *v = &models[nm - 1].logits;
+            snprintf(v->name, sizeof v->name, "logits");
+            v->norm = g[0];
+            memcpy(v->first, g + 1, sizeof v->first);
+        } else if (nm > 0 &&
+                   sscanf(line, "grad %63s l2 %lf first %lf %lf %lf %lf", name, &g[0], &g[1], &g[2],
+                          &g[3], &g[4]) == 2 + REF_FIRST && strlen(name) < 40) {
+            ref_model *md = &models[nm - 1];
+            md->grads = dt_realloc(md->grads, (size_t)(md->ngrads + 1) * sizeof *md->grads);
+            ref_vals *v = &md->grads[md->ngrads++];
+            snprintf(v->name, sizeof v->name, "%s", name);
+            v->norm = g[0];
+            memcpy(v->first, g + 1, sizeof v->first);
+        } else {
+            printf("# %s:%ld: expected 'model NAME loss X', 'logits l2 X first A B C D' or "
+                   "'grad NAME l2 X first A B C D'\n", path, lineno);
+            for (int i = 0; i < nm; i++)
+                free(models[i].grads);
+            free(models);
+            return -1;
+        }
+    }
+    *out = models;
+    return nm;
+}
+
+/* Norm relative error and the worst leading entry in units of the allowed
+ * 1e-6 + 1e-4 |want| (float32 against float64 gave 1e-7 relative). */
+static void ref_diff(const float *x, size_t n, const ref_vals *want, double *norm_err, double *first_err)
+{
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double e = fabs(sqrt(ss) - want->norm) / fmax(want->norm, 1e-6);
+    *norm_err = isnan(e) ? INFINITY : e;
+    double worst = 0;
+    for (size_t i = 0; i < REF_FIRST && i < n; i++) {
+        double d = fabs(x[i] - want->first[i]) / (1e-6 + 1e-4 * fabs(want->first[i]));
+        worst = fmax(worst, isnan(d) ? INFINITY : d);
+    }
+    *first_err = worst;
+}
+
+static void ref_compare(size_t k, const ref_model *want)
+{
+    const struct ref_case *rc = &ref_cases[k];
+    ref_batch rb = ref_batch_make(k);
+    dt_gpt *m = rb.m;
+    const size_t np = gpt_nparams(m), nl = (size_t)rc->B * rc->cfg.block * rc->cfg.vocab;
+    float *g = dt_falloc(np), *logits = dt_falloc(nl);
+    const double loss = gpt_forward(m, rb.params, rb.tok, rb.tgt, rc->B, 1, 0, NULL);
+    memcpy(logits, gpt_logits(m), nl * sizeof *logits);
+    gpt_backward(m, rb.params, g);
+    CHECK_CLOSE(loss, want->loss, 0.0, 1e-5, "%s: loss %.9g matches PyTorch's %.9g (rel 1e-5)",
+                rc->name, loss, want->loss);
+    double ne, fe;
+    ref_diff(logits, nl, &want->logits, &ne, &fe);
+    CHECK(ne <= 1e-5 && fe <= 1.0,
+          "%s: logits match PyTorch (norm rel err %.1e, limit 1e-5; first %d: %.2g of the allowed)",
+          rc->name, ne, REF_FIRST, fe);
+    const dt_tensor_view *tv = gpt_tensors(m);
+    int same = want->ngrads == gpt_ntensors(m);
+    for (int t = 0; same && t < gpt_ntensors(m); t++)
+        same = strcmp(want->grads[t].name, tv[t].name) == 0;
+    CHECK(same, "%s: the fixture lists the same %d tensors in the same order (it has %d)",
+          rc->name, gpt_ntensors(m), want->ngrads);
+    if (same) {
+        double worst_norm = 0, worst_first = 0;
+        int bn = 0, bf = 0;
+        for (int t = 0; t < gpt_ntensors(m); t++) {
+            ref_diff(g + tv[t].offset, tv[t].count, &want->grads[t], &ne, &fe);
+            if (ne > worst_norm) {
+                worst_norm = ne;
+                bn = t;
+            }
+            if (fe > worst_first) {
+                worst_first = fe;
+                bf = t;
+            }
+        }
+        CHECK(worst_norm <= 1e-4,
+              "%s: gradient L2 norms of all %d tensors match PyTorch (worst rel err %.2e in %s, "
+              "limit 1e-4)", rc->name, gpt_ntensors(m), worst_norm, tv[bn].name);
+        CHECK(worst_first <= 1.0,
+              "%s: first %d gradient entries of every tensor match PyTorch (worst %.2g of the "
+              "allowed 1e-6 + 1e-4 rel, in %s)", rc->name, REF_FIRST, worst_first, tv[bf].name);
+    }
+    free(g);
+    free(logits);
+    ref_batch_free(&rb);
+}
+
+static void test_torch_reference(const char *argv0)
+{
+    char path[4096];
+    FILE *f = ref_open(argv0, path, sizeof path);
+    CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
+          path);
+    if (!f)
+        return;
+    ref_model *models = NULL;
+    int nm = ref_parse(f, path, &models);
+    fclose(f);
+    CHECK(nm >= 0, "%s parses", path);
+    for (size_t k = 0; k < REF_NCASES && nm >= 0; k++) {
+        const ref_model *want = NULL;
+        for (int i = 0; i < nm; i++)
+            if (strcmp(models[i].name, ref_cases[k].name) == 0)
+                want = &models[i];
+        if (want)
+            ref_compare(k, want);
+        else
+            CHECK(0, "%s has reference values for %s", path, ref_cases[k].name);
+    }
+    for (int i = 0; i < nm; i++)
+        free(models[i].grads);
+    free(models);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--dump") == 0)
+        return ref_dump(argv[2]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [--dump DIR]\n", argv[0]);
+        return 2;
+    }
+    rng = rng_make(12345, 0, 0, 0);
+    test_layernorm();
+    test_matmul();
+    test_gelu();
+    test_attention(0.0f);
+    test_attention(0.3f);
+    test_embedding();
+    test_xent();
+    test_create();
+    test_model_fd(0.0f);
+    test_model_fd(0.2f);
+    test_causality();
+    test_torch_reference(argv[0]);
+    return tap_done();
+}
