@@ -263,14 +263,14 @@ static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
     s->pending = (int)p;
     if (s->gossip || uses_allreduce(s)) {
         if (!s->gossip)
-            t->bytes_sent += (int64_t)(len * sizeof(float));
+            t->meter.bytes_sent += (int64_t)(len * sizeof(float));
         return; /* exchanged at exchange_complete, in the same step */
     }
     double t0 = trainer_clock();
     scatter_start(t, s, v, len);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     /* the vector this rank contributes, in its wire format (allreduce counts n floats) */
-    t->bytes_sent += (int64_t)(s->cw[t->nranks] * sizeof(float));
+    t->meter.bytes_sent += (int64_t)(s->cw[t->nranks] * sizeof(float));
     if (s->ef) { /* residual = what was meant - what the codes say */
         for (int r = 0; r < t->nranks; r++)
             quant_decode(s->fmt, s->enc + s->cw[r], s->ce[r + 1] - s->ce[r],
@@ -288,13 +288,13 @@ static void pushsum_mix(dt_trainer *t, diloco_state *s, int64_t j)
     const size_t n = t->n;
     for (size_t i = 0; i < n; i++)
         s->u[i] = s->w[0] * s->delta[i];
-    t->bytes_sent += pushsum_share(&s->g, t->rank, j, s->u, n, s->w);
+    t->meter.bytes_sent += pushsum_share(&s->g, t->rank, j, s->u, n, s->w);
     gossip_start(&s->g, t->tp, s->g.send);
     gossip_finish(&s->g, t->tp);
     gossip_sum_received(&s->g, NULL, s->recv_sum);
     pushsum_absorb(&s->g, s->recv_sum, s->u, n, s->w);
     pushsum_debias(&s->g, s->u, n, s->w, s->mean);
-    t->weight = s->w[0];
+    t->meter.weight = s->w[0];
 }
 
 /* Fragment p's averaged pseudo-gradient arrives: the outer step on theta,
@@ -319,7 +319,7 @@ static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
             scatter_finish_gather_start(t, s);
         gather_finish(t, s, mean);
     }
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     s->pending = -1;
     /* b <- mu b + delta; theta <- theta - lr (delta + mu b), or theta - lr b */
     sgd_step_flat(len, s->mu, 0.0f, s->nesterov, s->lr, s->theta + off, mean, s->b + off);
@@ -337,9 +337,9 @@ static void sync_step(dt_trainer *t)
     trainer_gradient(t, t->params);
     double t0 = trainer_clock();
     t->tp->allreduce_sum(t->tp, t->grads, t->n);
-    t->bytes_sent += (int64_t)(t->n * sizeof(float));
+    t->meter.bytes_sent += (int64_t)(t->n * sizeof(float));
     trainer_scale(t, t->grads, 1.0f / (float)t->nranks);
-    t->t_comm += trainer_clock() - t0;
+    t->meter.t_comm += trainer_clock() - t0;
     trainer_update(t, t->params);
 }
 
@@ -418,7 +418,7 @@ static void diloco_resumed(dt_trainer *t)
                     scatter_finish_gather_start(t, s);
             }
     if (s->gossip)
-        t->weight = s->w[0];
+        t->meter.weight = s->w[0];
 }
 
 static void diloco_teardown(dt_trainer *t)

@@ -154,7 +154,7 @@ static double worker_steps_at(const dt_trainer *t, const ps_state *s, int64_t c)
 /* The learning rate at server clock c; an epoch is every worker's shard once. */
 static float lr_at(dt_trainer *t, const ps_state *s, int64_t c)
 {
-    return (float)schedule_lr(&t->sched, worker_steps_at(t, s, c) / (double)t->steps_per_epoch);
+    return trainer_lr_at(t, worker_steps_at(t, s, c));
 }
 
 /* The first server clock after c at which the workers' steps pass a

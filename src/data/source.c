@@ -17,5 +17,5 @@ int64_t source_steps_per_epoch(const dt_source *s) { return s->ops->steps_per_ep
 void source_free(dt_source *s)
 {
     if (s)
-        s->ops->free(s);
+        (s->ops->free)(s);
 }

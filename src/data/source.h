@@ -66,4 +66,16 @@ dt_source *source_image_train(struct dt_dataset *d, struct dt_shard *shard, int 
  * source takes d over. */
 dt_source *source_image_eval(struct dt_dataset *d, int64_t n, int B);
 
+/* ---- token sequences (data/source_tokens.c) ------------------------------ */
+struct dt_corpus;
+
+/* The language-model sources over corpus c (taken over; released when both
+ * sources are freed): training windows (B, T) i32 with their (B, T) next
+ * tokens from this rank's part of the training split (data/tokens.h), and
+ * the validation split's non-overlapping windows in order (the first
+ * eval_limit of them, 0: all). -1 after dt_err_set() for a corpus too short
+ * for T. */
+int source_tokens(struct dt_corpus *c, int B, int T, uint64_t seed, int rank, int nranks,
+                  int64_t eval_limit, dt_source **train, dt_source **eval);
+
 #endif

@@ -70,6 +70,9 @@ static void add_tensor(dt_gpt *m, const char *name, const char *shape, size_t co
     t->count = count;
     t->fan_in = fan_in;
     t->init = init;
+    t->ndim = 1; /* "(a, b)": one comma more than one dimension */
+    for (const char *p = shape; *p; p++)
+        t->ndim += *p == ',';
     m->nparams += count;
 }
 

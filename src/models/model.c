@@ -12,6 +12,7 @@ static const struct {
     dt_model *(*create)(const dt_backend *be, const dt_config *cfg, const dt_model_data *data);
 } kinds[] = {
     { model_names, net_model_create },
+    { gpt_model_names, gpt_model_create },
 };
 
 dt_model *model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data)
@@ -45,5 +46,5 @@ void model_init_params(const dt_model *m, float *params, uint64_t seed)
 void model_free(dt_model *m)
 {
     if (m)
-        m->ops->free(m);
+        (m->ops->free)(m);
 }

@@ -70,5 +70,8 @@ void model_free(dt_model *m); /* NULL: nothing */
 
 /* The kinds (one adapter file each). */
 dt_model *net_model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data);
+/* models/gpt_model.c: the GPT language model of models/gpt.h (CPU) */
+extern const char *const gpt_model_names[];
+dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data);
 
 #endif

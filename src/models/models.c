@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 const char *const model_names[] = { "logreg", "mlp", "mnist_cnn", "resnet20_gn", "resnet32_gn",
-                                    "gpt", NULL };
+                                    NULL };
 
 static dt_net *build_logreg(const dt_backend *be, int c, int h, int w, int classes)
 {
@@ -107,9 +107,6 @@ dt_net *model_build(const dt_backend *be, const char *name, const char *hidden,
         n = build_resnet(be, 20, gn_groups, c, h, w, classes);
     else if (strcmp(name, "resnet32_gn") == 0)
         n = build_resnet(be, 32, gn_groups, c, h, w, classes);
-    else if (strcmp(name, "gpt") == 0)
-        dt_err_set("model.name = gpt: the GPT language model is built by the language-model "
-                   "path, not by model_build (it takes token batches, not images)");
     else
         dt_err_set("model.name = '%s': unknown model; expected logreg, mlp, mnist_cnn, "
                    "resnet20_gn or resnet32_gn", name);

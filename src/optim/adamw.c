@@ -1,4 +1,5 @@
 #include "optim/adamw.h"
+#include "optim/optim.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -204,9 +205,10 @@ const char *adamw_kernel(void)
     return name;
 }
 
-void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
-                      const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
-                      double eps, double wd, int64_t step)
+/* x, g, m, v point at element `origin` of their vectors (origin <= lo). */
+static void adamw_step_from(size_t origin, size_t lo, size_t hi, float *x, const float *g,
+                            float *m, float *v, const dt_segment *segs, int nsegs, double lr,
+                            double beta1, double beta2, double eps, double wd, int64_t step)
 {
     VEC_SKIP_IN_SIM;
     const adamw_kernel_fn kernel = adamw_kernel_fn_get(NULL);
@@ -234,8 +236,8 @@ void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, 
                      "%zu: the table must be sorted and contiguous)", lo, s, segs[s].offset);
         const size_t e = b < hi ? b : hi, n = e - lo;
         const int decay = segs[s].decay != 0;
-        float *xr = x + lo, *mr = m + lo, *vr = v + lo;
-        const float *gr = g + lo;
+        float *xr = x + (lo - origin), *mr = m + (lo - origin), *vr = v + (lo - origin);
+        const float *gr = g + (lo - origin);
         /* chunks are independent element by element: threads change nothing */
         DT_PARALLEL_CHUNKS(n, i0, len, kernel(i0, len, &k, decay, xr, gr, mr, vr));
         lo = e;
@@ -244,6 +246,69 @@ void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, 
         DT_FATAL("adamw_step_range: elements [%zu, %zu) lie outside the %d segments (the "
                  "segment table must cover the range)", lo, hi, nsegs);
 }
+
+void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
+                      const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
+                      double eps, double wd, int64_t step)
+{
+    adamw_step_from(0, lo, hi, x, g, m, v, segs, nsegs, lr, beta1, beta2, eps, wd, step);
+}
+
+void adamw_step_at(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
+                   const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
+                   double eps, double wd, int64_t step)
+{
+    adamw_step_from(lo, lo, hi, x, g, m, v, segs, nsegs, lr, beta1, beta2, eps, wd, step);
+}
+
+/* ---- the optimizer table's entry (optim/optim.h) --------------------------- */
+
+/* AdamW's rules per tensor: weight decay on tensors of two or more
+ * dimensions (matrices, embeddings), none on biases and normalisation
+ * parameters; a vector without tensors (the algorithms' tests) decays all. */
+static int adamw_init_ops(dt_optim *o, const dt_config *cfg, const dt_tensor_view *tensors,
+                          int ntensors)
+{
+    o->weight_decay = (float)cfg->optim.weight_decay;
+    o->wd = cfg->optim.weight_decay;
+    o->b1 = cfg->optim.beta1;
+    o->b2 = cfg->optim.beta2;
+    o->epsd = cfg->optim.eps;
+    o->nseg = ntensors > 0 ? ntensors : 1;
+    o->seg = dt_calloc((size_t)o->nseg, sizeof *o->seg);
+    if (ntensors == 0) {
+        o->seg[0] = (dt_optim_segment){ 0, o->n, 1 };
+        return 0;
+    }
+    size_t at = 0;
+    for (int i = 0; i < ntensors; i++) {
+        if (tensors[i].offset != at)
+            return dt_err_set("adamw: tensor %s starts at %zu, expected %zu (the tensors must "
+                              "tile the flat vector)", tensors[i].name, tensors[i].offset, at);
+        o->seg[i] = (dt_optim_segment){ tensors[i].offset, tensors[i].count,
+                                        tensors[i].ndim >= 2 };
+        at += tensors[i].count;
+    }
+    if (at != o->n)
+        return dt_err_set("adamw: the tensors cover %zu of %zu parameters", at, o->n);
+    return 0;
+}
+
+static void adamw_step_ops(const dt_optim *o, size_t lo, size_t hi, float *x, const float *g,
+                           float *const *state, float lr, int64_t step)
+{
+    _Static_assert(sizeof(dt_segment) == sizeof(dt_optim_segment), "one segment layout");
+    adamw_step_at(lo, hi, x, g, state[0], state[1], (const dt_segment *)o->seg, o->nseg, lr,
+                  o->b1, o->b2, o->epsd, o->wd, step);
+}
+
+const dt_optim_ops optim_adamw = {
+    .name = "adamw",
+    .nstate = 2,
+    .state_names = { "adam_m", "adam_v" },
+    .init = adamw_init_ops,
+    .step = adamw_step_ops,
+};
 
 double clip_sumsq(const float *g, size_t n)
 {

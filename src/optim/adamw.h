@@ -41,6 +41,12 @@ void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, 
                       const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
                       double eps, double wd, int64_t step);
 
+/* The same step with x, g, m, v pointing at element lo of their vectors (a
+ * parameter server's shard buffers): the optimizer table's step. */
+void adamw_step_at(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
+                   const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
+                   double eps, double wd, int64_t step);
+
 /* The kernel adamw_step_range runs on this CPU: "avx512f" or "avx2+fma"
  * (fused multiply-adds, PyTorch's AVX2/AVX-512 results bit for bit), "sse"
  * (x86-64 without FMA) or "plain" (elsewhere; both unfused: an ulp or so from

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "optim/sgd.h"
 
-const dt_optim_ops *const optim_table[] = { &optim_sgd, NULL };
+const dt_optim_ops *const optim_table[] = { &optim_sgd, &optim_adamw, NULL };
 
 const dt_optim_ops *optim_find(const char *name)
 {
@@ -77,7 +77,7 @@ void optim_free(dt_optim *o, const dt_backend *be)
         o->state[k] = NULL;
     }
     if (o->ops->free)
-        o->ops->free(o);
+        (o->ops->free)(o);
     free(o->seg);
     o->seg = NULL;
 }

@@ -56,7 +56,7 @@ struct dt_optim {
     /* hyper-parameters (each kind reads its own) */
     float momentum, weight_decay;
     int nesterov;
-    float beta1, beta2, eps;
+    double b1, b2, epsd, wd;                /* adamw: as the deck gives them (double) */
     int nseg;
     dt_optim_segment *seg;                 /* (nseg) in flat order, or NULL: one rule */
     float *state[DT_OPTIM_MAX_STATE];      /* (n) each, zero at the start */
@@ -86,5 +86,6 @@ void optim_free(dt_optim *o, const dt_backend *be);
 
 /* The kinds. */
 extern const dt_optim_ops optim_sgd;
+extern const dt_optim_ops optim_adamw; /* optim/adamw.c */
 
 #endif

@@ -25,11 +25,20 @@ typedef struct resume_blob {
     int64_t bytes_sent;
     double wall;
     unsigned char source[DT_SOURCE_STATE_MAX]; /* the training source's state */
+    int64_t decay_steps;    /* optim.schedule = cosine: its end, fixed at the first start */
 } resume_blob;
 
+/* The fields stored: the source's state, then (cosine schedule) the end of
+ * its decay, right after it. */
 static size_t resume_blob_len(const dt_trainer *t)
 {
-    return offsetof(resume_blob, source) + (t->data.train ? t->data.train->ops->state_size : 0);
+    return offsetof(resume_blob, source) + (t->data.train ? t->data.train->ops->state_size : 0) +
+           (t->lsched.kind == DT_LR_COSINE ? sizeof(int64_t) : 0);
+}
+
+static unsigned char *blob_decay(resume_blob *b, const dt_trainer *t)
+{
+    return b->source + (t->data.train ? t->data.train->ops->state_size : 0);
 }
 
 static void ckpt_dir(const dt_trainer *t, char *buf, size_t len)
@@ -173,6 +182,8 @@ int ckpt_save(dt_trainer *t)
         memcpy(b.source, t->data.before_prefetch, sizeof b.source);
     else
         source_get_state(t->data.train, b.source);
+    if (t->lsched.kind == DT_LR_COSINE)
+        memcpy(blob_decay(&b, t), &t->lsched.decay, sizeof(int64_t));
     dt_ckpt_meta m = ckpt_meta(t);
     char written[DT_PATH_MAX + 64];
     if (checkpoint_write(t->comm, dir, &m, a, na, &b, resume_blob_len(t),
@@ -267,6 +278,16 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
     t->meter.bytes_sent = b.bytes_sent;
     t->wall_start = trainer_clock() - b.wall;
     source_set_state(t->data.train, b.source);
+    if (t->lsched.kind == DT_LR_COSINE && t->cfg->optim.decay_steps == 0) {
+        int64_t d;
+        memcpy(&d, blob_decay(&b, t), sizeof d);
+        if (d < t->lsched.warmup) {
+            dt_err_set("%s: the cosine schedule's stored end (step %lld) precedes "
+                       "optim.warmup_steps = %lld", path, (long long)d, (long long)t->lsched.warmup);
+            return -1;
+        }
+        t->lsched.decay = d; /* the end fixed when the run first started */
+    }
     t->data.prefetched = 0;
     if (t->rank == 0) {
         say("resumed from %s at step %lld\n", path, (long long)t->step);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "data/data.h"
+#include "data/tokens.h"
 #include "run/trainer_int.h"
 
 #ifdef DTRAIN_SIM
@@ -50,9 +51,42 @@ int64_t data_steps_per_epoch(const dt_trainer *t)
            t->data.B;
 }
 #else
+/* data.name = text | tokens: a corpus, its training windows and its
+ * validation windows (T = model.block_size). */
+static int data_setup_tokens(dt_trainer *t)
+{
+    const dt_config *c = t->cfg;
+    dt_corpus corpus = { 0 };
+    int rc = strcmp(c->data.name, "text") == 0
+                 ? corpus_load_text(&corpus, c->data.path)
+                 : corpus_load_tokens(&corpus, c->data.path, c->data.val_path,
+                                      (int)c->model.vocab_size);
+    if (rc != 0) {
+        corpus_free(&corpus);
+        return dt_err_prefix("data.path = '%s'", c->data.path);
+    }
+    if (corpus.n_train == 0 || corpus.vocab < 1) {
+        corpus_free(&corpus);
+        return dt_err_set("data.path = '%s': no tokens", c->data.path);
+    }
+    t->data.tokens = 1;
+    t->data.vocab_n = strcmp(c->data.name, "text") == 0 ? corpus.vocab : 0;
+    memcpy(t->data.vocab_bytes, corpus.bytes, sizeof t->data.vocab_bytes);
+    if (source_tokens(&corpus, t->data.B, (int)c->model.block_size, c->run.seed, t->worker,
+                      t->nworkers, c->data.test_limit, &t->data.train, &t->data.test) != 0) {
+        corpus_free(&corpus);
+        return dt_err_prefix("data.path = '%s'", c->data.path);
+    }
+    t->data.shape = t->data.train->batch;
+    t->data.classes = t->data.train->classes;
+    return 0;
+}
+
 int data_setup(dt_trainer *t)
 {
     const dt_config *c = t->cfg;
+    if (strcmp(c->data.name, "text") == 0 || strcmp(c->data.name, "tokens") == 0)
+        return data_setup_tokens(t);
     dt_dataset train = { 0 }, test = { 0 };
     dt_shard shard = { 0 };
     if (strcmp(c->data.name, "synthetic") == 0) {

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/watchdog.h"
+#include "optim/adamw.h"
 #include "run/trainer_int.h"
 #ifdef HAVE_CUDA
 #include "backend/cuda_device.h"
@@ -75,7 +76,7 @@ void trainer_gradient(dt_trainer *t, const float *x)
     sim_compute(t->rank);
     m->seen += B;
     m->batches++;
-    m->images += B;
+    m->images += (int64_t)B * (t->data.tokens ? t->data.shape.input.shape[1] : 1);
     m->t_compute += trainer_clock() - t0;
     watchdog_phase("communication of the algorithm's step", -1);
     return;
@@ -119,7 +120,7 @@ void trainer_gradient(dt_trainer *t, const float *x)
     m->correct += f.correct;
     m->seen += f.count;
     m->batches++;
-    m->images += B;
+    m->images += (int64_t)B * (t->data.tokens ? t->data.shape.input.shape[1] : 1);
     m->t_compute += trainer_clock() - t0;
     watchdog_beat(-1);
     watchdog_phase("communication of the algorithm's step", -1);
@@ -137,8 +138,16 @@ void trainer_update(dt_trainer *t, float *x)
         return;
     }
 #endif
+    if (t->cfg->optim.clip_norm > 0) /* host vectors (engine_create_optim) */
+        clip_grad_norm(t->grads, t->n, t->cfg->optim.clip_norm);
     optim_step(&t->opt, trainer_vectors(t), x, t->grads, t->lr, t->step + 1);
     t->meter.t_compute += trainer_clock() - t0;
+}
+
+float trainer_lr_at(const dt_trainer *t, double steps)
+{
+    double base = schedule_lr(&t->sched, steps / (double)t->steps_per_epoch);
+    return (float)schedule_steps_lr(&t->lsched, (int64_t)steps, base);
 }
 
 const dt_backend *trainer_vectors(const dt_trainer *t)
@@ -269,11 +278,16 @@ int engine_create_optim(dt_trainer *t)
 {
     /* with device vectors the state lives in the backend's memory, zero-filled */
     const dt_model *m = t->model;
-    /* by name, as optim.name will give it (the deck has no such key yet:
-     * every run is SGD) */
-    const dt_optim_ops *ops = optim_find("sgd");
+    const dt_optim_ops *ops = optim_find(t->cfg->optim.name);
     if (!ops)
-        return -1;
+        return dt_err_prefix("optim.name");
+    if (t->dev.vectors && !ops->step_backend)
+        return dt_err_set("optim.name = %s: its step runs on host vectors only, and mode %s "
+                          "keeps them in %s memory", ops->name, t->cfg->algorithm.mode,
+                          m->be->name);
+    if (t->dev.vectors && t->cfg->optim.clip_norm > 0)
+        return dt_err_set("optim.clip_norm: clipping runs on host vectors only, and mode %s "
+                          "keeps them in %s memory", t->cfg->algorithm.mode, m->be->name);
     return optim_init(&t->opt, ops, t->cfg, t->n, m ? m->tensors : NULL, m ? m->ntensors : 0,
                       t->dev.vectors ? m->be : NULL);
 }

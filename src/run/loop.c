@@ -87,7 +87,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     int64_t nevals = 0, ecap = 0;
     int end = ALGO_GO, status = 0;
     while (end == ALGO_GO) {
-        t->lr = (float)schedule_lr(&t->sched, global / (double)t->steps_per_epoch);
+        t->lr = trainer_lr_at(t, global);
         t->algo->step(t);
         t->step++;
         test_delay(t);
@@ -217,7 +217,7 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
             status = DT_EXIT_REQUEUE;
             break;
         }
-        t->lr = (float)schedule_lr(&t->sched, (double)t->step / (double)t->steps_per_epoch);
+        t->lr = trainer_lr_at(t, (double)t->step);
         t->algo->step(t);
         t->step++;
         watchdog_beat(t->step);
@@ -365,6 +365,17 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     t->total_steps = cfg->run.epochs * t->steps_per_epoch;
     if (cfg->run.max_steps > 0 && cfg->run.max_steps < t->total_steps)
         t->total_steps = cfg->run.max_steps;
+    /* the cosine ends at optim.decay_steps, or at this budget (a resume
+     * takes the end stored in its checkpoint) */
+    if (agree(comm, t->rank,
+              schedule_steps_init(&t->lsched, cfg->optim.schedule, t->sched.target,
+                                  cfg->optim.min_lr, cfg->optim.warmup_steps,
+                                  cfg->optim.decay_steps > 0 ? cfg->optim.decay_steps
+                                  : t->total_steps > cfg->optim.warmup_steps
+                                      ? t->total_steps : cfg->optim.warmup_steps), "") != 0) {
+        trainer_free(t);
+        return 1;
+    }
     if (t->algo->setup)
         t->algo->setup(t);
 

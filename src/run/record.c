@@ -118,6 +118,17 @@ dt_runlog *record_open(dt_trainer *t, const dt_group *g, int world_ranks, int re
     dt_runlog *log = runlog_open(t->comm, rec, &prov, g->effective, resumed,
                                  t->algo->async ? INT64_MAX : t->step);
     free(hosts);
+    if (log && t->data.tokens) {
+        /* a language model: the record's "images" count tokens; a byte-level
+         * corpus keeps its bytes (token id -> byte) for dtrain-post sample */
+        runlog_note(log, "sample_unit", "tokens");
+        if (t->data.vocab_n > 0) {
+            char hex[2 * 256 + 1];
+            for (int i = 0; i < t->data.vocab_n; i++)
+                snprintf(hex + 2 * i, 3, "%02x", t->data.vocab_bytes[i]);
+            runlog_note(log, "vocab_hex", hex);
+        }
+    }
     return log;
 }
 
@@ -166,9 +177,9 @@ void record_log_train(dt_trainer *t, dt_runlog *log, double *last_wall, int64_t 
         char eta[32];
         fmt_eta(eta, sizeof eta, (double)(t->total_steps - t->step) * dt /
                                      (double)(t->cfg->run.log_every));
-        say("step %lld/%lld  epoch %.2f  loss %.4f  acc %.2f%%  %.0f img/s  comm %.0f%%  ETA %s\n",
+        say("step %lld/%lld  epoch %.2f  loss %.4f  acc %.2f%%  %.0f %s/s  comm %.0f%%  ETA %s\n",
                (long long)t->step, (long long)t->total_steps, row.epoch,
-               v[0] / t->nranks, 100 * v[1] / t->nranks, rate,
+               v[0] / t->nranks, 100 * v[1] / t->nranks, rate, t->data.tokens ? "tok" : "img",
                v[4] > 0 ? 100 * v[3] / v[4] : 0.0, eta);
         fflush(stdout);
     }

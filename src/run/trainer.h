@@ -25,6 +25,7 @@
 #include "io/deck.h"
 #include "models/model.h"
 #include "optim/optim.h"
+#include "optim/schedule.h"
 #include "optim/sgd.h"
 
 /* Exit status asking the batch system to requeue (sysexits EX_TEMPFAIL). */
@@ -50,6 +51,9 @@ typedef struct dt_batches {
     dt_sample shape;        /* a full batch's shape (the simulator: without sources) */
     int64_t classes;        /* targets in [0, classes) */
     int64_t train_samples;  /* the simulator: the training set's size */
+    int tokens;             /* a language model's data: a sample is a token position */
+    int vocab_n;            /* data.name = text: the corpus's distinct bytes, */
+    unsigned char vocab_bytes[256]; /* token id -> byte (the run record keeps them) */
     dt_sample cur;          /* the current batch (pinned host memory on a GPU) */
     /* a device backend: the next batch, loaded and sent while the current
      * step's backward runs, and the source's state before it, which a
@@ -88,7 +92,8 @@ typedef struct dt_trainer {
     float *params;          /* (n) this rank's x */
     float *grads;           /* (n) gradient of the last trainer_gradient */
     dt_optim opt;           /* state vectors (n), local to the rank */
-    dt_schedule sched;
+    dt_schedule sched;      /* epoch-based: warm-up and step decays */
+    dt_lr_steps lsched;     /* step-based: warm-up steps, the cosine (optim/schedule.h) */
     dt_batches data;
     dt_mirrors dev;
 
@@ -117,7 +122,12 @@ double trainer_clock(void);
 void trainer_gradient(dt_trainer *t, const float *x);
 /* Loss and accuracy of params on the test set (data.test_limit samples). */
 void trainer_evaluate(dt_trainer *t, const float *params, double *loss, double *acc);
-/* x <- one optimizer step with t->grads at the current learning rate. */
+/* The learning rate after `steps` optimizer steps of this rank (fractional
+ * for the asynchronous modes' group estimate): the epoch-based schedule,
+ * with the step-based warm-up or the cosine on top (optim.schedule). */
+float trainer_lr_at(const dt_trainer *t, double steps);
+/* x <- one optimizer step with t->grads at the current learning rate
+ * (clipped first to optim.clip_norm). */
 void trainer_update(dt_trainer *t, float *x);
 /* x (t->n) <- a x, where the flat vectors live (the backend's op with
  * device vectors). */

@@ -1,0 +1,171 @@
+/* The language-model sources over a tokenised corpus (data/tokens.h):
+ * training windows drawn at random offsets of the rank's part of the
+ * training split, and the validation split's non-overlapping windows in
+ * order. Samples are (T) i32 tokens with their (T) i32 next tokens. Both
+ * sources share one corpus; the last one freed releases it. */
+#include "data/source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "data/tokens.h"
+
+typedef struct shared_corpus {
+    dt_corpus c;
+    int refs;
+} shared_corpus;
+
+typedef struct token_source {
+    shared_corpus *sc;
+    int T;
+    dt_windows w;             /* training */
+    int64_t n, pos;           /* evaluation: windows of a pass, next one */
+} token_source;
+
+static dt_source *token_source_new(const dt_source_ops *ops, shared_corpus *sc, int B, int T,
+                                   int64_t samples)
+{
+    dt_source *s = dt_calloc(1, sizeof *s);
+    token_source *ts = dt_calloc(1, sizeof *ts);
+    ts->sc = sc;
+    ts->T = T;
+    sc->refs++;
+    int64_t shape[2] = { B, T };
+    s->ops = ops;
+    s->batch = (dt_sample){ .input = tensor_shape(DT_I32, 2, shape),
+                            .target = tensor_shape(DT_I32, 2, shape) };
+    s->classes = sc->c.vocab;
+    s->samples = samples;
+    s->impl = ts;
+    return s;
+}
+
+static void token_free(dt_source *s)
+{
+    token_source *ts = s->impl;
+    if (--ts->sc->refs == 0) {
+        corpus_free(&ts->sc->c);
+        free(ts->sc);
+    }
+    free(ts);
+    free(s);
+}
+
+/* ---- training ------------------------------------------------------------ */
+
+static int64_t train_next(dt_source *s, dt_sample *out) // x, y (B, T)
+{
+    windows_next(&((token_source *)s->impl)->w, out->input.data, out->target.data);
+    return s->batch.input.shape[0];
+}
+
+static void train_get_state(const dt_source *s, void *state)
+{
+    memcpy(state, &((const token_source *)s->impl)->w.drawn, sizeof(int64_t));
+}
+
+static void train_set_state(dt_source *s, const void *state)
+{
+    int64_t drawn;
+    memcpy(&drawn, state, sizeof drawn);
+    if (drawn < 0)
+        DT_FATAL("token source: a checkpoint's window count %lld is negative", (long long)drawn);
+    ((token_source *)s->impl)->w.drawn = drawn;
+}
+
+static int64_t train_steps_per_epoch(const dt_source *s)
+{
+    return windows_steps_per_epoch(&((const token_source *)s->impl)->w);
+}
+
+static int64_t train_epoch(const dt_source *s)
+{
+    const dt_windows *w = &((const token_source *)s->impl)->w;
+    return w->drawn / w->B / windows_steps_per_epoch(w);
+}
+
+static const dt_source_ops token_train_ops = {
+    .name = "token windows",
+    .state_size = sizeof(int64_t),
+    .next = train_next,
+    .get_state = train_get_state,
+    .set_state = train_set_state,
+    .steps_per_epoch = train_steps_per_epoch,
+    .epoch = train_epoch,
+    .free = token_free,
+};
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+static int64_t eval_next(dt_source *s, dt_sample *out) // x, y (b, T), b <= B
+{
+    token_source *ts = s->impl;
+    const int64_t B = s->batch.input.shape[0];
+    int64_t b = ts->n - ts->pos < B ? ts->n - ts->pos : B;
+    if (b <= 0)
+        return 0;
+    int32_t *x = out->input.data, *y = out->target.data;
+    for (int64_t j = 0; j < b; j++)
+        windows_val(&ts->sc->c, ts->T, ts->pos + j, x + (size_t)j * (size_t)ts->T,
+                    y + (size_t)j * (size_t)ts->T);
+    ts->pos += b;
+    return b;
+}
+
+static void eval_rewind(dt_source *s) { ((token_source *)s->impl)->pos = 0; }
+
+static void eval_get_state(const dt_source *s, void *state)
+{
+    memcpy(state, &((const token_source *)s->impl)->pos, sizeof(int64_t));
+}
+
+static void eval_set_state(dt_source *s, const void *state)
+{
+    memcpy(&((token_source *)s->impl)->pos, state, sizeof(int64_t));
+}
+
+static int64_t eval_steps(const dt_source *s)
+{
+    const int64_t B = s->batch.input.shape[0];
+    return (((const token_source *)s->impl)->n + B - 1) / B;
+}
+
+static int64_t eval_epoch(const dt_source *s) { (void)s; return 0; }
+
+static const dt_source_ops token_eval_ops = {
+    .name = "validation windows",
+    .state_size = sizeof(int64_t),
+    .next = eval_next,
+    .rewind = eval_rewind,
+    .get_state = eval_get_state,
+    .set_state = eval_set_state,
+    .steps_per_epoch = eval_steps,
+    .epoch = eval_epoch,
+    .free = token_free,
+};
+
+int source_tokens(dt_corpus *c, int B, int T, uint64_t seed, int rank, int nranks,
+                  int64_t eval_limit, dt_source **train, dt_source **eval)
+{
+    *train = *eval = NULL;
+    if (corpus_check(c, T) != 0)
+        return -1;
+    shared_corpus *sc = dt_calloc(1, sizeof *sc);
+    sc->c = *c;
+    memset(c, 0, sizeof *c);
+    dt_windows w;
+    if (windows_init(&w, &sc->c, rank, nranks, T, B, seed) != 0) {
+        corpus_free(&sc->c);
+        free(sc);
+        return -1;
+    }
+    int64_t nval = windows_val_count(&sc->c, T);
+    if (eval_limit > 0 && eval_limit < nval)
+        nval = eval_limit;
+    *train = token_source_new(&token_train_ops, sc, B, T, w.part_len);
+    ((token_source *)(*train)->impl)->w = w;
+    *eval = token_source_new(&token_eval_ops, sc, B, T, nval * T);
+    ((token_source *)(*eval)->impl)->n = nval;
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* dt_model over the GPT language model of models/gpt.h: input (B, T) i32
+ * tokens, target (B, T) i32 next tokens; the loss and the accuracy count
+ * every position (B * T predictions). CPU only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "models/gpt.h"
+#include "models/model.h"
+
+static void gpt_model_reserve(dt_model *m, int B) { gpt_reserve(m->impl, B); }
+
+static dt_forward_result gpt_model_forward(dt_model *m, const float *params, const dt_sample *s,
+                                           int train, uint64_t key)
+{
+    const int B = (int)s->input.shape[0];
+    int64_t correct = 0;
+    double loss = gpt_forward(m->impl, params, s->input.data, s->target.data, B, train, key,
+                              &correct);
+    return (dt_forward_result){ .loss = loss, .correct = correct,
+                                .count = (int64_t)B * s->input.shape[1] };
+}
+
+static void gpt_model_backward(dt_model *m, const float *params, float *grads)
+{
+    gpt_backward(m->impl, params, grads);
+}
+
+static void gpt_model_init(const dt_model *m, float *params, uint64_t seed)
+{
+    gpt_init_params(m->impl, params, seed);
+}
+
+static void gpt_model_free(dt_model *m)
+{
+    gpt_free(m->impl);
+    free(m);
+}
+
+static const dt_model_ops gpt_model_ops = {
+    .kind = "gpt",
+    .reserve = gpt_model_reserve,
+    .forward = gpt_model_forward,
+    .backward = gpt_model_backward,
+    .init_params = gpt_model_init,
+    .free = gpt_model_free,
+};
+
+const char *const gpt_model_names[] = { "gpt", NULL };
+
+dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data)
+{
+    const dt_tensor *x = &data->batch->input, *y = &data->batch->target;
+    if (x->type != DT_I32 || x->rank != 2 || y->type != DT_I32 || y->rank != 2 ||
+        y->shape[1] != x->shape[1]) {
+        dt_err_set("model.name = gpt takes token sequences (B, T) with (B, T) next tokens "
+                   "(data.name = text or tokens); the data gives samples of another shape");
+        return NULL;
+    }
+    if (be->device) {
+        dt_err_set("model.name = gpt runs on the CPU only: set compute.device = cpu");
+        return NULL;
+    }
+    if (x->shape[1] != cfg->model.block_size) {
+        dt_err_set("model.block_size = %lld but the data gives windows of %lld tokens",
+                   (long long)cfg->model.block_size, (long long)x->shape[1]);
+        return NULL;
+    }
+    int64_t V = cfg->model.vocab_size > 0 ? cfg->model.vocab_size : data->classes;
+    if (V < data->classes || V > (1 << 24)) {
+        dt_err_set("model.vocab_size = %lld: the data's tokens need at least %lld (and at most "
+                   "2^24)", (long long)cfg->model.vocab_size, (long long)data->classes);
+        return NULL;
+    }
+    dt_gpt_config gc = { .vocab = (int)V, .block = (int)cfg->model.block_size,
+                         .n_layer = (int)cfg->model.n_layer, .n_head = (int)cfg->model.n_head,
+                         .n_embd = (int)cfg->model.n_embd, .dropout = (float)cfg->model.dropout };
+    dt_gpt *g = gpt_create(&gc);
+    if (!g)
+        return NULL;
+    dt_model *m = dt_calloc(1, sizeof *m);
+    *m = (dt_model){ .ops = &gpt_model_ops, .be = be, .nparams = gpt_nparams(g),
+                     .ntensors = gpt_ntensors(g), .tensors = gpt_tensors(g), .impl = g };
+    return m;
+}
