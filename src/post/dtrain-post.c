@@ -54,6 +54,7 @@ typedef struct post_run {
     const char *path;
     char label[512]; /* "<directory name> (<mode>)" */
     char mode[64];
+    int tokens;      /* a language model's record: its "images" count tokens */
     int64_t ranks;
     size_t ntrain, neval;
     double *train[NTRAIN]; // (ntrain, ranks)
@@ -163,6 +164,10 @@ static int run_load(const char *path, post_run *run)
         goto out;
     if (h5attr_read_string(file, "mode", run->mode, sizeof run->mode) != 0)
         snprintf(run->mode, sizeof run->mode, "?");
+    char unit[16] = "";
+    run->tokens = H5Aexists(file, "sample_unit") > 0 &&
+                  h5attr_read_string(file, "sample_unit", unit, sizeof unit) == 0 &&
+                  strcmp(unit, "tokens") == 0;
 
     /* A run that crashed mid-append can leave fields one row apart: the
      * shortest field is what was completely written. */
@@ -339,8 +344,8 @@ static int cmd_csv(const char *path, const char *outdir)
         run_free(&run);
         return dt_err_set("%s: cannot create: %s", tpath, strerror(errno));
     }
-    fputs("step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,images,weight,"
-          "bytes_sent\n", f);
+    fprintf(f, "step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,%s,weight,"
+               "bytes_sent\n", run.tokens ? "tokens" : "images");
     for (size_t r = 0; r < run.ntrain; r++)
         for (int64_t k = 0; k < R; k++) {
             size_t i = r * (size_t)R + (size_t)k;
@@ -440,9 +445,18 @@ static int cmd_summary(char **paths, int npaths)
                                            "steps",    "test_acc_mean", "test_acc_avg_model",
                                            "wall_s",   "images_per_s",  "comm_share"};
     size_t ncells = (size_t)(npaths + 1) * NCOL;
+    /* "tokens_per_s" when every run is a language model's */
+    int all_tokens = 1;
+    for (int p = 0; p < npaths && all_tokens; p++) {
+        post_run run;
+        if (run_load(paths[p], &run) != 0)
+            return -1;
+        all_tokens = run.tokens;
+        run_free(&run);
+    }
     char(*cell)[128] = dt_calloc(ncells, sizeof *cell);
     for (int c = 0; c < NCOL; c++)
-        snprintf(cell[c], sizeof cell[c], "%s", head[c]);
+        snprintf(cell[c], sizeof cell[c], "%s", c == 7 && all_tokens ? "tokens_per_s" : head[c]);
     for (int p = 0; p < npaths; p++) {
         post_run run;
         if (run_load(paths[p], &run) != 0) {
@@ -1008,7 +1022,8 @@ static void usage(FILE *f)
           "         DTRAIN_GNUPLOT (gnuplot to run), DTRAIN_PLOT_GP (script body to use)\n"
           "       dtrain-post summary RUN.h5 [RUN2.h5 ...]\n"
           "         one line per run: final test accuracy (mean over ranks, averaged model),\n"
-          "         wall time, images/s (all ranks), communication share of logged time\n"
+          "         wall time, images/s or tokens/s (all ranks), communication share of\n"
+          "         logged time\n"
           "       dtrain-post simplot SIM.csv [SIM2.csv ...] -o FIG.png [--data DIR]\n"
           "         dtrain-sim records: time per iteration against ranks, one line per mode\n"
           "         (and platform, when the files hold several), log-log\n"
