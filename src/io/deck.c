@@ -293,9 +293,8 @@ static const deck_key keys[] = {
             "(dtrain's im2col + OpenBLAS, the reference), auto (dnnl when built with it)"},
     {"compute", "precision", KT_ENUM, "fp32", .choices = "fp32|bf16",
      AT(compute.precision, char *),
-     .doc = "matrix work of the linear and conv layers: fp32, or bf16 (inputs rounded to "
-            "bf16, fp32 accumulation, through oneDNN; needs a CPU with AVX512-BF16 or AMX; "
-            "parameters, gradients, optimizer and communication stay fp32)"},
+     .doc = "linear and conv products: fp32, or bf16 (oneDNN, fp32 accumulation; needs "
+            "AVX512-BF16 or AMX); parameters, optimizer, communication stay fp32"},
     {"compute", "test_device_memory", KT_BOOL, "false", AT(compute.test_device_memory, bool),
      .doc = "tests only: native CPU kernels behind a backend that acts as a GPU (memory the "
             "host cannot touch outside its calls): the GPU path's host logic on a CPU"},
