@@ -99,8 +99,9 @@ void bf16_linear_forward(int B, int in, int out, const float *x, const float *W,
             y[(size_t)i * out + o] = b ? b[o] : 0.0f;
     if (in <= 0)
         return;
-    // y (B, out) += x (B, in) W^T (in, out)
-    gemm_bf16(0, 1, B, out, in, 1.0f, x, in, W, in, b ? 1.0f : 0.0f, y, out);
+    // y (B, out) += x (B, in) W^T (in, out), in the buffers backward uses again
+    const dt_bf16 *x16 = to_bf16(0, (size_t)B * in, x), *W16 = to_bf16(1, (size_t)out * in, W);
+    gemm_bf16_pre(0, 1, B, out, in, 1.0f, x16, in, W16, in, b ? 1.0f : 0.0f, y, out);
 }
 
 void bf16_linear_backward(int B, int in, int out, const float *x, const float *W,
