@@ -19,8 +19,9 @@
  * kept for the life of the process.
  *
  * bf16 (the backend's twin, compute.precision = bf16): the same primitives
- * with bf16 inputs and fp32 outputs and accumulation, direct in every pass
- * (oneDNN has no bf16 Winograd), plain pairs included. The flat vector's
+ * with bf16 inputs and fp32 outputs and accumulation, direct (oneDNN has no
+ * bf16 Winograd), plain pairs included. Without AMX a pass that fp32 runs as
+ * Winograd stays fp32 (bf16_conv2d_pass_bf16), fixed by shape and ISA. The flat vector's
  * weights are reordered to bf16 per pass; x and dy are rounded to bf16 into
  * the engine's conv scratch (work) on each call, so no activation is stored
  * in bf16 between the forward and the backward: x is rounded again in the
@@ -338,9 +339,30 @@ static size_t x_elems(const dt_conv_shape *s) { return (size_t)s->B * s->C * s->
 static size_t y_elems(const dt_conv_shape *s) { return (size_t)s->B * s->K * s->P * s->Q; }
 static size_t x16_span(const dt_conv_shape *s) { return (x_elems(s) + 31) / 32 * 32; }
 
+/* Without AMX, oneDNN's bf16 kernels (AVX512-BF16: a dot product of bf16
+ * pairs per fp32 lane) run at most twice fp32's rate, and Winograd F(4x4,
+ * 3x3) does a quarter of the direct multiplies in fp32: measured on a Zen 4,
+ * bf16 direct took 1.0-1.3x fp32 Winograd's time forward and backward-data
+ * and 1.4-1.7x for the weight gradient (C 16-64, batch 32). So there the
+ * passes fp32 runs as Winograd stay fp32 (bit for bit the fp32 backend's);
+ * with AMX every pass is bf16. Fixed by shape and ISA, never by timing, so a
+ * run and its resume on the same kind of machine compute alike. */
+static int have_amx(void)
+{
+    const unsigned amx = (unsigned)dnnl_cpu_isa_avx512_core_amx;
+    return ((unsigned)dnnl_get_effective_cpu_isa() & amx) == amx;
+}
+
+int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
+{
+    return have_amx() || !use_winograd(s, pass, 0);
+}
+
 size_t bf16_conv2d_workspace(const dt_conv_shape *s)
 {
-    return (x16_span(s) + y_elems(s) + 1) / 2; /* floats: two bf16 each */
+    const size_t mine = (x16_span(s) + y_elems(s) + 1) / 2; /* floats: two bf16 each */
+    const size_t fp32 = dnnl_conv2d_workspace(s);
+    return mine > fp32 ? mine : fp32;
 }
 
 /* Every bf16 pass is oneDNN's, whose backward-data writes dx. */
@@ -351,6 +373,10 @@ void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
 {
     if (s->B == 0)
         return;
+    if (!bf16_conv2d_pass_bf16(s, PASS_FWD)) {
+        dnnl_conv2d_forward(s, x, w, b, y, work);
+        return;
+    }
     conv_entry *e = entry_get(s, b != NULL, 1);
     conv_prim *cp = &e->pass[PASS_FWD];
     dt_bf16 *x16 = (dt_bf16 *)work;
@@ -382,6 +408,17 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
     }
     if (db && !dw) // a bias without a weight gradient does not occur in the engine
         DT_FATAL("bf16_conv2d_backward: a bias gradient needs the weight gradient");
+    /* the passes that stay fp32 (bf16_conv2d_pass_bf16), then the rest here */
+    if (dw && !bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS)) {
+        dnnl_conv2d_backward(s, x, w, dy, NULL, 0, dw, db, work);
+        dw = db = NULL;
+    }
+    if (dx && !bf16_conv2d_pass_bf16(s, PASS_BWD_DATA)) {
+        dnnl_conv2d_backward(s, x, w, dy, dx, 1, NULL, NULL, work);
+        dx = NULL;
+    }
+    if (!dw && !dx)
+        return;
     conv_entry *e = entry_get(s, db != NULL, 1);
     pthread_mutex_lock(&cache_lock);
     if (dx && !e->pass[PASS_BWD_DATA].p)

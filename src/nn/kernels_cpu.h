@@ -31,7 +31,10 @@ void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
 void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
                           const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                           float *work);
-/* conv2d_dnnl.c, bf16 inputs and fp32 outputs (both layouts, all oneDNN) */
+/* conv2d_dnnl.c, bf16 inputs and fp32 outputs (both layouts, all oneDNN);
+ * whether pass (0 forward, 1 backward-data, 2 weight gradient) of shape s
+ * runs in bf16 (1) or stays fp32 (0: a Winograd pass on a CPU without AMX) */
+int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass);
 size_t bf16_conv2d_workspace(const dt_conv_shape *s);
 int bf16_conv2d_dx_accumulates(const dt_conv_shape *s);
 void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
