@@ -12,23 +12,32 @@
 /* Round to nearest even on the bit pattern: adding 0x7fff plus the lowest
  * kept bit carries into the kept half exactly when the dropped half is above
  * one half ulp, or equal to it with an odd kept half. NaNs keep a quiet bit
- * so that rounding cannot turn one into infinity. */
+ * so that rounding cannot turn one into infinity. Branch-free, so that the
+ * loops below vectorize: a conversion costs a pass over memory, no more. */
 static inline dt_bf16 bf16_of(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (dt_bf16)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (dt_bf16)(u >> 16);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet = (u >> 16) | 0x40u;
+    return (dt_bf16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+
+/* AVX-512 where the CPU has it (the integer steps above, 16 at a time; the
+ * same bits as the default clone), else the baseline build */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("arch=x86-64-v4", "default")))
+#endif
+static void convert_span(size_t n, const float *x, dt_bf16 *y)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = bf16_of(x[i]);
 }
 
 void bf16_from_f32(size_t n, const float *x, dt_bf16 *y)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, {
-        for (size_t i = i0; i < i0 + len; i++)
-            y[i] = bf16_of(x[i]);
-    });
+    DT_PARALLEL_CHUNKS(n, i0, len, convert_span(len, x + i0, y + i0));
 }
 
 void bf16_to_f32(size_t n, const dt_bf16 *x, float *y)
