@@ -195,12 +195,39 @@ def parse_args(argv, ddp=False):
                              "(TF32 off, as dtrain's cuBLAS GEMMs); bench/gpu.sh")
         ap.add_argument("--compile", action="store_true",
                         help="torch.compile the model (default mode) before the warm-up")
+    ap.add_argument("--autocast", choices=("none", "bf16"), default="none",
+                    help="bf16: forward and loss under torch.autocast('cpu', bfloat16), "
+                         "GroupNorm kept in fp32")
     return ap.parse_args(argv)
+
+
+class GroupNormFp32(nn.GroupNorm):
+    """GroupNorm in fp32 under CPU autocast: PyTorch 1.13's CPU autocast has
+    no GroupNorm rule, so a bf16 conv output would be normalised in bf16; a
+    user patches it this way (bench/bf16.sh)."""
+
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=False):
+            return super().forward(x.float())
+
+
+def norms_fp32(model):
+    for m in model.modules():
+        if type(m) is nn.GroupNorm:
+            m.__class__ = GroupNormFp32
+    return model
+
+
+AUTOCAST = None  # --autocast bf16: torch.bfloat16
 
 
 def train_step(model, opt, xb, yb):
     opt.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(model(xb), yb)
+    if AUTOCAST is not None:
+        with torch.autocast("cpu", dtype=AUTOCAST):
+            loss = F.cross_entropy(model(xb), yb)
+    else:
+        loss = F.cross_entropy(model(xb), yb)
     loss.backward()
     opt.step()
     return loss
@@ -235,6 +262,10 @@ def main(argv):
         del x
         model = resnet_gn(20 if a.model == "resnet20_gn" else 32)
     model.to(dev).train()
+    if a.autocast == "bf16":
+        global AUTOCAST
+        AUTOCAST = torch.bfloat16
+        norms_fp32(model)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     step_model = torch.compile(model) if a.compile else model
 
@@ -265,7 +296,7 @@ def main(argv):
         gpu = (f" device=\"{torch.cuda.get_device_name()}\" compile={int(a.compile)} "
                f"peak_gpu_mb={torch.cuda.max_memory_allocated() / 2**20:.1f}")
     print(f"images_per_s={a.batch * a.steps / dt:.2f} peak_rss_mb={peak_rss_mb():.1f} "
-          f"steps={a.steps} batch={a.batch} threads={a.threads} loss={lossv:.4f}{gpu}", flush=True)
+          f"steps={a.steps} batch={a.batch} threads={a.threads} loss={lossv:.4f} autocast={a.autocast}{gpu}", flush=True)
 
 
 if __name__ == "__main__":

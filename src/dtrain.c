@@ -1,6 +1,7 @@
 /* dtrain: one SPMD executable; every rank reads the deck (through rank 0),
  * takes its role from its rank, and trains. */
 #include <mpi.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "backend/backend.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -124,6 +126,33 @@ static void omp_wait_passive(char **argv)
     // not re-executed: run on with the default policy
 }
 
+/* compute.precision: the backend the trainer takes (compute.device and
+ * .kernels) must run it, else the job is refused before it starts, in one
+ * line (from the lowest failing rank; a job may span unlike nodes). Then
+ * backend_cpu_by_name hands out the backend at that precision. */
+static int precision_open(const dt_config *cfg, MPI_Comm world)
+{
+    const int prec = backend_precision_of(cfg->compute.precision);
+    int rank, bad = 0;
+    MPI_CHECK(MPI_Comm_rank(world, &rank));
+    if (prec != DT_PREC_FP32) {
+        const dt_backend *be = strcmp(cfg->compute.device, "cuda") == 0 ? backend_cuda()
+                               : cfg->compute.test_device_memory ? backend_cpu_devmem()
+                               : backend_cpu_by_name(cfg->compute.kernels);
+        /* no backend at all: the trainer says what the build lacks */
+        bad = be && !backend_with_precision(be, prec);
+    }
+    int first_bad = bad ? rank : INT_MAX, who;
+    MPI_CHECK(MPI_Allreduce(&first_bad, &who, 1, MPI_INT, MPI_MIN, world));
+    if (who == INT_MAX) {
+        backend_set_precision(prec);
+        return 0;
+    }
+    if (rank == who)
+        fprintf(stderr, "dtrain: rank %d: %s\n", rank, dt_err_msg());
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     omp_wait_passive(argv);
@@ -222,6 +251,14 @@ int main(int argc, char **argv)
     roles_build(&roles, group_comm, &g->cfg);
     dt_device dev;
     if (device_open(&g->cfg, MPI_COMM_WORLD, &dev) != 0) { /* each failing rank said why */
+        roles_free(&roles);
+        MPI_CHECK(MPI_Comm_free(&group_comm));
+        deck_job_free(&job);
+        MPI_CHECK(MPI_Finalize());
+        return 1;
+    }
+    if (precision_open(&g->cfg, MPI_COMM_WORLD) != 0) {
+        device_close(&dev);
         roles_free(&roles);
         MPI_CHECK(MPI_Comm_free(&group_comm));
         deck_job_free(&job);

@@ -42,10 +42,17 @@ typedef struct dt_pool_shape {
     int blk;        /* layout of x and dx (0 plain, 16 blocked); y is always plain */
 } dt_pool_shape;
 
+/* Precision of a backend's matrix work (compute.precision). */
+enum { DT_PREC_FP32 = 0, DT_PREC_BF16 = 1 };
+
 typedef struct dt_backend {
     const char *name;
     int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
     int device;     /* 0: tensors in host memory; 1: in the device's memory (CUDA) */
+    /* DT_PREC_FP32, or DT_PREC_BF16: the linear and conv kernels round their
+     * inputs (x, W, dy) to bf16 and accumulate in fp32 (nn/gemm_bf16.h); every
+     * tensor argument stays float, and every other kernel is the fp32 one. */
+    int precision;
 
     /* The memory every tensor argument below lives in: host memory for the CPU
      * backends, device memory for CUDA. mem_alloc returns a zero-filled block
@@ -188,6 +195,18 @@ const dt_backend *backend_cuda(void);
  * touches backend memory without to_host/to_backend crashes
  * (backend/cpu_devmem.c). */
 const dt_backend *backend_cpu_devmem(void);
+/* "fp32" -> DT_PREC_FP32, "bf16" -> DT_PREC_BF16; -1 for anything else. */
+int backend_precision_of(const char *name);
+/* The twin of `be` whose matrix work runs at `precision` (be itself when it
+ * already does): for bf16, the oneDNN CPU backend's bf16 table. NULL after
+ * dt_err_set() with one line saying why not: the CPU has no bf16 instructions
+ * (nn/gemm_bf16.h: bf16_check_cpu), the native kernels (bf16 runs on oneDNN),
+ * a device backend (not implemented there). */
+const dt_backend *backend_with_precision(const dt_backend *be, int precision);
+/* The precision backend_cpu_by_name applies from now on in this process
+ * (default fp32): dtrain sets it from compute.precision at start-up, having
+ * checked with backend_with_precision that it can run. */
+void backend_set_precision(int precision);
 /* Threads of the compute kernels (OpenBLAS, oneDNN, the engine's own loops). */
 void backend_set_threads(int threads);
 

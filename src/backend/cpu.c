@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "nn/cuda/sgd.h"
+#include "nn/gemm_bf16.h"
 #include "nn/kernels_cpu.h"
 #include "optim/sgd.h"
 #ifdef DTRAIN_SIM
@@ -109,7 +110,6 @@ static void cpu_flat_ax_plus(size_t n, float a, const float *x, float *y)
     .flat_sub = cpu_flat_sub, .flat_scale_copy = cpu_flat_scale_copy,                    \
     .flat_add = cpu_flat_add, .flat_div = cpu_flat_div,                                  \
     .flat_sum_slots = cpu_flat_sum_slots, .flat_ax_plus = cpu_flat_ax_plus,              \
-    .linear_forward = cpu_linear_forward, .linear_backward = cpu_linear_backward,        \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \
     .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                \
@@ -127,6 +127,8 @@ static const dt_backend cpu = {
     .conv2d_dx_accumulates = cpu_conv2d_dx_accumulates,
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,
+    .linear_forward = cpu_linear_forward,
+    .linear_backward = cpu_linear_backward,
     CPU_KERNELS,
 };
 
@@ -140,10 +142,27 @@ static const dt_backend cpu_dnnl = {
     .conv2d_dx_accumulates = dnnl_conv2d_dx_accumulates,
     .conv2d_forward = dnnl_conv2d_forward,
     .conv2d_backward = dnnl_conv2d_backward,
+    .linear_forward = cpu_linear_forward,
+    .linear_backward = cpu_linear_backward,
     CPU_KERNELS,
 };
 
 const dt_backend *backend_cpu_dnnl(void) { return &cpu_dnnl; }
+
+/* compute.precision = bf16: the oneDNN table with bf16 products in the
+ * linear and conv kernels, the same layouts; the rest is fp32. */
+static const dt_backend cpu_dnnl_bf16 = {
+    .name = "dnnl-bf16",
+    .cblock = 16,
+    .precision = DT_PREC_BF16,
+    .conv2d_workspace = bf16_conv2d_workspace,
+    .conv2d_dx_accumulates = bf16_conv2d_dx_accumulates,
+    .conv2d_forward = bf16_conv2d_forward,
+    .conv2d_backward = bf16_conv2d_backward,
+    .linear_forward = bf16_linear_forward,
+    .linear_backward = bf16_linear_backward,
+    CPU_KERNELS,
+};
 #else
 const dt_backend *backend_cpu_dnnl(void) { return NULL; }
 #endif
@@ -152,7 +171,43 @@ const dt_backend *backend_cpu_dnnl(void) { return NULL; }
 const dt_backend *backend_cuda(void) { return NULL; }
 #endif
 
-const dt_backend *backend_cpu_by_name(const char *name)
+int backend_precision_of(const char *name)
+{
+    if (strcmp(name, "fp32") == 0)
+        return DT_PREC_FP32;
+    if (strcmp(name, "bf16") == 0)
+        return DT_PREC_BF16;
+    return -1;
+}
+
+const dt_backend *backend_with_precision(const dt_backend *be, int precision)
+{
+    if (precision == be->precision)
+        return be;
+    if (precision != DT_PREC_BF16) /* the bf16 twins have no way back: nothing asks */
+        return dt_err_set("compute.precision = fp32 asked of the %s backend", be->name), NULL;
+    if (be->device)
+        return dt_err_set("compute.precision = bf16 is not implemented on the %s backend "
+                          "(compute.device = %s); use compute.precision = fp32", be->name,
+                          strcmp(be->name, "cuda") == 0 ? "cuda" : "cpu with "
+                          "compute.test_device_memory"), NULL;
+    if (be != backend_cpu_dnnl())
+        return dt_err_set("compute.precision = bf16 runs on oneDNN: it needs compute.kernels = "
+                          "dnnl or auto, not %s", be->name), NULL;
+    if (bf16_check_cpu() != 0)
+        return NULL;
+#ifdef HAVE_DNNL
+    return &cpu_dnnl_bf16;
+#else
+    return NULL; /* not reached: bf16_check_cpu refuses without oneDNN */
+#endif
+}
+
+static int process_precision = DT_PREC_FP32;
+
+void backend_set_precision(int precision) { process_precision = precision; }
+
+static const dt_backend *by_name_fp32(const char *name)
 {
     if (strcmp(name, "native") == 0)
         return backend_cpu();
@@ -161,6 +216,14 @@ const dt_backend *backend_cpu_by_name(const char *name)
     if (strcmp(name, "auto") == 0)
         return backend_cpu_dnnl() ? backend_cpu_dnnl() : backend_cpu();
     return NULL;
+}
+
+const dt_backend *backend_cpu_by_name(const char *name)
+{
+    const dt_backend *be = by_name_fp32(name);
+    if (be && process_precision != DT_PREC_FP32)
+        be = backend_with_precision(be, process_precision);
+    return be;
 }
 
 void backend_set_threads(int threads)

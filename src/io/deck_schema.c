@@ -275,6 +275,10 @@ static const deck_key keys_table[] = {
      AT(compute.kernels, char *),
      .doc = "CPU convolutions: dnnl (oneDNN on channel-blocked activations), native "
             "(dtrain's im2col + OpenBLAS, the reference), auto (dnnl when built with it)"},
+    {"compute", "precision", KT_ENUM, "fp32", .choices = "fp32|bf16",
+     AT(compute.precision, char *),
+     .doc = "linear and conv products: fp32, or bf16 (oneDNN, fp32 accumulation; needs "
+            "AVX512-BF16 or AMX); parameters, optimizer, communication stay fp32"},
     {"compute", "test_device_memory", KT_BOOL, "false", AT(compute.test_device_memory, bool),
      .doc = "tests only: native CPU kernels behind a backend that acts as a GPU (memory the "
             "host cannot touch outside its calls): the GPU path's host logic on a CPU"},

@@ -16,7 +16,17 @@
  * tensors goes to the native im2col kernel (conv2d.c), which is as fast there.
  *
  * Primitives are created on first use of a shape (batch size included) and
- * kept for the life of the process. */
+ * kept for the life of the process.
+ *
+ * bf16 (the backend's twin, compute.precision = bf16): the same primitives
+ * with bf16 inputs and fp32 outputs and accumulation, direct (oneDNN has no
+ * bf16 Winograd), plain pairs included. Without AMX a pass that fp32 runs as
+ * Winograd stays fp32 (bf16_conv2d_pass_bf16), fixed by shape and ISA. The flat vector's
+ * weights are reordered to bf16 per pass; x and dy are rounded to bf16 into
+ * the engine's conv scratch (work) on each call, so no activation is stored
+ * in bf16 between the forward and the backward: x is rounded again in the
+ * weight-gradient pass, which costs a pass over x against the C R S
+ * multiply-adds per element the convolution does. dx, dw, db and y are fp32. */
 #include "config.h"
 
 #include "nn/kernels_cpu.h"
@@ -54,10 +64,12 @@ typedef struct conv_prim {
 typedef struct conv_entry {
     dt_conv_shape s;
     int bias;
+    int bf16;      /* bf16 inputs (x, w, dy), fp32 outputs */
     int threads;   /* oneDNN fixes a primitive's work split at creation */
     conv_prim pass[3];
     dnnl_primitive_desc_t fwd_pd;
     dnnl_memory_t src, dst, bias_m;  /* x / dx, y / dy, bias / diff bias (handles per call) */
+    dnnl_memory_t src16, dst16;      /* bf16 entries: x and dy in bf16 */
     struct conv_entry *next;
 } conv_entry;
 
@@ -80,18 +92,19 @@ static int shape_equal(const dt_conv_shape *a, const dt_conv_shape *b)
            a->P == b->P && a->Q == b->Q && a->xblk == b->xblk && a->yblk == b->yblk;
 }
 
-static int use_winograd(const dt_conv_shape *s, int pass)
+static int use_winograd(const dt_conv_shape *s, int pass, int bf16)
 {
-    if (s->R != 3 || s->S != 3 || s->stride != 1 || s->pad > 1 || !s->xblk || !s->yblk ||
+    if (bf16 || s->R != 3 || s->S != 3 || s->stride != 1 || s->pad > 1 || !s->xblk || !s->yblk ||
         s->C % 16 || s->K % 16)
         return 0;
     return pass == PASS_BWD_WEIGHTS || (s->C >= 32 && s->K >= 32);
 }
 
-static void md_act(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk)
+static void md_act(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk,
+                   dnnl_data_type_t dt)
 {
     dnnl_dims_t d = { B, C, H, W };
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, blk ? dnnl_nChw16c : dnnl_nchw));
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dt, blk ? dnnl_nChw16c : dnnl_nchw));
 }
 
 /* The primitive's weights memory and the reorder between it and the user's
@@ -132,17 +145,20 @@ static void run_reorder(conv_prim *cp, int to_prim)
 static void make_pass(conv_entry *e, int pass)
 {
     const dt_conv_shape *s = &e->s;
+    /* bf16: what the pass reads is bf16 (x; w; dy), what it writes fp32 (y; dx; dw, db) */
+    const dnnl_data_type_t in = e->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t src, dst, wts, bias;
-    md_act(&src, s->B, s->C, s->H, s->W, s->xblk);
-    md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk);
+    md_act(&src, s->B, s->C, s->H, s->W, s->xblk, pass == PASS_BWD_DATA ? dnnl_f32 : in);
+    md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk, pass == PASS_FWD ? dnnl_f32 : in);
     dnnl_dims_t wd = { s->K, s->C, s->R, s->S }, bd = { s->K };
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&wts, 4, wd, dnnl_f32, dnnl_format_tag_any));
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(&wts, 4, wd, pass == PASS_BWD_WEIGHTS ? dnnl_f32 : in,
+                                            dnnl_format_tag_any));
     DNNL_CHECK(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x));
     dnnl_dims_t strides = { s->stride, s->stride }, pad = { s->pad, s->pad };
     dnnl_dims_t pad_r = { (s->P - 1) * s->stride + s->R - s->H - s->pad,
                           (s->Q - 1) * s->stride + s->S - s->W - s->pad };
     dnnl_primitive_desc_t pd = NULL;
-    for (int wino = use_winograd(s, pass); wino >= 0 && !pd; wino--) {
+    for (int wino = use_winograd(s, pass, e->bf16); wino >= 0 && !pd; wino--) {
         dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
         dnnl_convolution_desc_t cd;
         dnnl_status_t rc;
@@ -164,8 +180,8 @@ static void make_pass(conv_entry *e, int pass)
             pd = NULL;
     }
     if (!pd)
-        DT_FATAL("oneDNN has no convolution (pass %d) for B %d, %dx%dx%d -> %dx%dx%d, %dx%d "
-                 "stride %d pad %d", pass, s->B, s->C, s->H, s->W, s->K, s->P, s->Q, s->R, s->S,
+        DT_FATAL("oneDNN has no %s convolution (pass %d) for B %d, %dx%dx%d -> %dx%dx%d, %dx%d "
+                 "stride %d pad %d", e->bf16 ? "bf16" : "fp32", pass, s->B, s->C, s->H, s->W, s->K, s->P, s->Q, s->R, s->S,
                  s->stride, s->pad);
     conv_prim *cp = &e->pass[pass];
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(
@@ -178,7 +194,7 @@ static void make_pass(conv_entry *e, int pass)
         DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
 }
 
-static conv_entry *entry_get(const dt_conv_shape *s, int bias)
+static conv_entry *entry_get(const dt_conv_shape *s, int bias, int bf16)
 {
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
@@ -188,21 +204,29 @@ static conv_entry *entry_get(const dt_conv_shape *s, int bias)
     pthread_once(&engine_once, engine_init);
     pthread_mutex_lock(&cache_lock);
     conv_entry *e = cache;
-    while (e && !(shape_equal(&e->s, s) && e->bias == bias && e->threads == threads))
+    while (e && !(shape_equal(&e->s, s) && e->bias == bias && e->bf16 == bf16 &&
+                  e->threads == threads))
         e = e->next;
     if (!e) {
         e = dt_calloc(1, sizeof *e);
         e->s = *s;
         e->bias = bias;
+        e->bf16 = bf16;
         e->threads = threads;
         dnnl_memory_desc_t src, dst, b;
-        md_act(&src, s->B, s->C, s->H, s->W, s->xblk);
-        md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk);
+        md_act(&src, s->B, s->C, s->H, s->W, s->xblk, dnnl_f32);
+        md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk, dnnl_f32);
         dnnl_dims_t bd = { s->K };
         DNNL_CHECK(dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_x));
         DNNL_CHECK(dnnl_memory_create(&e->src, &src, engine, DNNL_MEMORY_NONE));
         DNNL_CHECK(dnnl_memory_create(&e->dst, &dst, engine, DNNL_MEMORY_NONE));
         DNNL_CHECK(dnnl_memory_create(&e->bias_m, &b, engine, DNNL_MEMORY_NONE));
+        if (bf16) {
+            md_act(&src, s->B, s->C, s->H, s->W, s->xblk, dnnl_bf16);
+            md_act(&dst, s->B, s->K, s->P, s->Q, s->yblk, dnnl_bf16);
+            DNNL_CHECK(dnnl_memory_create(&e->src16, &src, engine, DNNL_MEMORY_NONE));
+            DNNL_CHECK(dnnl_memory_create(&e->dst16, &dst, engine, DNNL_MEMORY_NONE));
+        }
         make_pass(e, PASS_FWD);
         e->next = cache;
         cache = e;
@@ -236,7 +260,7 @@ void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
     }
     if (s->B == 0)
         return;
-    conv_entry *e = entry_get(s, b != NULL);
+    conv_entry *e = entry_get(s, b != NULL, 0);
     conv_prim *cp = &e->pass[PASS_FWD];
     set(cp->w_user, w);
     run_reorder(cp, 1);
@@ -268,7 +292,7 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
             memset(db, 0, (size_t)s->K * sizeof(float));
         return;
     }
-    conv_entry *e = entry_get(s, db != NULL);
+    conv_entry *e = entry_get(s, db != NULL, 0);
     pthread_mutex_lock(&cache_lock);
     if (dx && !e->pass[PASS_BWD_DATA].p)
         make_pass(e, PASS_BWD_DATA);
@@ -298,6 +322,133 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
         set(e->src, dx);
         dnnl_exec_arg_t a[3] = { { DNNL_ARG_DIFF_SRC, e->src }, { DNNL_ARG_WEIGHTS, cp->w },
                                  { DNNL_ARG_DIFF_DST, e->dst } };
+        DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, 3, a));
+    }
+    DNNL_CHECK(dnnl_stream_wait(stream));
+}
+
+#endif /* HAVE_DNNL */
+
+#ifdef HAVE_DNNL
+
+#include "nn/gemm_bf16.h"
+
+/* The bf16 copies of x and dy in the engine's conv scratch: x first, dy
+ * after it at a 64-byte boundary. */
+static size_t x_elems(const dt_conv_shape *s) { return (size_t)s->B * s->C * s->H * s->W; }
+static size_t y_elems(const dt_conv_shape *s) { return (size_t)s->B * s->K * s->P * s->Q; }
+static size_t x16_span(const dt_conv_shape *s) { return (x_elems(s) + 31) / 32 * 32; }
+
+/* Without AMX, oneDNN's bf16 kernels (AVX512-BF16: a dot product of bf16
+ * pairs per fp32 lane) run at most twice fp32's rate, and Winograd F(4x4,
+ * 3x3) does a quarter of the direct multiplies in fp32: measured on a Zen 4,
+ * bf16 direct took 1.0-1.3x fp32 Winograd's time forward and backward-data
+ * and 1.4-1.7x for the weight gradient (C 16-64, batch 32). So there the
+ * passes fp32 runs as Winograd stay fp32 (bit for bit the fp32 backend's);
+ * with AMX every pass is bf16. Fixed by shape and ISA, never by timing, so a
+ * run and its resume on the same kind of machine compute alike. */
+static int have_amx(void)
+{
+    const unsigned amx = (unsigned)dnnl_cpu_isa_avx512_core_amx;
+    return ((unsigned)dnnl_get_effective_cpu_isa() & amx) == amx;
+}
+
+int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
+{
+    return have_amx() || !use_winograd(s, pass, 0);
+}
+
+size_t bf16_conv2d_workspace(const dt_conv_shape *s)
+{
+    const size_t mine = (x16_span(s) + y_elems(s) + 1) / 2; /* floats: two bf16 each */
+    const size_t fp32 = dnnl_conv2d_workspace(s);
+    return mine > fp32 ? mine : fp32;
+}
+
+/* Every bf16 pass is oneDNN's, whose backward-data writes dx. */
+int bf16_conv2d_dx_accumulates(const dt_conv_shape *s) { return 0; }
+
+void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                         const float *b, float *y, float *work)
+{
+    if (s->B == 0)
+        return;
+    if (!bf16_conv2d_pass_bf16(s, PASS_FWD)) {
+        dnnl_conv2d_forward(s, x, w, b, y, work);
+        return;
+    }
+    conv_entry *e = entry_get(s, b != NULL, 1);
+    conv_prim *cp = &e->pass[PASS_FWD];
+    dt_bf16 *x16 = (dt_bf16 *)work;
+    bf16_from_f32(x_elems(s), x, x16);
+    set(cp->w_user, w);
+    run_reorder(cp, 1);
+    set(e->src16, x16);
+    set(e->dst, y);
+    dnnl_exec_arg_t a[4] = { { DNNL_ARG_SRC, e->src16 }, { DNNL_ARG_WEIGHTS, cp->w },
+                             { DNNL_ARG_DST, e->dst }, { DNNL_ARG_BIAS, e->bias_m } };
+    if (b)
+        set(e->bias_m, b);
+    DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, b ? 4 : 3, a));
+    DNNL_CHECK(dnnl_stream_wait(stream));
+}
+
+void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                          const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                          float *work)
+{
+    if (dx && !dx_fresh)
+        DT_FATAL("bf16_conv2d_backward: cannot add into dx (conv2d_dx_accumulates)");
+    if (s->B == 0) {
+        if (dw)
+            memset(dw, 0, (size_t)s->K * s->C * s->R * s->S * sizeof(float));
+        if (db)
+            memset(db, 0, (size_t)s->K * sizeof(float));
+        return;
+    }
+    if (db && !dw) // a bias without a weight gradient does not occur in the engine
+        DT_FATAL("bf16_conv2d_backward: a bias gradient needs the weight gradient");
+    /* the passes that stay fp32 (bf16_conv2d_pass_bf16), then the rest here */
+    if (dw && !bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS)) {
+        dnnl_conv2d_backward(s, x, w, dy, NULL, 0, dw, db, work);
+        dw = db = NULL;
+    }
+    if (dx && !bf16_conv2d_pass_bf16(s, PASS_BWD_DATA)) {
+        dnnl_conv2d_backward(s, x, w, dy, dx, 1, NULL, NULL, work);
+        dx = NULL;
+    }
+    if (!dw && !dx)
+        return;
+    conv_entry *e = entry_get(s, db != NULL, 1);
+    pthread_mutex_lock(&cache_lock);
+    if (dx && !e->pass[PASS_BWD_DATA].p)
+        make_pass(e, PASS_BWD_DATA);
+    if (dw && !e->pass[PASS_BWD_WEIGHTS].p)
+        make_pass(e, PASS_BWD_WEIGHTS);
+    pthread_mutex_unlock(&cache_lock);
+    dt_bf16 *x16 = (dt_bf16 *)work, *dy16 = x16 + x16_span(s);
+    bf16_from_f32(y_elems(s), dy, dy16);
+    set(e->dst16, dy16);
+    if (dw) {
+        conv_prim *cp = &e->pass[PASS_BWD_WEIGHTS];
+        bf16_from_f32(x_elems(s), x, x16);
+        set(cp->w_user, dw);
+        set(e->src16, x16);
+        dnnl_exec_arg_t a[4] = { { DNNL_ARG_SRC, e->src16 }, { DNNL_ARG_DIFF_DST, e->dst16 },
+                                 { DNNL_ARG_DIFF_WEIGHTS, cp->w },
+                                 { DNNL_ARG_DIFF_BIAS, e->bias_m } };
+        if (db)
+            set(e->bias_m, db);
+        DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, db ? 4 : 3, a));
+        run_reorder(cp, 0);
+    }
+    if (dx) {
+        conv_prim *cp = &e->pass[PASS_BWD_DATA];
+        set(cp->w_user, w);
+        run_reorder(cp, 1);
+        set(e->src, dx);
+        dnnl_exec_arg_t a[3] = { { DNNL_ARG_DIFF_SRC, e->src }, { DNNL_ARG_WEIGHTS, cp->w },
+                                 { DNNL_ARG_DIFF_DST, e->dst16 } };
         DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, 3, a));
     }
     DNNL_CHECK(dnnl_stream_wait(stream));

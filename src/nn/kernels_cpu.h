@@ -10,6 +10,11 @@ void cpu_linear_forward(int B, int in, int out, const float *x, const float *W,
                         const float *b, float *y);
 void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
                          const float *dy, float *dx, float *dW, float *db);
+/* linear.c, bf16 products (nn/gemm_bf16.h; needs oneDNN) */
+void bf16_linear_forward(int B, int in, int out, const float *x, const float *W,
+                         const float *b, float *y);
+void bf16_linear_backward(int B, int in, int out, const float *x, const float *W,
+                          const float *dy, float *dx, float *dW, float *db);
 /* conv2d.c */
 size_t cpu_conv2d_workspace(const dt_conv_shape *s);
 int cpu_conv2d_dx_accumulates(const dt_conv_shape *s);
@@ -24,6 +29,17 @@ int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s);
 void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work);
 void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                          const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                          float *work);
+/* conv2d_dnnl.c, bf16 inputs and fp32 outputs (both layouts, all oneDNN);
+ * whether pass (0 forward, 1 backward-data, 2 weight gradient) of shape s
+ * runs in bf16 (1) or stays fp32 (0: a Winograd pass on a CPU without AMX) */
+int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass);
+size_t bf16_conv2d_workspace(const dt_conv_shape *s);
+int bf16_conv2d_dx_accumulates(const dt_conv_shape *s);
+void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                         const float *b, float *y, float *work);
+void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
                           const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                           float *work);
 /* pool.c */
