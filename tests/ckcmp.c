@@ -13,6 +13,15 @@
  *                                      for byte, except bytes OFF..OFF+LEN-1 of every row
  *                                      of dataset NAME (e.g. state:24:8, the wall clock of
  *                                      the resume blob), and the same root attributes
+ *   ckcmp row0 OLD NEW DATASET         every row of NEW's DATASET equals OLD's row 0 bit for bit
+ *   ckcmp mean OLD NEW DATASET         every row of NEW's DATASET equals the mean of OLD's rows
+ *                                      (in double, row order, rounded to float) bit for bit
+ *   ckcmp debias OLD NEW TOL           push-sum: every row of NEW's params is sum x / sum w
+ *                                      of OLD's rows (params, push_sum_weight) within
+ *                                      relative TOL, and NEW's weights are all 1
+ *   ckcmp statesum F OFF               print the sum over rows of the int64 at byte OFF of
+ *                                      each row of F's state dataset (e.g. samples drawn)
+ *   ckcmp attri F NAME                 print the root integer attribute NAME
  * Exit 0 on success, 1 with a message otherwise. */
 #include <hdf5.h>
 #include <math.h>
@@ -296,7 +305,94 @@ int main(int argc, char **argv)
         }
         return worst <= tol * scale ? 0 : 1;
     }
+    if (argc == 5 && (!strcmp(argv[1], "row0") || !strcmp(argv[1], "mean"))) {
+        hsize_t da[2], db[2];
+        float *a = read2d(argv[2], argv[4], da), *b = read2d(argv[3], argv[4], db);
+        if (da[1] != db[1]) {
+            fprintf(stderr, "ckcmp: %s has %llu columns in %s, %llu in %s\n", argv[4],
+                    (unsigned long long)da[1], argv[2], (unsigned long long)db[1], argv[3]);
+            return 1;
+        }
+        float *want = malloc((da[1] ? da[1] : 1) * sizeof *want);
+        for (size_t i = 0; i < da[1]; i++) {
+            if (!strcmp(argv[1], "row0")) {
+                want[i] = a[i];
+                continue;
+            }
+            double s = 0;
+            for (size_t r = 0; r < da[0]; r++)
+                s += (double)a[r * da[1] + i];
+            want[i] = (float)(s / (double)da[0]);
+        }
+        size_t bad = 0;
+        for (size_t r = 0; r < db[0]; r++)
+            bad += memcmp(b + r * db[1], want, db[1] * sizeof *want) != 0;
+        free(want);
+        free(a);
+        free(b);
+        if (bad)
+            fprintf(stderr, "ckcmp: %zu of %llu rows of %s in %s differ from the %s of %s\n",
+                    bad, (unsigned long long)db[0], argv[4], argv[3],
+                    !strcmp(argv[1], "row0") ? "row 0" : "row mean", argv[2]);
+        return bad ? 1 : 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "debias")) {
+        hsize_t dx[2], dw[2], nx[2], nw[2];
+        float *x = read2d(argv[2], "params", dx), *w = read2d(argv[2], "push_sum_weight", dw);
+        float *y = read2d(argv[3], "params", nx), *v = read2d(argv[3], "push_sum_weight", nw);
+        double tol = atof(argv[4]), worst = 0, scale = 0, sw = 0;
+        for (size_t r = 0; r < dw[0]; r++)
+            sw += w[r];
+        for (size_t i = 0; i < dx[1]; i++) {
+            double s = 0;
+            for (size_t r = 0; r < dx[0]; r++)
+                s += x[r * dx[1] + i];
+            for (size_t r = 0; r < nx[0]; r++)
+                worst = fmax(worst, fabs(y[r * nx[1] + i] - s / sw));
+            scale = fmax(scale, fabs(s / sw));
+        }
+        int ones = 1;
+        for (size_t r = 0; r < nw[0]; r++)
+            ones &= v[r] == 1.0f;
+        printf("max |new - sum x / sum w| = %.3g (max |sum x / sum w| = %.3g); weights 1: %s\n",
+               worst, scale, ones ? "yes" : "no");
+        return worst <= tol * scale && ones && nx[1] == dx[1] ? 0 : 1;
+    }
+    if (argc == 4 && !strcmp(argv[1], "statesum")) {
+        hid_t f = H5Fopen(argv[2], H5F_ACC_RDONLY, H5P_DEFAULT);
+        size_t rows, rb;
+        char desc[64];
+        unsigned char *st = f >= 0 ? read_raw(f, "state", 0, &rows, &rb, desc, sizeof desc) : NULL;
+        size_t off = (size_t)atoll(argv[3]);
+        if (!st || off + 8 > rb) {
+            fprintf(stderr, "ckcmp: %s has no state dataset with 8 bytes at %zu\n", argv[2], off);
+            return 1;
+        }
+        long long sum = 0;
+        for (size_t r = 0; r < rows; r++) {
+            long long v;
+            memcpy(&v, st + r * rb + off, sizeof v);
+            sum += v;
+        }
+        printf("%lld\n", sum);
+        free(st);
+        H5Fclose(f);
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "attri")) {
+        hid_t f = H5Fopen(argv[2], H5F_ACC_RDONLY, H5P_DEFAULT);
+        int64_t v;
+        if (f < 0 || h5attr_read_i64(f, argv[3], &v) != 0) {
+            fprintf(stderr, "ckcmp: %s has no readable integer attribute %s\n", argv[2], argv[3]);
+            return 1;
+        }
+        H5Fclose(f);
+        printf("%lld\n", (long long)v);
+        return 0;
+    }
     fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A | "
-                    "finite A | sum A B TOL | attr F NAME | all A B [NAME:OFF:LEN...]\n");
+                    "finite A | sum A B TOL | attr F NAME | all A B [NAME:OFF:LEN...] | "
+                    "row0 OLD NEW DATASET | mean OLD NEW DATASET | debias OLD NEW TOL | "
+                    "statesum F OFF | attri F NAME\n");
     return 2;
 }

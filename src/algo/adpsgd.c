@@ -244,7 +244,7 @@ static int adpsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     adpsgd_state *s = t->algo_state;
     if (max < 1)
         DT_FATAL("adpsgd: no room for its checkpoint arrays");
-    out[0] = (dt_ckpt_array){ "adpsgd_counters", s->counter, 4 };
+    out[0] = (dt_ckpt_array){ "adpsgd_counters", s->counter, 4, DT_CKPT_PER_RANK };
     return 1;
 }
 

@@ -21,6 +21,16 @@ enum {
     ALGO_CHECKPOINT = 3, /* run.checkpoint_every of the group's steps: drain, write, go on */
 };
 
+/* What a rank starts from when a run resumes on another rank count than
+ * the one that wrote its checkpoint (run/checkpointing.c). */
+enum dt_algo_elastic {
+    DT_ELASTIC_NONE = 0,    /* refused: the mode resumes only on the same rank count */
+    DT_ELASTIC_REPLICATED,  /* params and optimizer state: old rank 0's (one replicated
+                             * state; the algorithm's arrays by their own rules) */
+    DT_ELASTIC_AVERAGE,     /* params and optimizer state: the mean over the old ranks
+                             * (the algorithm's resumed hook de-biases push-sum) */
+};
+
 typedef struct dt_algo {
     const char *name;
     const char *summary;    /* one line for --help: what it does and its invariant */
@@ -36,6 +46,8 @@ typedef struct dt_algo {
     /* Reject configurations the algorithm cannot run (rank count...):
      * -1 after dt_err_set(). */
     int (*check)(const dt_config *cfg, int nranks);
+    int elastic;            /* enum dt_algo_elastic */
+    const char *elastic_note; /* what the mode's own arrays start from then (NULL: none) */
     void (*setup)(struct dt_trainer *t);
     /* One training iteration: gradient(s), communication, update. */
     void (*step)(struct dt_trainer *t);
@@ -57,7 +69,8 @@ typedef struct dt_algo {
     /* Collective, before the run record is closed: write the algorithm's own
      * series (NULL: none). */
     void (*record)(struct dt_trainer *t, struct dt_runlog *log);
-    /* Collective, after a checkpoint was restored (NULL: nothing to do). */
+    /* Collective, after a checkpoint was restored (NULL: nothing to do);
+     * t->elastic_from says whether it was written by another rank count. */
     void (*resumed)(struct dt_trainer *t);
     /* run.check_replicas: whether the replicas must be bit-identical after
      * the step just taken (t->step counts it). NULL: after every step. */

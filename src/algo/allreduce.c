@@ -33,6 +33,7 @@ const dt_algo algo_allreduce = {
     .name = "allreduce",
     .summary = "gradients averaged with one MPI_Allreduce per step; replicas stay identical",
     .check = allreduce_check,
+    .elastic = DT_ELASTIC_REPLICATED,
     .step = allreduce_step,
     .model = allreduce_model,
     .device_vectors = 1,

@@ -388,14 +388,14 @@ static int diloco_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     if (max < 5)
         DT_FATAL("diloco: no room for its checkpoint arrays");
     int k = 0;
-    out[k++] = (dt_ckpt_array){ "diloco_outer_params", s->theta, t->n };
-    out[k++] = (dt_ckpt_array){ "diloco_outer_momentum", s->b, t->n };
+    out[k++] = (dt_ckpt_array){ "diloco_outer_params", s->theta, t->n, DT_CKPT_ROW0 };
+    out[k++] = (dt_ckpt_array){ "diloco_outer_momentum", s->b, t->n, DT_CKPT_ROW0 };
     if (s->overlap > 0) /* the pseudo-gradient of a fragment in flight */
-        out[k++] = (dt_ckpt_array){ "diloco_sent", s->delta, t->n };
+        out[k++] = (dt_ckpt_array){ "diloco_sent", s->delta, t->n, DT_CKPT_PER_RANK };
     if (s->ef)
-        out[k++] = (dt_ckpt_array){ "diloco_residual", s->err, t->n };
+        out[k++] = (dt_ckpt_array){ "diloco_residual", s->err, t->n, DT_CKPT_FRESH };
     if (s->gossip)
-        out[k++] = (dt_ckpt_array){ "push_sum_weight", s->w, 1 };
+        out[k++] = (dt_ckpt_array){ "push_sum_weight", s->w, 1, DT_CKPT_PER_RANK };
     return k;
 }
 
@@ -455,6 +455,10 @@ const dt_algo algo_diloco = {
                "streaming fragments, or push-sum); replicas equal after every outer step",
     .decentralized = 1,
     .check = diloco_check,
+    .elastic = DT_ELASTIC_AVERAGE,
+    .elastic_note = "the outer parameters and outer momentum: old rank 0's (replicated); the "
+                    "error-feedback residuals zero; refused with a fragment in flight "
+                    "(diloco.overlap > 0) or gossip outer steps",
     .setup = diloco_setup,
     .step = diloco_step,
     .model = diloco_model,

@@ -125,6 +125,7 @@ const dt_algo algo_dpsgd = {
                "step's neighbours (default bipartite pairs); preserves the mean of x",
     .decentralized = 1,
     .check = dpsgd_check,
+    .elastic = DT_ELASTIC_AVERAGE,
     .setup = dpsgd_setup,
     .step = dpsgd_step,
     .model = dpsgd_model,

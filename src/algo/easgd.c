@@ -81,7 +81,8 @@ static int easgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 {
     if (max < 1)
         DT_FATAL("easgd: no room for its checkpoint array");
-    out[0] = (dt_ckpt_array){ "easgd_center", ((easgd_state *)t->algo_state)->center, t->n };
+    out[0] = (dt_ckpt_array){ "easgd_center", ((easgd_state *)t->algo_state)->center, t->n,
+                               DT_CKPT_ROW0 };
     return 1;
 }
 
@@ -101,6 +102,8 @@ const dt_algo algo_easgd = {
     .summary = "elastic averaging: local SGD, every easgd.tau steps replicas and center pull "
                "towards each other from pre-update values; beta 0 gives independent replicas",
     .check = easgd_check,
+    .elastic = DT_ELASTIC_REPLICATED,
+    .elastic_note = "the centre variable: old rank 0's (replicated)",
     .setup = easgd_setup,
     .step = easgd_step,
     .model = easgd_model,

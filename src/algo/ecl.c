@@ -149,7 +149,8 @@ static int ecl_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     if (max < 1)
         DT_FATAL("ecl: no room for its checkpoint arrays");
     ecl_snapshot(&s->node, s->snap);
-    out[0] = (dt_ckpt_array){ "ecl_buffers", s->snap, (size_t)s->g.max_deg * t->n };
+    out[0] = (dt_ckpt_array){ "ecl_buffers", s->snap, (size_t)s->g.max_deg * t->n,
+                                DT_CKPT_PER_RANK };
     return 1;
 }
 

@@ -24,6 +24,7 @@ const dt_algo algo_local = {
     .name = "local",
     .summary = "single-rank reference SGD (one rank only)",
     .check = local_check,
+    .elastic = DT_ELASTIC_REPLICATED,
     .step = local_step,
     .model = local_model,
 };

@@ -235,9 +235,9 @@ static int lsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     lsgd_state *s = t->algo_state;
     if (max < 3)
         DT_FATAL("lsgd: no room for its checkpoint arrays");
-    out[0] = (dt_ckpt_array){ "lsgd_local_leader", s->xl, t->n };
-    out[1] = (dt_ckpt_array){ "lsgd_global_leader", s->xg, t->n };
-    out[2] = (dt_ckpt_array){ "lsgd_counters", s->ckpt, 6 };
+    out[0] = (dt_ckpt_array){ "lsgd_local_leader", s->xl, t->n, DT_CKPT_PER_RANK };
+    out[1] = (dt_ckpt_array){ "lsgd_global_leader", s->xg, t->n, DT_CKPT_PER_RANK };
+    out[2] = (dt_ckpt_array){ "lsgd_counters", s->ckpt, 6, DT_CKPT_PER_RANK };
     return 3;
 }
 

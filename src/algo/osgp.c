@@ -124,9 +124,30 @@ static int osgp_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     if (max < 2)
         DT_FATAL("osgp: no room for its checkpoint arrays");
     drain(t, s);
-    out[0] = (dt_ckpt_array){ "push_sum_weight", s->w, 1 };
-    out[1] = (dt_ckpt_array){ "osgp_pending", s->pending, t->n + 2 };
+    out[0] = (dt_ckpt_array){ "push_sum_weight", s->w, 1, DT_CKPT_MEAN };
+    out[1] = (dt_ckpt_array){ "osgp_pending", s->pending, t->n + 2, DT_CKPT_MEAN_FLAGGED };
     return 2;
+}
+
+/* A resume on another rank count: x, w and pending hold the old ranks'
+ * means, pending over the ranks whose message was not yet absorbed
+ * (DT_CKPT_MEAN_FLAGGED), so (x + pending x) / (w + pending w) is sum x /
+ * sum w over every old rank and message: the network's de-biased average.
+ * Every rank starts from it with weight 1 and no message pending. */
+static void osgp_resumed(dt_trainer *t)
+{
+    if (!t->elastic_from)
+        return;
+    osgp_state *s = t->algo_state;
+    const size_t n = t->n;
+    const int pend = s->pending[n + 1] != 0.0f;
+    const double w = (double)s->w[0] + (pend ? (double)s->pending[n] : 0.0);
+    if (!(w > 0.0))
+        DT_FATAL("osgp: the old ranks' mean push-sum weight is %g, not positive", w);
+    for (size_t i = 0; i < n; i++)
+        t->params[i] = (float)(((double)t->params[i] + (pend ? (double)s->pending[i] : 0.0)) / w);
+    s->w[0] = 1.0f;
+    memset(s->pending, 0, (n + 2) * sizeof *s->pending);
 }
 
 static void osgp_teardown(dt_trainer *t)
@@ -146,9 +167,13 @@ const dt_algo algo_osgp = {
                "overlap_tau steps ahead at most; equals SGP with stale messages",
     .decentralized = 1,
     .check = osgp_check,
+    .elastic = DT_ELASTIC_AVERAGE,
+    .elastic_note = "push-sum: the model is sum x / sum w over the old ranks and their "
+                    "messages not yet absorbed, weights reset to 1, nothing pending",
     .setup = osgp_setup,
     .step = osgp_step,
     .model = osgp_model,
     .state = osgp_state_arrays,
+    .resumed = osgp_resumed,
     .teardown = osgp_teardown,
 };

@@ -737,11 +737,11 @@ static int ps_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     int k = 0;
     if (max < 2)
         DT_FATAL("ps: no room for its checkpoint arrays");
-    out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6 };
+    out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6, DT_CKPT_PER_RANK };
     if (s->compress != C_NONE) {
         if (!s->residual) /* servers and the supervisor: rectangular datasets */
             s->residual = dt_falloc(t->n);
-        out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n };
+        out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n, DT_CKPT_PER_RANK };
     }
     return k;
 }

@@ -83,8 +83,26 @@ static int sgp_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     sgp_state *s = t->algo_state;
     if (max < 1)
         DT_FATAL("sgp: no room for its checkpoint arrays");
-    out[0] = (dt_ckpt_array){ "push_sum_weight", s->w, 1 };
+    out[0] = (dt_ckpt_array){ "push_sum_weight", s->w, 1, DT_CKPT_MEAN };
     return 1;
+}
+
+/* A resume on another rank count: x and w hold the means of the old ranks'
+ * numerators and weights (run/checkpointing.c), so x / w = sum x / sum w,
+ * the network's de-biased average; every rank starts from it with weight 1
+ * (the weights again sum to the rank count). */
+static void sgp_resumed(dt_trainer *t)
+{
+    if (!t->elastic_from)
+        return;
+    sgp_state *s = t->algo_state;
+    float w;
+    s->g.v->to_host(&w, s->w, sizeof w);
+    if (!(w > 0.0f))
+        DT_FATAL("sgp: the old ranks' mean push-sum weight is %g, not positive", (double)w);
+    trainer_scale(t, t->params, 1.0f / w);
+    const float one = 1.0f;
+    s->g.v->to_backend(s->w, &one, sizeof one);
 }
 
 static void sgp_teardown(dt_trainer *t)
@@ -105,10 +123,13 @@ const dt_algo algo_sgp = {
                "sum of weights = ranks, averages converge to the exact mean",
     .decentralized = 1,
     .check = sgp_check,
+    .elastic = DT_ELASTIC_AVERAGE,
+    .elastic_note = "push-sum: the model is sum x / sum w over the old ranks, weights reset to 1",
     .setup = sgp_setup,
     .step = sgp_step,
     .model = sgp_model,
     .state = sgp_state_arrays,
+    .resumed = sgp_resumed,
     .teardown = sgp_teardown,
     .device_vectors = 1,
 };

@@ -52,3 +52,8 @@ uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
     return rng_make(a, b, c, d).s;
 }
+
+uint64_t rng_era_seed(uint64_t seed, uint64_t era)
+{
+    return era ? rng_mix64(seed ^ rng_mix64(era * 0x9e3779b97f4a7c15ULL)) : seed;
+}

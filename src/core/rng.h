@@ -23,6 +23,10 @@ double rng_uniform_d(dt_rng *r);
 uint64_t rng_below(dt_rng *r, uint64_t n);
 /* Standard normal (Box-Muller, no cached second value so state stays one word). */
 double rng_normal(dt_rng *r);
+/* The seed of era `era` of a stream family seeded with seed: seed itself for
+ * era 0 (what a run draws before any rank-count change), another for each
+ * later era. */
+uint64_t rng_era_seed(uint64_t seed, uint64_t era);
 /* Fisher-Yates shuffle of idx[0..n). */
 void rng_shuffle(dt_rng *r, int64_t *idx, int64_t n);
 

@@ -14,6 +14,15 @@ void source_set_state(dt_source *s, const void *state) { s->ops->set_state(s, st
 
 int64_t source_steps_per_epoch(const dt_source *s) { return s->ops->steps_per_epoch(s); }
 
+int64_t source_state_drawn(const dt_source *s, const void *state)
+{
+    return s->ops->state_drawn(state);
+}
+
+void source_set_era(dt_source *s, uint64_t era) { s->ops->set_era(s, era); }
+
+void source_set_drawn(dt_source *s, int64_t drawn) { s->ops->set_drawn(s, drawn); }
+
 void source_free(dt_source *s)
 {
     if (s)

@@ -33,6 +33,15 @@ typedef struct dt_source_ops {
     void (*set_state)(dt_source *s, const void *state);
     int64_t (*steps_per_epoch)(const dt_source *s);
     int64_t (*epoch)(const dt_source *s); /* epoch of the next batch */
+    /* Training sources, for a resume on another rank count: the samples
+     * drawn in a saved state; the era of the stream (0 at the first start,
+     * then the count of rank-count changes: the draws come from (seed, era,
+     * rank), so each elastic resume is reproducible), set before set_state
+     * or set_drawn; and a fresh pass over the (new) shard with `drawn`
+     * samples already counted. */
+    int64_t (*state_drawn)(const void *state);
+    void (*set_era)(dt_source *s, uint64_t era);
+    void (*set_drawn)(dt_source *s, int64_t drawn);
     void (*free)(dt_source *s);
 } dt_source_ops;
 
@@ -50,6 +59,9 @@ void source_rewind(dt_source *s);
 void source_get_state(const dt_source *s, void *state);
 void source_set_state(dt_source *s, const void *state);
 int64_t source_steps_per_epoch(const dt_source *s);
+int64_t source_state_drawn(const dt_source *s, const void *state);
+void source_set_era(dt_source *s, uint64_t era);
+void source_set_drawn(dt_source *s, int64_t drawn);
 void source_free(dt_source *s); /* NULL: nothing */
 
 /* ---- images (data/source_image.c) ----------------------------------------- */

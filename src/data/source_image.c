@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "data/data.h"
 
 typedef struct image_source {
     dt_dataset d;
     dt_shard shard;          /* training only */
     dt_loader loader;        /* training only */
+    uint64_t seed;           /* training: run.seed (the loader's is the era's) */
     int64_t n, pos;          /* evaluation: samples of a pass, next one */
 } image_source;
 
@@ -62,6 +64,26 @@ static void train_set_state(dt_source *s, const void *state)
     loader_set_state(&im->loader, &st);
 }
 
+static int64_t train_state_drawn(const void *state)
+{
+    dt_loader_state st;
+    memcpy(&st, state, sizeof st);
+    return st.drawn;
+}
+
+static void train_set_era(dt_source *s, uint64_t era)
+{
+    image_source *im = s->impl;
+    im->loader.seed = rng_era_seed(im->seed, era);
+}
+
+static void train_set_drawn(dt_source *s, int64_t drawn)
+{
+    image_source *im = s->impl;
+    dt_loader_state st = { .pass = 0, .pos = 0, .drawn = drawn };
+    loader_set_state(&im->loader, &st); /* shuffles the era's pass 0 */
+}
+
 static int64_t train_steps_per_epoch(const dt_source *s)
 {
     return loader_steps_per_epoch(&((const image_source *)s->impl)->loader);
@@ -91,6 +113,9 @@ static const dt_source_ops image_train_ops = {
     .set_state = train_set_state,
     .steps_per_epoch = train_steps_per_epoch,
     .epoch = train_epoch,
+    .state_drawn = train_state_drawn,
+    .set_era = train_set_era,
+    .set_drawn = train_set_drawn,
     .free = image_free,
 };
 
@@ -100,6 +125,7 @@ dt_source *source_image_train(dt_dataset *d, dt_shard *shard, int B, uint64_t se
     dt_source *s = image_source_new(&image_train_ops, d, B, shard->n);
     image_source *im = s->impl;
     im->shard = *shard;
+    im->seed = seed;
     memset(shard, 0, sizeof *shard);
     loader_init(&im->loader, &im->d, &im->shard, B, seed, rank,
                 samples_per_epoch > 0 ? samples_per_epoch : im->shard.n);

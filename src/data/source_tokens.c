@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "data/tokens.h"
 
 typedef struct shared_corpus {
@@ -20,6 +21,7 @@ typedef struct token_source {
     shared_corpus *sc;
     int T;
     dt_windows w;             /* training */
+    uint64_t seed;            /* training: run.seed (the windows' is the era's) */
     int64_t n, pos;           /* evaluation: windows of a pass, next one */
 } token_source;
 
@@ -74,6 +76,23 @@ static void train_set_state(dt_source *s, const void *state)
     ((token_source *)s->impl)->w.drawn = drawn;
 }
 
+static int64_t train_state_drawn(const void *state)
+{
+    int64_t drawn;
+    memcpy(&drawn, state, sizeof drawn);
+    return drawn;
+}
+
+static void train_set_era(dt_source *s, uint64_t era)
+{
+    token_source *ts = s->impl;
+    ts->w.seed = rng_era_seed(ts->seed, era);
+}
+
+/* a window's offset is a pure function of (seed, rank, index): the count is
+ * the whole position */
+static void train_set_drawn(dt_source *s, int64_t drawn) { ((token_source *)s->impl)->w.drawn = drawn; }
+
 static int64_t train_steps_per_epoch(const dt_source *s)
 {
     return windows_steps_per_epoch(&((const token_source *)s->impl)->w);
@@ -93,6 +112,9 @@ static const dt_source_ops token_train_ops = {
     .set_state = train_set_state,
     .steps_per_epoch = train_steps_per_epoch,
     .epoch = train_epoch,
+    .state_drawn = train_state_drawn,
+    .set_era = train_set_era,
+    .set_drawn = train_set_drawn,
     .free = token_free,
 };
 
@@ -165,6 +187,7 @@ int source_tokens(dt_corpus *c, int B, int T, uint64_t seed, int rank, int nrank
         nval = eval_limit;
     *train = token_source_new(&token_train_ops, sc, B, T, w.part_len);
     ((token_source *)(*train)->impl)->w = w;
+    ((token_source *)(*train)->impl)->seed = seed;
     *eval = token_source_new(&token_eval_ops, sc, B, T, nval * T);
     ((token_source *)(*eval)->impl)->n = nval;
     return 0;

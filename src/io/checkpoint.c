@@ -394,6 +394,8 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
         h5attr_write_string(file, "model", m.model);
         h5attr_write_string(file, "mode", m.mode);
         h5attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
+        if (m.elastic > 0) /* absent: a history on one rank count */
+            h5attr_write_i64(file, "elastic_resumes", m.elastic);
 
         for (int a = 0; a < narrays; a++) {
             check_same(comm, arrays[a].name, arrays[a].n);
@@ -606,6 +608,128 @@ out:
     return rc;
 }
 
+/* The mean over the file_ranks rows of (file_ranks, n) dataset `name` into
+ * data (n), accumulated in double in row order (the same bits on every
+ * reader); flagged: rows whose last element is 0 count as zeros. Returns 0,
+ * or -1 or CKPT_DAMAGED after dt_err_set. */
+static int dataset_read_mean(hid_t file, hid_t dxpl, const char *path, const char *name,
+                             int file_ranks, float *data, size_t n, int flagged)
+{
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return dt_err_set("checkpoint %s has no dataset '%s'; this run needs it", path, name);
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) {
+        dt_err_set("checkpoint %s: dataset '%s' cannot be opened (damaged file)", path, name);
+        return CKPT_DAMAGED;
+    }
+    int rc = -1;
+    hid_t fspace = H5Dget_space(ds);
+    hsize_t dims[2] = {0, 0};
+    double *acc = NULL;
+    float *buf = NULL;
+    unsigned char *use = NULL;
+    if (fspace < 0 || H5Sget_simple_extent_ndims(fspace) != 2 ||
+        H5Sget_simple_extent_dims(fspace, dims, NULL) < 0) {
+        dt_err_set("checkpoint %s: dataset '%s' is not a 2-D (nranks, n) array (damaged file)",
+                   path, name);
+        rc = CKPT_DAMAGED;
+        goto out;
+    }
+    if (dims[0] != (hsize_t)file_ranks || dims[1] != (hsize_t)n) {
+        dt_err_set("checkpoint %s: dataset '%s' has shape (%llu, %llu), expected (%d, %zu)",
+                   path, name, (unsigned long long)dims[0], (unsigned long long)dims[1],
+                   file_ranks, n);
+        goto out;
+    }
+    if (n == 0) {
+        rc = 0;
+        goto out;
+    }
+    hsize_t width = n < CKPT_CHUNK_MAX ? (hsize_t)n : CKPT_CHUNK_MAX;
+    acc = dt_malloc(n * sizeof *acc);
+    buf = dt_malloc((size_t)width * sizeof *buf);
+    use = dt_malloc((size_t)file_ranks);
+    for (size_t i = 0; i < n; i++)
+        acc[i] = 0.0;
+    /* the flags first: a row that holds no message adds nothing */
+    for (int r = 0; r < file_ranks; r++) {
+        use[r] = 1;
+        if (!flagged)
+            continue;
+        hsize_t start[2] = {(hsize_t)r, (hsize_t)n - 1}, count[2] = {1, 1}, one = 1;
+        hid_t ms = H5Screate_simple(1, &one, NULL);
+        if (ms < 0 || H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+            H5Dread(ds, H5T_NATIVE_FLOAT, ms, fspace, dxpl, buf) < 0) {
+            dt_err_set("checkpoint %s: reading row %d of '%s' failed (checksum mismatch or "
+                       "truncated file)", path, r, name);
+            rc = CKPT_DAMAGED;
+            if (ms >= 0)
+                H5Sclose(ms);
+            goto out;
+        }
+        H5Sclose(ms);
+        use[r] = buf[0] != 0.0f;
+    }
+    for (hsize_t c = 0; c < (hsize_t)n; c += width) {
+        hsize_t w = (hsize_t)n - c < width ? (hsize_t)n - c : width;
+        for (int r = 0; r < file_ranks; r++) {
+            if (!use[r])
+                continue;
+            hsize_t start[2] = {(hsize_t)r, c}, count[2] = {1, w};
+            hid_t ms = H5Screate_simple(1, &w, NULL);
+            if (ms < 0 ||
+                H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+                H5Dread(ds, H5T_NATIVE_FLOAT, ms, fspace, dxpl, buf) < 0) {
+                dt_err_set("checkpoint %s: reading row %d of '%s' failed (checksum mismatch "
+                           "or truncated file)", path, r, name);
+                rc = CKPT_DAMAGED;
+                if (ms >= 0)
+                    H5Sclose(ms);
+                goto out;
+            }
+            H5Sclose(ms);
+            for (hsize_t i = 0; i < w; i++)
+                acc[c + i] += (double)buf[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        data[i] = (float)(acc[i] / file_ranks);
+    rc = 0;
+out:
+    free(acc);
+    free(buf);
+    free(use);
+    if (fspace >= 0)
+        H5Sclose(fspace);
+    H5Dclose(ds);
+    return rc;
+}
+
+/* What rule `rule` reads of a (file_ranks, n) array for rank `rank` of
+ * nranks. Returns 0, or -1 or CKPT_DAMAGED after dt_err_set. */
+static int array_read_elastic(hid_t file, hid_t dxpl, const char *path, const dt_ckpt_array *a,
+                              int rank, int nranks, int file_ranks)
+{
+    if (file_ranks == nranks)
+        return dataset_read_row(file, dxpl, path, a->name, H5T_NATIVE_FLOAT, rank, nranks,
+                                a->data, a->n);
+    switch (a->rule) {
+    case DT_CKPT_ROW0:
+        return dataset_read_row(file, dxpl, path, a->name, H5T_NATIVE_FLOAT, 0, file_ranks,
+                                a->data, a->n);
+    case DT_CKPT_MEAN:
+    case DT_CKPT_MEAN_FLAGGED:
+        return dataset_read_mean(file, dxpl, path, a->name, file_ranks, a->data, a->n,
+                                 a->rule == DT_CKPT_MEAN_FLAGGED);
+    case DT_CKPT_FRESH:
+        return 0;
+    default:
+        return dt_err_set("checkpoint %s was written by %d ranks, this run has %d: its array "
+                          "'%s' is one rank's own state, with no meaning on another rank count",
+                          path, file_ranks, nranks, a->name);
+    }
+}
+
 /* Reads every element of every dataset in file `path` (Fletcher32 verifies
  * each chunk) with a bounded buffer. Rank 0 only, serial (MPI_COMM_SELF). */
 static int file_verify(const char *path)
@@ -706,14 +830,17 @@ static void previous_intact(const char *path, char *msg, size_t len)
 
 /* Attribute checks, one message per mismatch kind. */
 static int meta_check(const char *path, const dt_ckpt_meta *got, const dt_ckpt_meta *expect,
-                      int64_t version)
+                      int64_t version, int elastic)
 {
     if (version != CKPT_FORMAT_VERSION)
         return dt_err_set("checkpoint %s has format_version %lld, this dtrain reads %d", path,
                           (long long)version, CKPT_FORMAT_VERSION);
-    if (got->nranks != expect->nranks)
-        return dt_err_set("checkpoint %s was written by %lld ranks, this run has %lld", path,
-                          (long long)got->nranks, (long long)expect->nranks);
+    if (got->nranks != expect->nranks && !elastic)
+        return dt_err_set("checkpoint %s was written by %lld ranks, this run has %lld%s%s%s",
+                          path, (long long)got->nranks, (long long)expect->nranks,
+                          expect->mode[0] ? " (algorithm.mode = " : "", expect->mode,
+                          expect->mode[0] ? " resumes only on the rank count that wrote its "
+                                            "checkpoint)" : "");
     if (got->nparams != expect->nparams)
         return dt_err_set("checkpoint %s has %lld parameters per model, this run's model has "
                           "%lld",
@@ -733,7 +860,7 @@ static int meta_check(const char *path, const dt_ckpt_meta *got, const dt_ckpt_m
  * whatever fails in between. */
 static int read_local(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
                       dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
-                      size_t blob_len, int rank, int nranks)
+                      size_t blob_len, int rank, int nranks, unsigned char **blobs)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5_CHECK(fapl);
@@ -790,14 +917,29 @@ static int read_local(MPI_Comm comm, const char *path, const dt_ckpt_meta *expec
                    path, missing);
         rc = CKPT_DAMAGED;
     }
+    if (rc == 0 && H5Aexists(file, "elastic_resumes") > 0) {
+        if (h5attr_read_i64(file, "elastic_resumes", &m.elastic) != 0) {
+            dt_err_prefix("%s (damaged)", where);
+            rc = CKPT_DAMAGED;
+        } else if (check_int64(m.elastic, 0, INT_MAX, where, "attribute 'elastic_resumes'") !=
+                   0) {
+            rc = CKPT_DAMAGED;
+        }
+    }
     if (rc == 0)
-        rc = meta_check(path, &m, expect, version);
+        rc = meta_check(path, &m, expect, version, blobs != NULL);
+    const int file_ranks = (int)m.nranks; /* range-checked above */
     for (int a = 0; rc == 0 && a < narrays; a++)
-        rc = dataset_read_row(file, dxpl, path, arrays[a].name, H5T_NATIVE_FLOAT, rank, nranks,
-                              arrays[a].data, arrays[a].n);
-    if (rc == 0)
+        rc = array_read_elastic(file, dxpl, path, &arrays[a], rank, nranks, file_ranks);
+    if (rc == 0 && file_ranks == nranks) {
         rc = dataset_read_row(file, dxpl, path, "state", H5T_NATIVE_UINT8, rank, nranks, blob,
                               blob_len);
+    } else if (rc == 0) {
+        *blobs = dt_malloc((size_t)file_ranks * (blob_len ? blob_len : 1));
+        for (int r = 0; rc == 0 && r < file_ranks; r++)
+            rc = dataset_read_row(file, dxpl, path, "state", H5T_NATIVE_UINT8, r, file_ranks,
+                                  *blobs + (size_t)r * blob_len, blob_len);
+    }
     H5_CHECK(H5Pclose(dxpl));
     if (H5Fclose(file) < 0 && rc == 0) {
         dt_err_set("checkpoint %s: closing the file failed (damaged file)", path);
@@ -812,6 +954,16 @@ int checkpoint_read(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
                     dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
                     size_t blob_len)
 {
+    return checkpoint_read_elastic(comm, path, expect, got, arrays, narrays, blob, blob_len,
+                                   NULL);
+}
+
+int checkpoint_read_elastic(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
+                            dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
+                            size_t blob_len, unsigned char **blobs)
+{
+    if (blobs)
+        *blobs = NULL;
     int rank, nranks;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
     MPI_CHECK(MPI_Comm_size(comm, &nranks));
@@ -822,7 +974,8 @@ int checkpoint_read(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
     void *old_data;
     H5_CHECK(H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data));
     H5_CHECK(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
-    int rc = read_local(comm, path, expect, got, arrays, narrays, blob, blob_len, rank, nranks);
+    int rc = read_local(comm, path, expect, got, arrays, narrays, blob, blob_len, rank, nranks,
+                        blobs);
 
     /* Agree: the lowest failing rank's message becomes everyone's. */
     int mine = rc != 0 ? rank : nranks, first;
@@ -842,6 +995,10 @@ int checkpoint_read(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
         previous_intact(path, msg, sizeof msg);
     MPI_CHECK(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm));
     H5_CHECK(H5Eset_auto2(H5E_DEFAULT, old_func, old_data));
+    if (blobs) {
+        free(*blobs);
+        *blobs = NULL;
+    }
     dt_err_set("%s", msg);
     return -1;
 }

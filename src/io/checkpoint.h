@@ -25,14 +25,29 @@ typedef struct dt_ckpt_meta {
     int64_t step, epoch;
     int64_t nranks;
     int64_t nparams;
+    int64_t elastic;    /* rank-count changes in the run's history (attribute
+                         * elastic_resumes; 0 when absent): reseeds the data streams */
     char model[32];
     char mode[32];
 } dt_ckpt_meta;
+
+/* What a rank of a run on M ranks reads from an array written by N != M
+ * ranks (checkpoint_read_elastic). With N == M every rule reads row `rank`. */
+enum dt_ckpt_rule {
+    DT_CKPT_PER_RANK = 0, /* no meaning on another rank count: such a resume is refused */
+    DT_CKPT_ROW0,         /* replicated state: old rank 0's row */
+    DT_CKPT_MEAN,         /* the mean of the old rows (in row order, in double) */
+    DT_CKPT_MEAN_FLAGGED, /* the mean of the old rows whose last element is non-zero,
+                           * the others counted as zeros (a message slot and its
+                           * "not yet absorbed" flag) */
+    DT_CKPT_FRESH,        /* not read: the value of a fresh start stays */
+};
 
 typedef struct dt_ckpt_array {
     const char *name;   /* dataset name, e.g. "params" */
     float *data;        /* this rank's n floats (read into on restore) */
     size_t n;           /* must be the same on every rank (rectangular datasets) */
+    int rule;           /* enum dt_ckpt_rule: a resume on another rank count */
 } dt_ckpt_array;
 
 /* Integer counters travel in the float arrays of a checkpoint as two floats,
@@ -92,5 +107,17 @@ int checkpoint_find_older(MPI_Comm comm, const char *dir, const char *than, char
 int checkpoint_read(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
                     dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
                     size_t blob_len);
+
+/* Collective. checkpoint_read for a checkpoint written by any rank count:
+ * with the same count as comm it is checkpoint_read; with another, each
+ * array is read by its rule (an array of DT_CKPT_PER_RANK makes it fail,
+ * naming the array), and *blobs (malloc'd; the caller frees it) receives
+ * every old rank's blob, (got->nranks, blob_len), for the caller to combine;
+ * `blob` is then left untouched. *blobs is NULL when the count is the same.
+ * Every rank reads the same rows in the same order, so an array of ROW0 or
+ * MEAN is bit for bit the same on every new rank. */
+int checkpoint_read_elastic(MPI_Comm comm, const char *path, const dt_ckpt_meta *expect,
+                            dt_ckpt_meta *got, dt_ckpt_array *arrays, int narrays, void *blob,
+                            size_t blob_len, unsigned char **blobs);
 
 #endif

@@ -4,13 +4,21 @@
  * "grow by one row (collective), each rank writes its own element
  * (collective transfer)". Rank-independent scalars are written by rank 0 while
  * the others take part with an empty selection, since the write call itself is
- * collective. */
+ * collective.
+ *
+ * A run resumed on another rank count (an elastic resume) keeps one record:
+ * the (rows, ranks) datasets are extendible in columns too and hold one
+ * column per rank up to the largest rank count seen (the `ranks`
+ * attribute); rank 0 fills the columns of ranks absent from the current
+ * segment as rows are padded elsewhere: step -1, NaN, counts 0. */
 #include "io/runlog.h"
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "io/h5attr.h"
 
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +51,8 @@ static const char *const eval_scalars[EVAL_NSCALARS] = {
 struct dt_runlog {
     MPI_Comm comm;
     int rank, nranks;
+    int ncols;          /* columns of the 2-D datasets: >= nranks after an elastic resume */
+    int file_cols;      /* reopen: the columns the record had */
     char *path;
     hid_t file, dxpl;
     hid_t train[TRAIN_NFIELDS];
@@ -56,6 +66,15 @@ typedef union cell {
     int64_t i;
     double d;
 } cell;
+
+/* The entry of a rank absent from this segment of the run (a column beyond
+ * the current rank count): step -1, NaN, counters 0. */
+static cell pad_cell(const char *name, int is_int)
+{
+    if (!is_int)
+        return (cell){ .d = NAN };
+    return (cell){ .i = strcmp(name, "step") == 0 ? -1 : 0 };
+}
 
 /* Rows per chunk: small enough that a chunk of a wide (many-rank) dataset stays
  * under ~64 KiB, large enough that a long run does not create a chunk per row. */
@@ -95,7 +114,8 @@ static hid_t dataset_create(hid_t group, const char *name, int is_int, int rank2
                             int nranks)
 {
     hsize_t dims[2] = {0, (hsize_t)nranks};
-    hsize_t maxdims[2] = {H5S_UNLIMITED, (hsize_t)nranks};
+    /* columns extendible: a resume on more ranks adds theirs */
+    hsize_t maxdims[2] = {H5S_UNLIMITED, H5S_UNLIMITED};
     hsize_t chunk[2] = {chunk_rows_for(nranks), (hsize_t)nranks};
     int nd = rank2 ? 2 : 1;
     hid_t space = H5Screate_simple(nd, dims, maxdims);
@@ -170,18 +190,26 @@ static hid_t dataset_open_checked(dt_runlog *log, const char *group, const char 
     H5_CHECK(ds);
     hid_t space = H5Dget_space(ds);
     H5_CHECK(space);
-    hsize_t dims[2] = {0, 0};
+    hsize_t dims[2] = {0, 0}, maxdims[2] = {0, 0};
     int nd = H5Sget_simple_extent_ndims(space);
     H5_CHECK(nd);
     int ok = nd == (rank2 ? 2 : 1);
     if (ok)
-        H5_CHECK(H5Sget_simple_extent_dims(space, dims, NULL));
+        H5_CHECK(H5Sget_simple_extent_dims(space, dims, maxdims));
     H5_CHECK(H5Sclose(space));
-    if (!ok || (rank2 && dims[1] != (hsize_t)log->nranks)) {
+    if (!ok || (rank2 && dims[1] != (hsize_t)log->file_cols)) {
         dt_err_set("%s: dataset %s has %d dimensions and %llu columns; expected %s with "
-                   "%d columns (one per rank of this run)",
+                   "%d columns (the record's `ranks` attribute)",
                    log->path, full, nd, rank2 ? (unsigned long long)dims[1] : 0ULL,
-                   rank2 ? "(rows, ranks)" : "(rows)", log->nranks);
+                   rank2 ? "(rows, ranks)" : "(rows)", log->file_cols);
+        H5_CHECK(H5Dclose(ds));
+        return -1;
+    }
+    if (rank2 && maxdims[1] != H5S_UNLIMITED && maxdims[1] < (hsize_t)log->ncols) {
+        dt_err_set("%s: dataset %s holds at most %llu columns (a record written before "
+                   "records could grow), this run has %d ranks; move the record aside to "
+                   "resume on more ranks",
+                   log->path, full, (unsigned long long)maxdims[1], log->nranks);
         H5_CHECK(H5Dclose(ds));
         return -1;
     }
@@ -213,6 +241,34 @@ static hsize_t rows_through_step(dt_runlog *log, hid_t step_ds, hsize_t rows, in
     return keep;
 }
 
+/* A record widened for more ranks: rank 0 pads the new columns of its
+ * first `rows` rows (collective: the others select nothing). */
+static void widen_pad(dt_runlog *log, hid_t ds, hsize_t rows, cell pad, int is_int)
+{
+    if (log->ncols == log->file_cols || rows == 0)
+        return;
+    hsize_t w = (hsize_t)(log->ncols - log->file_cols), n = rows * w;
+    cell *buf = dt_malloc((size_t)n * sizeof *buf);
+    for (hsize_t i = 0; i < n; i++)
+        buf[i] = pad;
+    hid_t fspace = H5Dget_space(ds);
+    H5_CHECK(fspace);
+    hid_t mspace = H5Screate_simple(1, &n, NULL);
+    H5_CHECK(mspace);
+    if (log->rank == 0) {
+        hsize_t start[2] = {0, (hsize_t)log->file_cols}, count[2] = {rows, w};
+        H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
+    } else {
+        H5_CHECK(H5Sselect_none(fspace));
+        H5_CHECK(H5Sselect_none(mspace));
+    }
+    H5_CHECK(H5Dwrite(ds, is_int ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, mspace, fspace,
+                      log->dxpl, buf));
+    H5_CHECK(H5Sclose(mspace));
+    H5_CHECK(H5Sclose(fspace));
+    free(buf);
+}
+
 /* Reopens an existing record and drops the rows logged after the checkpoint.
  * Returns 0 or -1 after dt_err_set (the file is left untouched then). */
 static int layout_reopen(dt_runlog *log, int64_t resume_step)
@@ -229,10 +285,10 @@ static int layout_reopen(dt_runlog *log, int64_t resume_step)
     int64_t file_ranks = -1;
     if (h5attr_read_i64(log->file, "ranks", &file_ranks) != 0)
         return dt_err_prefix("%s: expected a dtrain run record", log->path);
-    if (file_ranks != log->nranks)
-        return dt_err_set("%s: the run record was written by %lld ranks, this run has %d; "
-                          "resume with the same number of ranks",
-                          log->path, (long long)file_ranks, log->nranks);
+    if (check_int64(file_ranks, 1, INT_MAX, log->path, "attribute 'ranks'") != 0)
+        return -1;
+    log->file_cols = (int)file_ranks;
+    log->ncols = log->file_cols > log->nranks ? log->file_cols : log->nranks;
 
     hsize_t train_rows[TRAIN_NFIELDS], eval_rows[EVAL_NFIELDS], scalar_rows[EVAL_NSCALARS];
     int bad = 0;
@@ -262,15 +318,24 @@ static int layout_reopen(dt_runlog *log, int64_t resume_step)
     log->eval_rows = rows_through_step(log, log->eval[0], ne, resume_step);
 
     for (int f = 0; f < TRAIN_NFIELDS; f++) {
-        hsize_t dims[2] = {log->train_rows, (hsize_t)log->nranks};
+        hsize_t dims[2] = {log->train_rows, (hsize_t)log->ncols};
         H5_CHECK(H5Dset_extent(log->train[f], dims));
+        widen_pad(log, log->train[f], log->train_rows,
+                  pad_cell(train_fields[f].name, train_fields[f].is_int),
+                  train_fields[f].is_int);
     }
     for (int f = 0; f < EVAL_NFIELDS; f++) {
-        hsize_t dims[2] = {log->eval_rows, (hsize_t)log->nranks};
+        hsize_t dims[2] = {log->eval_rows, (hsize_t)log->ncols};
         H5_CHECK(H5Dset_extent(log->eval[f], dims));
+        widen_pad(log, log->eval[f], log->eval_rows,
+                  pad_cell(eval_fields[f].name, eval_fields[f].is_int), eval_fields[f].is_int);
     }
     for (int f = 0; f < EVAL_NSCALARS; f++)
         H5_CHECK(H5Dset_extent(log->scalars[f], &log->eval_rows));
+    if (log->ncols != log->file_cols) { /* the columns now held */
+        H5_CHECK(H5Adelete(log->file, "ranks"));
+        h5attr_write_i64(log->file, "ranks", log->ncols);
+    }
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
     return 0;
 }
@@ -297,6 +362,7 @@ dt_runlog *runlog_open(MPI_Comm comm, const char *path, const dt_provenance *pro
     log->comm = comm;
     MPI_CHECK(MPI_Comm_rank(comm, &log->rank));
     MPI_CHECK(MPI_Comm_size(comm, &log->nranks));
+    log->ncols = log->file_cols = log->nranks;
     log->path = bcast_string(comm, path);
     MPI_CHECK(MPI_Bcast(&resume_step, 1, MPI_INT64_T, 0, comm));
 
@@ -345,22 +411,61 @@ dt_runlog *runlog_open(MPI_Comm comm, const char *path, const dt_provenance *pro
     return log;
 }
 
+/* Grows the 2-D ds to row0 + nrows rows and writes this rank's column of
+ * the new rows (mine, nrows); rank 0 also writes `pad` into the columns of
+ * the ranks absent from this segment (its selection, in row-major order:
+ * its own cell, then the padding, row by row). */
+static void append_column(dt_runlog *log, hid_t ds, hsize_t row0, hsize_t nrows, int is_int,
+                          const cell *mine, cell pad)
+{
+    hsize_t dims[2] = {row0 + nrows, (hsize_t)log->ncols};
+    H5_CHECK(H5Dset_extent(ds, dims));
+    hid_t fspace = H5Dget_space(ds);
+    H5_CHECK(fspace);
+    hsize_t start[2] = {row0, (hsize_t)log->rank}, count[2] = {nrows, 1};
+    H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
+    const hsize_t absent = (hsize_t)(log->ncols - log->nranks);
+    hsize_t n = nrows;
+    cell *buf = NULL;
+    const cell *src = mine;
+    if (log->rank == 0 && absent > 0) {
+        hsize_t pstart[2] = {row0, (hsize_t)log->nranks}, pcount[2] = {nrows, absent};
+        H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_OR, pstart, NULL, pcount, NULL));
+        n = nrows * (1 + absent);
+        buf = dt_malloc((size_t)n * sizeof *buf);
+        for (hsize_t r = 0; r < nrows; r++) {
+            buf[r * (1 + absent)] = mine[r];
+            for (hsize_t c = 0; c < absent; c++)
+                buf[r * (1 + absent) + 1 + c] = pad;
+        }
+        src = buf;
+    }
+    hid_t mspace = H5Screate_simple(1, &n, NULL);
+    H5_CHECK(mspace);
+    H5_CHECK(H5Dwrite(ds, is_int ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, mspace, fspace,
+                      log->dxpl, src));
+    H5_CHECK(H5Sclose(mspace));
+    H5_CHECK(H5Sclose(fspace));
+    free(buf);
+}
+
 /* Grows ds by one row and writes this rank's element of the new row
  * (or, for a 1-D scalar dataset, rank 0's value). */
 static void append_cell(dt_runlog *log, hid_t ds, int rank2, hsize_t row, int is_int,
-                        const cell *value)
+                        const cell *value, cell pad)
 {
-    hsize_t dims[2] = {row + 1, (hsize_t)log->nranks};
+    if (rank2) {
+        append_column(log, ds, row, 1, is_int, value, pad);
+        return;
+    }
+    hsize_t dims[1] = {row + 1};
     H5_CHECK(H5Dset_extent(ds, dims));
     hid_t fspace = H5Dget_space(ds);
     H5_CHECK(fspace);
     hsize_t one = 1;
     hid_t mspace = H5Screate_simple(1, &one, NULL);
     H5_CHECK(mspace);
-    if (rank2) {
-        hsize_t start[2] = {row, (hsize_t)log->rank}, count[2] = {1, 1};
-        H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
-    } else if (log->rank == 0) {
+    if (log->rank == 0) {
         hsize_t start = row, count = 1;
         H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL));
     } else {
@@ -389,7 +494,8 @@ void runlog_append_train(dt_runlog *log, const dt_train_row *mine)
         {.i = mine->images}, {.d = mine->weight}, {.i = mine->bytes_sent},
     };
     for (int f = 0; f < TRAIN_NFIELDS; f++)
-        append_cell(log, log->train[f], 1, log->train_rows, train_fields[f].is_int, &v[f]);
+        append_cell(log, log->train[f], 1, log->train_rows, train_fields[f].is_int, &v[f],
+                    pad_cell(train_fields[f].name, train_fields[f].is_int));
     log->train_rows++;
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
 }
@@ -400,9 +506,6 @@ void runlog_append_train_rows(dt_runlog *log, const dt_train_row *mine, int64_t 
     if (nrows <= 0)
         return;
     cell *col = dt_malloc((size_t)nrows * sizeof *col);
-    hsize_t dims[2] = {log->train_rows + (hsize_t)nrows, (hsize_t)log->nranks};
-    hsize_t start[2] = {log->train_rows, (hsize_t)log->rank}, count[2] = {(hsize_t)nrows, 1};
-    hsize_t mdim = (hsize_t)nrows;
     for (int f = 0; f < TRAIN_NFIELDS; f++) {
         for (int64_t r = 0; r < nrows; r++) {
             const dt_train_row *m = &mine[r];
@@ -414,17 +517,9 @@ void runlog_append_train_rows(dt_runlog *log, const dt_train_row *mine, int64_t 
             };
             col[r] = v[f];
         }
-        hid_t ds = log->train[f];
-        H5_CHECK(H5Dset_extent(ds, dims));
-        hid_t fspace = H5Dget_space(ds);
-        H5_CHECK(fspace);
-        H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
-        hid_t mspace = H5Screate_simple(1, &mdim, NULL);
-        H5_CHECK(mspace);
-        H5_CHECK(H5Dwrite(ds, train_fields[f].is_int ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE,
-                          mspace, fspace, log->dxpl, col));
-        H5_CHECK(H5Sclose(mspace));
-        H5_CHECK(H5Sclose(fspace));
+        append_column(log, log->train[f], log->train_rows, (hsize_t)nrows,
+                      train_fields[f].is_int, col,
+                      pad_cell(train_fields[f].name, train_fields[f].is_int));
     }
     free(col);
     log->train_rows += (hsize_t)nrows;
@@ -465,13 +560,14 @@ void runlog_append_eval(dt_runlog *log, const dt_eval_row *mine, double avg_mode
         {.d = mine->loss}, {.d = mine->accuracy},
     };
     for (int f = 0; f < EVAL_NFIELDS; f++)
-        append_cell(log, log->eval[f], 1, log->eval_rows, eval_fields[f].is_int, &v[f]);
+        append_cell(log, log->eval[f], 1, log->eval_rows, eval_fields[f].is_int, &v[f],
+                    pad_cell(eval_fields[f].name, eval_fields[f].is_int));
     const cell s[EVAL_NSCALARS] = {
         {.d = lm}, {.d = ls}, {.d = am}, {.d = as},
         {.d = avg_model_loss}, {.d = avg_model_accuracy}, {.d = consensus_distance},
     };
     for (int f = 0; f < EVAL_NSCALARS; f++)
-        append_cell(log, log->scalars[f], 0, log->eval_rows, 0, &s[f]);
+        append_cell(log, log->scalars[f], 0, log->eval_rows, 0, &s[f], (cell){ .d = NAN });
     log->eval_rows++;
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
 }
@@ -516,6 +612,16 @@ void runlog_note(dt_runlog *log, const char *name, const char *text)
     if (e > 0)
         H5_CHECK(H5Adelete(log->file, name));
     h5attr_write_string(log->file, name, text);
+}
+
+void runlog_note_i64(dt_runlog *log, const char *name, int64_t v)
+{
+    htri_t e = H5Aexists(log->file, name);
+    H5_CHECK(e);
+    if (e > 0)
+        H5_CHECK(H5Adelete(log->file, name));
+    MPI_CHECK(MPI_Bcast(&v, 1, MPI_INT64_T, 0, log->comm));
+    h5attr_write_i64(log->file, name, v);
 }
 
 void runlog_close(dt_runlog *log)

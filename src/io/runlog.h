@@ -81,6 +81,8 @@ void runlog_write_series(dt_runlog *log, const char *group, int root, int64_t ro
  * replacing an earlier one (e.g. resume_skipped: the checkpoints a resume
  * passed over, and why). */
 void runlog_note(dt_runlog *log, const char *name, const char *text);
+/* Collective: the root attribute `name` set to the integer v (replacing). */
+void runlog_note_i64(dt_runlog *log, const char *name, int64_t v);
 void runlog_close(dt_runlog *log);
 
 #endif

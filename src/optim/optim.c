@@ -61,7 +61,7 @@ int optim_state_arrays(const dt_optim *o, dt_ckpt_array *out, int max)
     if (o->ops->nstate > max)
         DT_FATAL("optimizer %s: no room for its %d state arrays", o->ops->name, o->ops->nstate);
     for (int k = 0; k < o->ops->nstate; k++)
-        out[k] = (dt_ckpt_array){ o->ops->state_names[k], o->state[k], o->n };
+        out[k] = (dt_ckpt_array){ o->ops->state_names[k], o->state[k], o->n, DT_CKPT_PER_RANK };
     return o->ops->nstate;
 }
 

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -15,6 +16,9 @@
 
 /* The newest checkpoint this run wrote or resumed from, for messages. */
 static char last_ckpt[DT_PATH_MAX + 64] = "";
+/* Rank-count changes in this run's history (the data streams' era; the
+ * checkpoints' elastic_resumes). */
+static int64_t ckpt_era = 0;
 
 /* Everything besides the float arrays that a bit-exact resume needs; the
  * first `resume_blob_len` bytes are stored (the image source's state keeps
@@ -46,14 +50,43 @@ static void ckpt_dir(const dt_trainer *t, char *buf, size_t len)
     snprintf(buf, len, "%s/checkpoints", t->cfg->run.output_dir);
 }
 
+/* The model and the optimizer's state follow the family's rule on a resume
+ * on another rank count; the algorithm's arrays carry their own. */
 static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
 {
-    a[0] = (dt_ckpt_array){ "params", t->params, t->n };
+    const int rule = t->algo->elastic == DT_ELASTIC_REPLICATED ? DT_CKPT_ROW0
+                     : t->algo->elastic == DT_ELASTIC_AVERAGE  ? DT_CKPT_MEAN
+                                                               : DT_CKPT_PER_RANK;
+    a[0] = (dt_ckpt_array){ "params", t->params, t->n, rule };
     int k = 1;
     k += optim_state_arrays(&t->opt, a + k, max - k);
+    for (int i = 1; i < k; i++)
+        a[i].rule = rule;
     if (t->algo->state)
         k += t->algo->state(t, a + k, max - k);
     return k;
+}
+
+const char *ckpt_elastic_rule(const dt_trainer *t)
+{
+    static char rule[1024];
+    const char *family;
+    switch (t->algo->elastic) {
+    case DT_ELASTIC_REPLICATED:
+        family = "replicated: every rank takes old rank 0's parameters and optimizer state";
+        break;
+    case DT_ELASTIC_AVERAGE:
+        family = "average: every rank takes the mean of the old ranks' parameters and of "
+                 "their optimizer state, the exchanges' own state as at a fresh start";
+        break;
+    default:
+        return "none: this mode resumes only on the rank count that wrote its checkpoint";
+    }
+    snprintf(rule, sizeof rule, "%s; %s%sthe group's step and samples drawn carry over, the "
+             "shards are cut anew and each rank's stream is reseeded from (seed, resume "
+             "count, rank)", family, t->algo->elastic_note ? t->algo->elastic_note : "",
+             t->algo->elastic_note ? "; " : "");
+    return rule;
 }
 
 /* ckpt_arrays with host data: with device vectors each array's mirror,
@@ -79,7 +112,7 @@ static int ckpt_host_arrays(dt_trainer *t, dt_ckpt_array *a, int max, int down,
 static dt_ckpt_meta ckpt_meta(const dt_trainer *t)
 {
     dt_ckpt_meta m = { .step = t->step, .epoch = t->step / t->steps_per_epoch,
-                       .nranks = t->nranks, .nparams = (int64_t)t->n };
+                       .nranks = t->nranks, .nparams = (int64_t)t->n, .elastic = ckpt_era };
     snprintf(m.model, sizeof m.model, "%s", t->cfg->model.name);
     snprintf(m.mode, sizeof m.mode, "%s", t->cfg->algorithm.mode);
     return m;
@@ -144,6 +177,8 @@ int nonfinite_agree(dt_trainer *t)
 void ckpt_start(dt_trainer *t)
 {
     last_ckpt[0] = '\0';
+    ckpt_era = 0;
+    t->elastic_from = 0;
     memset(&nonfinite, 0, sizeof nonfinite);
     if (t->rank == 0) {
         char dir[DT_PATH_MAX + 16];
@@ -218,6 +253,40 @@ static void append(char *s, size_t len, const char *text)
 }
 #endif
 
+#ifndef DTRAIN_SIM
+/* This rank's part of total split over nranks: the low ranks take the
+ * remainder, so the parts add up to total. */
+static int64_t share(int64_t total, int rank, int nranks)
+{
+    return total / nranks + (rank < total % nranks ? 1 : 0);
+}
+
+/* The group's samples drawn in the checkpoint being resumed on another
+ * rank count (blobs_combine). */
+static int64_t elastic_drawn;
+
+/* The resume blob of a rank of a run on another rank count than the
+ * checkpoint's nold (rows (nold, blob length) in old): the group's step and
+ * wall clock from old rank 0 (the synchronous modes' ranks agree on both),
+ * the counters of the meter split over the new ranks so their sum carries
+ * over, and the samples the old ranks drew summed into elastic_drawn. */
+static void blobs_combine(dt_trainer *t, const unsigned char *old, int nold, resume_blob *b)
+{
+    const size_t len = resume_blob_len(t);
+    int64_t images = 0, bytes = 0;
+    elastic_drawn = 0;
+    for (int r = nold - 1; r >= 0; r--) { /* ends with row 0 in *b */
+        memset(b, 0, sizeof *b);
+        memcpy(b, old + (size_t)r * len, len);
+        images += b->images;
+        bytes += b->bytes_sent;
+        elastic_drawn += source_state_drawn(t->data.train, b->source);
+    }
+    b->images = share(images, t->rank, t->nranks);
+    b->bytes_sent = share(bytes, t->rank, t->nranks);
+}
+#endif
+
 /* A checkpoint that cannot be used (truncated, damaged, written by another
  * model, rank count or mode) is skipped for the next older one; rank 0
  * prints each skip, and `skipped` (the same on every rank) says what was
@@ -246,7 +315,9 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
     dt_ckpt_meta want = ckpt_meta(t), got;
     resume_blob b;
     memset(&b, 0, sizeof b);
-    while (checkpoint_read(t->comm, path, &want, &got, a, na, &b, resume_blob_len(t)) != 0) {
+    unsigned char *old = NULL; /* (got.nranks, blob length): another rank count */
+    while (checkpoint_read_elastic(t->comm, path, &want, &got, a, na, &b, resume_blob_len(t),
+                                   t->algo->elastic != DT_ELASTIC_NONE ? &old : NULL) != 0) {
         /* the pointer to an older intact file is this loop's job */
         char why[2048];
         snprintf(why, sizeof why, "%s", dt_err_msg());
@@ -271,13 +342,25 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
     for (int k = 0; k < na && t->dev.vectors; k++)
         t->model->be->to_backend(dev[k].data, a[k].data, a[k].n * sizeof(float));
     snprintf(last_ckpt, sizeof last_ckpt, "%s", path);
+    ckpt_era = got.elastic;
+    if (old) {
+        blobs_combine(t, old, (int)got.nranks, &b);
+        free(old);
+        t->elastic_from = (int)got.nranks;
+        ckpt_era++;
+    }
     t->step = b.step;
     if (t->algo->resumed)
         t->algo->resumed(t);
     t->meter.images = b.images;
     t->meter.bytes_sent = b.bytes_sent;
     t->wall_start = trainer_clock() - b.wall;
-    source_set_state(t->data.train, b.source);
+    if (ckpt_era > 0) /* the draws of this era: (seed, era, rank) */
+        source_set_era(t->data.train, (uint64_t)ckpt_era);
+    if (t->elastic_from)
+        source_set_drawn(t->data.train, share(elastic_drawn, t->rank, t->nranks));
+    else
+        source_set_state(t->data.train, b.source);
     if (t->lsched.kind == DT_LR_COSINE && t->cfg->optim.decay_steps == 0) {
         int64_t d;
         memcpy(&d, blob_decay(&b, t), sizeof d);
@@ -290,7 +373,12 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
     }
     t->data.prefetched = 0;
     if (t->rank == 0) {
-        say("resumed from %s at step %lld\n", path, (long long)t->step);
+        if (t->elastic_from)
+            say("resumed from %s at step %lld on %d ranks (written by %d; %lld samples drawn "
+                "carried over): %s\n", path, (long long)t->step, t->nranks, t->elastic_from,
+                (long long)elastic_drawn, ckpt_elastic_rule(t));
+        else
+            say("resumed from %s at step %lld\n", path, (long long)t->step);
         fflush(stdout);
     }
     return 1;

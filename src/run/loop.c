@@ -406,6 +406,13 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     }
     if (skipped[0])
         runlog_note(log, "resume_skipped", skipped);
+    if (t->elastic_from) { /* the latest rank-count change and its rule */
+        char how[1024];
+        snprintf(how, sizeof how, "%d -> %d ranks at step %lld: %s", t->elastic_from,
+                 t->nranks, (long long)t->step, ckpt_elastic_rule(t));
+        runlog_note_i64(log, "resume_from_ranks", t->elastic_from);
+        runlog_note(log, "elastic_rule", how);
+    }
 
     if (t->rank == 0) {
         say("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
@@ -421,6 +428,11 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     int at_end = resumed && t->step >= t->total_steps;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &at_end, 1, MPI_INT, MPI_MIN, comm));
     int64_t last_eval = at_end ? t->step : -1;
+    /* a resume on another rank count: the resumed model is evaluated at once
+     * (a row at the resume step, after the old segment's: the averaged model,
+     * and the consensus distance, 0 where every rank took the same model) */
+    if (t->elastic_from && !at_end)
+        eval_run(t, log, trainer_clock() - t->wall_start, &mean_acc);
     /* asynchronous modes are not watched: their ranks make progress at their
      * own pace, a server without any step of its own */
     if (!t->algo->async)

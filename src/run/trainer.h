@@ -98,6 +98,8 @@ typedef struct dt_trainer {
     dt_mirrors dev;
 
     int64_t step;           /* iterations completed by this rank */
+    int elastic_from;       /* resumed from a checkpoint of another rank count: that
+                             * count (0: a fresh start or the same count) */
     double global_step;     /* asynchronous modes, at the end: the group's steps per rank
                              * (the largest estimate of algo->progress over the group) */
     int64_t steps_per_epoch, total_steps;

@@ -88,6 +88,9 @@ int ckpt_save(dt_trainer *t);
 /* Collective. 1 if resumed, 0 if there was nothing to resume, -1 on error;
  * skipped gets what was passed over and why. */
 int ckpt_restore(dt_trainer *t, char *skipped, size_t slen);
+/* What a rank starts from when this run's mode resumes on another rank
+ * count (the run record's elastic_rule). */
+const char *ckpt_elastic_rule(const dt_trainer *t);
 /* A new run: no checkpoint written yet, no non-finite value seen; rank 0
  * removes half-written checkpoint files. */
 void ckpt_start(dt_trainer *t);

@@ -65,6 +65,11 @@ void runlog_note(dt_runlog *log, const char *name, const char *text)
     (void)log, (void)name, (void)text;
 }
 
+void runlog_note_i64(dt_runlog *log, const char *name, int64_t v)
+{
+    (void)log, (void)name, (void)v;
+}
+
 void simlog_totals(const dt_runlog *log, dt_sim_totals *out) { *out = log->tot; }
 
 void runlog_close(dt_runlog *log) { free(log); }
