@@ -175,6 +175,21 @@ if [ "$rca" -eq 0 ] && [ "$rcb" -eq 0 ] &&
 else
     fail "elastic resume reproducibility (rc $rca/$rcb)"
 fi
+# within the new era a resume on the same count is bit for bit again: 4 -> 2
+# to step 10, then 2 -> 2 to step 12, equals 4 -> 2 to step 12 (the streams
+# keep the era's seed: the checkpoint's elastic_resumes)
+rm -rf "$WORK/repc" && mkdir -p "$WORK/repc/checkpoints"
+cp "$WORK/old-sgp.h5" "$WORK/repc/checkpoints/ckpt-0000000008.h5"
+echo ckpt-0000000008.h5 >"$WORK/repc/checkpoints/latest"
+run 2 300 "$D" algorithm.mode=sgp run.output_dir="$WORK/repc" run.max_steps=10 run.resume=true
+rcc=$RC
+run 2 300 "$D" algorithm.mode=sgp run.output_dir="$WORK/repc" run.max_steps=12 run.resume=true
+if [ $rcc -eq 0 ] && [ $RC -eq 0 ] && grep -q "resumed from .*ckpt-0000000010.h5 at step 10$" "$WORK/out.txt" &&
+   ck all "$(latest "$WORK/repa")" "$(latest "$WORK/repc")" state:24:8 >/dev/null; then
+    pass "after an elastic resume, a resume on the same rank count continues bit for bit"
+else
+    fail "same-count resume after an elastic one (rc $rcc/$RC)"
+fi
 
 # refusals, before anything is written
 o=$WORK/ps
