@@ -17,6 +17,7 @@
  * half applied (the checkpoint is a consistent cut: the sum of the models
  * is what the exchanges conserved); after the checkpoint the thread starts
  * again. */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -230,12 +231,24 @@ static void adpsgd_finish(dt_trainer *t)
     ckpt_count_put(s->exchanges, s->counter + 2);
 }
 
+/* On another rank count (t->elastic_from ranks wrote the checkpoint; the
+ * counters are old rank 0's, the settled count the same on every old rank):
+ * the group's steps per rank carry over, so the count of all ranks' steps
+ * is scaled to the new count, every rank's own step is that per-rank
+ * figure, and the exchanges start at the new graph's beginning. */
 static void adpsgd_resumed(dt_trainer *t)
 {
     adpsgd_state *s = t->algo_state;
     int64_t count = ckpt_count_get(s->counter), max;
     s->exchanges = ckpt_count_get(s->counter + 2);
     MPI_CHECK(MPI_Allreduce(&count, &max, 1, MPI_INT64_T, MPI_MAX, t->comm));
+    if (t->elastic_from) {
+        const double per_rank = (double)max / t->elastic_from;
+        max = llround(per_rank * t->nranks);
+        t->step = llround(per_rank);
+        t->global_step = per_rank;
+        s->exchanges = 0;
+    }
     s->count.total = s->count.before = max;
 }
 
@@ -244,7 +257,9 @@ static int adpsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     adpsgd_state *s = t->algo_state;
     if (max < 1)
         DT_FATAL("adpsgd: no room for its checkpoint arrays");
-    out[0] = (dt_ckpt_array){ "adpsgd_counters", s->counter, 4, DT_CKPT_PER_RANK };
+    /* the group's count is the same on every rank; the exchange count is
+     * reset on another rank count (adpsgd_resumed) */
+    out[0] = (dt_ckpt_array){ "adpsgd_counters", s->counter, 4, DT_CKPT_ROW0 };
     return 1;
 }
 
@@ -273,6 +288,9 @@ const dt_algo algo_adpsgd = {
     .decentralized = 1,
     .async = 1,
     .check = adpsgd_check,
+    .elastic = DT_ELASTIC_AVERAGE,
+    .elastic_note = "the group's steps per rank carry over, the exchanges start on the new "
+                    "bipartite graph",
     .setup = adpsgd_setup,
     .step = adpsgd_step,
     .progress = adpsgd_progress,

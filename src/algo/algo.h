@@ -29,6 +29,9 @@ enum dt_algo_elastic {
                              * state; the algorithm's arrays by their own rules) */
     DT_ELASTIC_AVERAGE,     /* params and optimizer state: the mean over the old ranks
                              * (the algorithm's resumed hook de-biases push-sum) */
+    DT_ELASTIC_SHARDED,     /* params: old rank 0's (the servers' model, gathered on
+                             * every rank); optimizer state: the sum of the old rows
+                             * (each server's range, zero elsewhere), re-cut by setup */
 };
 
 typedef struct dt_algo {

@@ -29,6 +29,7 @@
  *                 for PUSH_QSPARSE its quantized format (indices relative
  *                 to the server's range; the header's count is the pairs');
  *   to a worker:  ps_msg header (kind REPLY, flags), then count floats. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -707,7 +708,12 @@ static void ps_finish(dt_trainer *t)
     free(displs);
     ckpt_count_put(s->clock, s->ckpt);
     ckpt_count_put(s->dropped, s->ckpt + 2);
-    ckpt_count_put(s->role == ROLE_WORKER ? s->seen_clock : 0, s->ckpt + 4);
+    /* workers: the clock of their model; servers: the workers' steps at their
+     * clock (a resume on another rank count scales the clock by it) */
+    ckpt_count_put(s->role == ROLE_WORKER   ? s->seen_clock
+                   : s->role == ROLE_SERVER ? llround(worker_steps_at(t, s, s->clock))
+                                            : 0,
+                   s->ckpt + 4);
     if (pause)
         return;
     int64_t dropped = s->dropped;
@@ -737,18 +743,44 @@ static int ps_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     int k = 0;
     if (max < 2)
         DT_FATAL("ps: no room for its checkpoint arrays");
-    out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6, DT_CKPT_PER_RANK };
+    /* on another rank count: server 0's (rank 0 is a server) */
+    out[k++] = (dt_ckpt_array){ "ps_counters", s->ckpt, 6, DT_CKPT_ROW0 };
     if (s->compress != C_NONE) {
         if (!s->residual) /* servers and the supervisor: rectangular datasets */
             s->residual = dt_falloc(t->n);
-        out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n, DT_CKPT_PER_RANK };
+        /* a worker's error feedback: zero on another rank count */
+        out[k++] = (dt_ckpt_array){ "ps_residual", s->residual, t->n, DT_CKPT_FRESH };
     }
     return k;
+}
+
+/* On another rank count the counters are server 0's: the workers' steps
+ * carry over, and the clock follows them (ps-async ticks once per push of
+ * any worker: it scales with the worker count); every server starts at it,
+ * no push dropped yet, and every worker's first fetch wants it. */
+static void ps_resumed_elastic(dt_trainer *t, ps_state *s)
+{
+    const int64_t wsteps = ckpt_count_get(s->ckpt + 4);
+    const int64_t pe = t->cfg->ps.push_every;
+    const int64_t clock = s->sync ? ckpt_count_get(s->ckpt) : (wsteps * s->W + pe - 1) / pe;
+    if (s->role == ROLE_SERVER) {
+        s->clock = clock;
+        s->dropped = 0;
+        s->ckpt_at = next_ckpt(t, s, s->clock);
+    } else if (s->role == ROLE_WORKER) {
+        s->seen_clock = s->first_want = clock;
+    }
+    t->step = s->role == ROLE_WORKER ? wsteps : clock;
+    t->global_step = (double)wsteps;
 }
 
 static void ps_resumed(dt_trainer *t)
 {
     ps_state *s = t->algo_state;
+    if (t->elastic_from) {
+        ps_resumed_elastic(t, s);
+        return;
+    }
     if (s->role == ROLE_SERVER) {
         s->clock = ckpt_count_get(s->ckpt);
         s->dropped = ckpt_count_get(s->ckpt + 2);
@@ -831,7 +863,8 @@ static void ps_teardown(dt_trainer *t)
         .name = NAME, .summary = SUMMARY, .async = 1, .check = CHECK, .setup = ps_setup,  \
         .step = ps_step, .model = ps_model, .state = ps_state_arrays,                      \
         .progress = ps_progress, .finish = ps_finish, .restart = ps_restart,               \
-        .resumed = ps_resumed,                                                             \
+        .resumed = ps_resumed, .elastic = DT_ELASTIC_SHARDED,                               \
+        .elastic_note = "the clock follows the workers' steps; error-feedback residuals zero", \
         .record = ps_record, .teardown = ps_teardown,                                      \
     }
 

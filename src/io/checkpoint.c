@@ -608,12 +608,12 @@ out:
     return rc;
 }
 
-/* The mean over the file_ranks rows of (file_ranks, n) dataset `name` into
- * data (n), accumulated in double in row order (the same bits on every
- * reader); flagged: rows whose last element is 0 count as zeros. Returns 0,
- * or -1 or CKPT_DAMAGED after dt_err_set. */
+/* The mean (sum: the sum) over the file_ranks rows of (file_ranks, n)
+ * dataset `name` into data (n), accumulated in double in row order (the
+ * same bits on every reader); flagged: rows whose last element is 0 count as
+ * zeros. Returns 0, or -1 or CKPT_DAMAGED after dt_err_set. */
 static int dataset_read_mean(hid_t file, hid_t dxpl, const char *path, const char *name,
-                             int file_ranks, float *data, size_t n, int flagged)
+                             int file_ranks, float *data, size_t n, int flagged, int sum)
 {
     if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
         return dt_err_set("checkpoint %s has no dataset '%s'; this run needs it", path, name);
@@ -693,7 +693,7 @@ static int dataset_read_mean(hid_t file, hid_t dxpl, const char *path, const cha
         }
     }
     for (size_t i = 0; i < n; i++)
-        data[i] = (float)(acc[i] / file_ranks);
+        data[i] = (float)(sum ? acc[i] : acc[i] / file_ranks);
     rc = 0;
 out:
     free(acc);
@@ -719,8 +719,9 @@ static int array_read_elastic(hid_t file, hid_t dxpl, const char *path, const dt
                                 a->data, a->n);
     case DT_CKPT_MEAN:
     case DT_CKPT_MEAN_FLAGGED:
+    case DT_CKPT_SUM:
         return dataset_read_mean(file, dxpl, path, a->name, file_ranks, a->data, a->n,
-                                 a->rule == DT_CKPT_MEAN_FLAGGED);
+                                 a->rule == DT_CKPT_MEAN_FLAGGED, a->rule == DT_CKPT_SUM);
     case DT_CKPT_FRESH:
         return 0;
     default:

@@ -41,6 +41,8 @@ enum dt_ckpt_rule {
                            * the others counted as zeros (a message slot and its
                            * "not yet absorbed" flag) */
     DT_CKPT_FRESH,        /* not read: the value of a fresh start stays */
+    DT_CKPT_SUM,          /* the sum of the old rows (in row order, in double): pieces
+                           * held by different ranks, zero elsewhere, put together */
 };
 
 typedef struct dt_ckpt_array {

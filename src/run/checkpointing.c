@@ -4,6 +4,7 @@
  * non-finite model out of them (run.check_finite). */
 #include "config.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "core/watchdog.h"
 #include "io/checkpoint.h"
 #include "run/finite.h"
+#include "run/roles.h"
 #include "run/trainer_int.h"
 
 /* The newest checkpoint this run wrote or resumed from, for messages. */
@@ -55,13 +57,14 @@ static void ckpt_dir(const dt_trainer *t, char *buf, size_t len)
 static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
 {
     const int rule = t->algo->elastic == DT_ELASTIC_REPLICATED ? DT_CKPT_ROW0
+                     : t->algo->elastic == DT_ELASTIC_SHARDED  ? DT_CKPT_ROW0
                      : t->algo->elastic == DT_ELASTIC_AVERAGE  ? DT_CKPT_MEAN
                                                                : DT_CKPT_PER_RANK;
     a[0] = (dt_ckpt_array){ "params", t->params, t->n, rule };
     int k = 1;
     k += optim_state_arrays(&t->opt, a + k, max - k);
     for (int i = 1; i < k; i++)
-        a[i].rule = rule;
+        a[i].rule = t->algo->elastic == DT_ELASTIC_SHARDED ? DT_CKPT_SUM : rule;
     if (t->algo->state)
         k += t->algo->state(t, a + k, max - k);
     return k;
@@ -78,6 +81,11 @@ const char *ckpt_elastic_rule(const dt_trainer *t)
     case DT_ELASTIC_AVERAGE:
         family = "average: every rank takes the mean of the old ranks' parameters and of "
                  "their optimizer state, the exchanges' own state as at a fresh start";
+        break;
+    case DT_ELASTIC_SHARDED:
+        family = "sharded: the servers' model and optimizer state, put together from the old "
+                 "servers' ranges, are cut anew for the new servers; the workers start by "
+                 "fetching";
         break;
     default:
         return "none: this mode resumes only on the rank count that wrote its checkpoint";
@@ -340,7 +348,8 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
         }
     }
     for (int k = 0; k < na && t->dev.vectors; k++)
-        t->model->be->to_backend(dev[k].data, a[k].data, a[k].n * sizeof(float));
+        if (!(old && a[k].rule == DT_CKPT_FRESH)) /* not read: its mirror holds nothing */
+            t->model->be->to_backend(dev[k].data, a[k].data, a[k].n * sizeof(float));
     snprintf(last_ckpt, sizeof last_ckpt, "%s", path);
     ckpt_era = got.elastic;
     if (old) {
@@ -350,6 +359,9 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
         ckpt_era++;
     }
     t->step = b.step;
+    /* asynchronous modes: the group's steps per rank, until the loop's own
+     * estimate (the resumed hook may say better) */
+    t->global_step = (double)t->step;
     if (t->algo->resumed)
         t->algo->resumed(t);
     t->meter.images = b.images;
@@ -357,8 +369,9 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
     t->wall_start = trainer_clock() - b.wall;
     if (ckpt_era > 0) /* the draws of this era: (seed, era, rank) */
         source_set_era(t->data.train, (uint64_t)ckpt_era);
-    if (t->elastic_from)
-        source_set_drawn(t->data.train, share(elastic_drawn, t->rank, t->nranks));
+    if (t->elastic_from) /* the workers draw: servers and a supervisor start at 0 */
+        source_set_drawn(t->data.train, t->roles->mine == ROLE_WORKER
+                                            ? share(elastic_drawn, t->worker, t->nworkers) : 0);
     else
         source_set_state(t->data.train, b.source);
     if (t->lsched.kind == DT_LR_COSINE && t->cfg->optim.decay_steps == 0) {
@@ -375,8 +388,9 @@ int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
     if (t->rank == 0) {
         if (t->elastic_from)
             say("resumed from %s at step %lld on %d ranks (written by %d; %lld samples drawn "
-                "carried over): %s\n", path, (long long)t->step, t->nranks, t->elastic_from,
-                (long long)elastic_drawn, ckpt_elastic_rule(t));
+                "carried over): %s\n", path,
+                t->algo->async ? llround(t->global_step) : (long long)t->step, t->nranks,
+                t->elastic_from, (long long)elastic_drawn, ckpt_elastic_rule(t));
         else
             say("resumed from %s at step %lld\n", path, (long long)t->step);
         fflush(stdout);
