@@ -168,6 +168,32 @@ else
     echo "$lr4" | head -3 | sed 's/^/#  4: /'; echo "$lr2" | head -3 | sed 's/^/#  2: /'
 fi
 
+# a language model (token windows, AdamW): 2 -> 1 takes rank 0's parameters
+# and AdamW moments exactly, the windows drawn carry over (2 ranks x 4 steps
+# x 4 windows = 32, then 4 steps x 4 on 1 rank: 48), the evaluation is kept
+if [ -r /usr/share/games/fortunes ]; then
+    o=$WORK/gpt
+    G="${srcdir:-.}/inputs/gpt-fortunes.ini model.n_layer=1 model.n_head=2 model.n_embd=16 model.block_size=16 data.test_limit=32 optim.batch_size=4 run.eval_every=4 run.log_every=2 run.checkpoint_every=0 optim.warmup_steps=2"
+    run 2 300 $G run.max_steps=4 run.output_dir="$o"
+    rcA=$RC
+    cp "$(latest "$o")" "$WORK/old-gpt.h5"
+    cp -r "$o" "$o.x"
+    run 1 300 $G run.max_steps=4 run.output_dir="$o.x" run.resume=true
+    rcB=$RC
+    new=$(latest "$o.x")
+    run 1 300 $G run.max_steps=8 run.output_dir="$o" run.resume=true
+    rcC=$RC
+    # the token source's state is its window count: byte 32 of the state
+    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] &&
+       ck row0 "$WORK/old-gpt.h5" "$new" params && ck row0 "$WORK/old-gpt.h5" "$new" adam_m &&
+       ck row0 "$WORK/old-gpt.h5" "$new" adam_v && [ "$(ck statesum "$new" 32)" = 32 ] &&
+       [ "$(ck statesum "$(latest "$o")" 32)" = 48 ] && e=$(eval_ok "$o" 4); then
+        pass "gpt on text, allreduce 2 -> 1: parameters and AdamW moments of rank 0, 32 windows carried, 48 at step 8; $e"
+    else
+        fail "gpt 2 -> 1 (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+    fi
+fi
+
 # two identical elastic resumes (sgp 4 -> 2, 4 steps) write identical
 # checkpoints: the averaged start and the reseeded streams are reproducible
 for k in a b; do
