@@ -296,7 +296,8 @@ static void blobs_combine(dt_trainer *t, const unsigned char *old, int nold, res
 #endif
 
 /* A checkpoint that cannot be used (truncated, damaged, written by another
- * model, rank count or mode) is skipped for the next older one; rank 0
+ * model or mode, or by another rank count in a mode without an elastic rule:
+ * dt_algo.elastic) is skipped for the next older one; rank 0
  * prints each skip, and `skipped` (the same on every rank) says what was
  * passed over and why, for the run record. */
 int ckpt_restore(dt_trainer *t, char *skipped, size_t slen)
