@@ -118,7 +118,7 @@ static void ln_fwd(void *p)
 
 static void test_layernorm(void)
 {
-    const int N = 5, C = 12;
+    const int N = 5, C = 37; /* two vectors of 16 and a scalar tail */
     const size_t n = (size_t)N * C;
     ln_ctx c = { N, C, vec_new(n), vec_new(C), vec_new(C), vec_new(n), vec_new(N), vec_new(N) };
     vec_normal(c.x, n, 2.0);
@@ -299,9 +299,9 @@ static void att_fwd(void *p)
     attention_forward(c->B, c->T, c->C, c->NH, c->qkv, c->y, c->lse, c->p, c->key, c->work);
 }
 
-static void test_attention(float p)
+static void test_attention(int T, float p)
 {
-    const int B = 2, T = 7, C = 12, NH = 3, hs = C / NH;
+    const int B = 2, C = 12, NH = 3, hs = C / NH;
     const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C;
     att_ctx c = { B, T, C, NH, p, 4242, vec_new(nq), vec_new(ny), vec_new((size_t)B * NH * T),
                   vec_new(attention_work(T)) };
@@ -312,7 +312,7 @@ static void test_attention(float p)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {
-                double s[64], mx = -INFINITY, sum = 0;
+                double s[128], mx = -INFINITY, sum = 0;
                 const float *q = c.qkv + ((size_t)b * T + i) * 3 * C + h * hs;
                 for (int j = 0; j <= i; j++) {
                     const float *k = c.qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
@@ -337,8 +337,8 @@ static void test_attention(float p)
                 }
             }
     CHECK(max_rel(c.y, ref, ny) < TOL_REF && lse_err < 1e-5,
-          "attention forward (dropout %.1f) matches a float64 causal softmax (%.1e, lse %.1e)",
-          (double)p, max_rel(c.y, ref, ny), lse_err);
+          "attention forward (T %d, dropout %.1f) matches a float64 causal softmax (%.1e, lse %.1e)",
+          T, (double)p, max_rel(c.y, ref, ny), lse_err);
     free(ref);
     float *r = vec_new(ny), *dqkv = vec_new(nq);
     vec_normal(r, ny, 1.0);
@@ -347,8 +347,8 @@ static void test_attention(float p)
     attention_backward(B, T, C, NH, c.qkv, c.lse, r, p, c.key, dqkv, c.work);
     fd_case fc = { att_fwd, &c, c.y, ny, r };
     double e = fd_check(&fc, c.qkv, nq, dqkv, 1e-2f);
-    CHECK(e < TOL_FD, "attention backward (dropout %.1f) vs finite differences of q, k, v: %.1e",
-          (double)p, e);
+    CHECK(e < TOL_FD, "attention backward (T %d, dropout %.1f) vs finite differences of q, k, v: %.1e",
+          T, (double)p, e);
     free(r); free(dqkv);
     free(c.qkv); free(c.y); free(c.lse); free(c.work);
 }
@@ -940,8 +940,12 @@ int main(int argc, char **argv)
     test_layernorm();
     test_matmul();
     test_gelu();
-    test_attention(0.0f);
-    test_attention(0.3f);
+    /* T 7: one block of query rows; 75: three (32, 32, 11), rows of 16-float
+     * vectors and tails */
+    test_attention(7, 0.0f);
+    test_attention(7, 0.3f);
+    test_attention(75, 0.0f);
+    test_attention(75, 0.3f);
     test_embedding();
     test_xent();
     test_create();
