@@ -14,6 +14,7 @@
  * configuration's shapes (median of 5) and lists its share of a step.
  * bench/gpt_step.sh runs this beside the same model in PyTorch. */
 #include <cblas.h>
+#include <omp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,8 +121,9 @@ static void profile(const bench_cfg *bc, double step_s)
           *dx = dt_falloc(NC * 4), *W = dt_falloc((size_t)4 * C * C), *dW = dt_falloc((size_t)4 * C * C),
           *b = dt_falloc((size_t)4 * C), *db = dt_falloc((size_t)4 * C), *g = dt_falloc((size_t)C),
           *mean = dt_falloc((size_t)N), *rstd = dt_falloc((size_t)N),
-          *lse = dt_falloc((size_t)N * NH), *work = dt_falloc(attention_work(T)),
-          *logits = dt_falloc((size_t)N * V), *wte = dt_falloc((size_t)V * C);
+          *lse = dt_falloc((size_t)N * NH), *work = dt_falloc(attention_work(T) * 16),
+          *logits = dt_falloc((size_t)N * V), *wte = dt_falloc((size_t)V * C),
+          *wpe = dt_falloc((size_t)T * C), *dwe = dt_falloc((size_t)(V + T) * C);
     int32_t *tok = dt_calloc((size_t)N, sizeof *tok);
     dt_rng r = rng_make(1, 2, 3, 4);
     for (size_t i = 0; i < NC * 4; i++) {
@@ -147,10 +149,10 @@ static void profile(const bench_cfg *bc, double step_s)
         TIME5(rows[nr].s, stmt);                                                          \
         nr++;                                                                             \
     } while (0)
-    ROW("embedding fwd", 1, embedding_forward(B, T, C, tok, wte, wte, 0, 0, x + NC));
+    ROW("embedding fwd", 1, embedding_forward(B, T, C, tok, wte, wpe, 0, 0, x + NC));
     ROW("layernorm(+residual) fwd", 2 * L, layernorm_residual_forward(N, C, x, x + NC, 0, 0, g, b, dx, dy + NC, mean, rstd));
     ROW("c_attn fwd (C->3C)", L, matmul_forward(N, C, 3 * C, x, W, b, dx));
-    ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, 0, 0, work));
+    ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, 0, 0, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("attn.c_proj fwd (C->C)", L, matmul_forward(N, C, C, x, W, b, dx));
     ROW("c_fc fwd (C->4C)", L, matmul_forward(N, C, 4 * C, x, W, b, dx));
     ROW("gelu fwd", 2 * L, gelu_forward(NC * 4, x, dx)); /* and once more in backward */
@@ -165,9 +167,9 @@ static void profile(const bench_cfg *bc, double step_s)
     ROW("gelu bwd", L, gelu_backward(NC * 4, x, dy, dx));
     ROW("c_fc bwd", L, matmul_backward(N, C, 4 * C, x, W, dy, dx, dW, db));
     ROW("attn.c_proj bwd", L, matmul_backward(N, C, C, x, W, dy, dx, dW, db));
-    ROW("attention bwd", L, attention_backward(B, T, C, NH, y, lse, dy, 0, 0, dx, work));
+    ROW("attention bwd", L, attention_backward(B, T, C, NH, y, lse, dy, 0, 0, dx, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("c_attn bwd", L, matmul_backward(N, C, 3 * C, x, W, dy, dx, dW, db));
-    ROW("embedding bwd", 1, embedding_backward(B, T, C, tok, dy, 0, 0, dW, dW + (size_t)V * C));
+    ROW("embedding bwd", 1, embedding_backward(B, T, C, tok, dy, 0, 0, dwe, dwe + (size_t)V * C));
 #undef ROW
     double total = 0;
     printf("  CPU time per layer pass, against a step's CPU time:\n");
@@ -181,7 +183,7 @@ static void profile(const bench_cfg *bc, double step_s)
     printf("  %-26s %10s %8.2f %6.1f%%  (the rest: copies, dropout off, call overhead)\n",
            "sum of the passes", "", total * 1e3, 100 * total / step_s);
     free(x); free(y); free(dy); free(dx); free(W); free(dW); free(b); free(db); free(g);
-    free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(tok);
+    free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(wpe); free(dwe); free(tok);
 }
 
 static void run(const bench_cfg *bc, int steps, int rounds, int prof, double peak)

@@ -287,7 +287,7 @@ static void test_gelu(void)
 /* ---- attention --------------------------------------------------------------- */
 
 typedef struct att_ctx {
-    int B, T, C, NH;
+    int B, T, C, NH, nwork;
     float p;
     uint64_t key;
     float *qkv, *y, *lse, *work;
@@ -296,15 +296,15 @@ typedef struct att_ctx {
 static void att_fwd(void *p)
 {
     att_ctx *c = p;
-    attention_forward(c->B, c->T, c->C, c->NH, c->qkv, c->y, c->lse, c->p, c->key, c->work);
+    attention_forward(c->B, c->T, c->C, c->NH, c->qkv, c->y, c->lse, c->p, c->key, c->work, c->nwork);
 }
 
 static void test_attention(int T, float p)
 {
     const int B = 2, C = 12, NH = 3, hs = C / NH;
     const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C;
-    att_ctx c = { B, T, C, NH, p, 4242, vec_new(nq), vec_new(ny), vec_new((size_t)B * NH * T),
-                  vec_new(attention_work(T)) };
+    att_ctx c = { B, T, C, NH, 2, p, 4242, vec_new(nq), vec_new(ny), vec_new((size_t)B * NH * T),
+                  vec_new(2 * attention_work(T)) };
     vec_normal(c.qkv, nq, 1.0);
     att_fwd(&c);
     /* float64 reference: explicit causal softmax, dropout with the same masks */
@@ -344,7 +344,7 @@ static void test_attention(int T, float p)
     vec_normal(r, ny, 1.0);
     for (size_t i = 0; i < nq; i++)
         dqkv[i] = NAN;
-    attention_backward(B, T, C, NH, c.qkv, c.lse, r, p, c.key, dqkv, c.work);
+    attention_backward(B, T, C, NH, c.qkv, c.lse, r, p, c.key, dqkv, c.work, c.nwork);
     fd_case fc = { att_fwd, &c, c.y, ny, r };
     double e = fd_check(&fc, c.qkv, nq, dqkv, 1e-2f);
     CHECK(e < TOL_FD, "attention backward (T %d, dropout %.1f) vs finite differences of q, k, v: %.1e",
@@ -410,7 +410,7 @@ static void xe_fwd(void *p)
 
 static void test_xent(void)
 {
-    const int N = 6, V = 9;
+    const int N = 6, V = 37; /* two vectors of 16 and a tail */
     int32_t t[6];
     for (int i = 0; i < N; i++)
         t[i] = (int32_t)rng_below(&rng, V);

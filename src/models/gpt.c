@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/transformer.h"
@@ -54,7 +58,8 @@ struct dt_gpt {
     float *dtmp;      /* (N, C) a branch's gradient through its dropout */
     float *dln;       /* (N, C) */
     float *dqkv;      /* (N, 3C) */
-    float *attw;      /* attention_work(T) */
+    float *attw;      /* nwork * attention_work(T) */
+    int nwork;        /* threads the attention may use: OpenMP's maximum at reserve time */
     int32_t *tok, *tgt; /* (B, T) copies of the last batch */
     int B, train;
     uint64_t key;
@@ -191,14 +196,26 @@ static size_t layout(dt_gpt *m, int B, float *arena)
     m->dtmp = carve(arena, &at, N * C);
     m->dln = carve(arena, &at, N * C);
     m->dqkv = carve(arena, &at, N * 3 * C);
-    m->attw = carve(arena, &at, attention_work(m->c.block));
+    m->attw = carve(arena, &at, (size_t)m->nwork * attention_work(m->c.block));
     return at;
+}
+
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 
 void gpt_reserve(dt_gpt *m, int B)
 {
-    if (B <= m->Bcap)
+    if (B <= m->Bcap && max_threads() <= m->nwork)
         return;
+    if (B < m->Bcap)
+        B = m->Bcap;
+    m->nwork = max_threads();
     const int L = m->c.n_layer;
     if (!m->res) {
         m->res = dt_calloc((size_t)L + 1, sizeof *m->res);
@@ -257,7 +274,7 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
 #define W(kind) blockp(m, params, l, kind)
         matmul_forward(N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
         attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], p,
-                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw);
+                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
         matmul_forward(N, C, C, m->atty[l], W(T_APW), W(T_APB), m->mid[l]);
         layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
@@ -327,7 +344,7 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
         matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
         attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->dln, p,
-                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw);
+                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
         matmul_backward(N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB));
         layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), m->dln, m->dres, 1,

@@ -15,13 +15,29 @@
 #include <math.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/simd.h"
 #include "nn/fast_exp.h"
 
-/* Query rows per block. */
-#define ATT_TB 32
+/* Query rows per block. 16 keeps every sgemm here at or below OpenBLAS's
+ * threading threshold (m n k <= 2^18) for T <= 256 and head size <= 64, so
+ * OpenBLAS runs them on the calling thread while OpenMP spreads the heads over
+ * the threads; 16, 32 and 64 cost the same within 5 % on one thread. */
+#define ATT_TB 16
 
 size_t attention_work(int T) { return (size_t)3 * ATT_TB * (size_t)T; }
+
+static int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
 
 /* Mask index of probability (i, j) of head bh: one dropout site per layer. */
 static inline uint64_t att_index(int bh, int T, int i, int j)
@@ -94,86 +110,87 @@ DT_CLONES static void softmax_row_backward(int n, int cols, const float *p, floa
 }
 
 void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
-                       float p, uint64_t key, float *work)
+                       float p, uint64_t key, float *work, int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    float *P = work; // (TB, T)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int bh = b * NH + h;
-            const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *k = q + C, *v = q + 2 * C;
-            float *yh = y + (size_t)b * T * C + (size_t)h * hs, *l = lse + (size_t)bh * T;
-            for (int r0 = 0; r0 < T; r0 += ATT_TB) {
-                const int rows = T - r0 < ATT_TB ? T - r0 : ATT_TB, cols = r0 + rows;
-                // S (rows, cols) = scale q[r0..] (rows, hs) k[0..cols)^T (hs, cols)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
-                            q + (size_t)r0 * C3, C3, k, C3, 0.0f, P, T);
-                for (int i = 0; i < rows; i++) {
-                    float *s = P + (size_t)i * T;
-                    l[r0 + i] = softmax_row(r0 + i + 1, cols, s);
-                    if (p > 0.0f)
-                        for (int j = 0; j <= r0 + i; j++)
-                            s[j] *= dropout_factor(key, att_index(bh, T, r0 + i, j), p);
-                }
-                // y[r0..] (rows, hs) = P (rows, cols) v[0..cols) (cols, hs), stride C
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, cols, 1.0f, P, T,
-                            v, C3, 0.0f, yh + (size_t)r0 * C, C);
+    #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T)
+        const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *k = q + C, *v = q + 2 * C;
+        float *yh = y + (size_t)b * T * C + (size_t)h * hs, *l = lse + (size_t)bh * T;
+        for (int r0 = 0; r0 < T; r0 += ATT_TB) {
+            const int rows = T - r0 < ATT_TB ? T - r0 : ATT_TB, cols = r0 + rows;
+            // S (rows, cols) = scale q[r0..] (rows, hs) k[0..cols)^T (hs, cols)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
+                        q + (size_t)r0 * C3, C3, k, C3, 0.0f, P, T);
+            for (int i = 0; i < rows; i++) {
+                float *s = P + (size_t)i * T;
+                l[r0 + i] = softmax_row(r0 + i + 1, cols, s);
+                if (p > 0.0f)
+                    for (int j = 0; j <= r0 + i; j++)
+                        s[j] *= dropout_factor(key, att_index(bh, T, r0 + i, j), p);
             }
+            // y[r0..] (rows, hs) = P (rows, cols) v[0..cols) (cols, hs), stride C
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, cols, 1.0f, P, T,
+                        v, C3, 0.0f, yh + (size_t)r0 * C, C);
         }
+    }
 }
 
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                        const float *dy, float p, uint64_t key, float *dqkv, float *work)
+                        const float *dy, float p, uint64_t key, float *dqkv, float *work, int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    float *P = work, *dP = work + (size_t)ATT_TB * T, *Pd = work + (size_t)2 * ATT_TB * T; // (TB, T)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int bh = b * NH + h;
-            const size_t o = (size_t)b * T * C3 + (size_t)h * hs;
-            const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
-            const float *dyh = dy + (size_t)b * T * C + (size_t)h * hs; // (T, hs), stride C
-            const float *l = lse + (size_t)bh * T;
-            // dk and dv gather from every later query block: zero, then add
-            for (int t = 0; t < T; t++) {
-                memset(dk + (size_t)t * C3, 0, (size_t)hs * sizeof *dk);
-                memset(dv + (size_t)t * C3, 0, (size_t)hs * sizeof *dv);
-            }
-            for (int r0 = 0; r0 < T; r0 += ATT_TB) {
-                const int rows = T - r0 < ATT_TB ? T - r0 : ATT_TB, cols = r0 + rows;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
-                            q + (size_t)r0 * C3, C3, k, C3, 0.0f, P, T);
-                for (int i = 0; i < rows; i++)
-                    softmax_row_again(r0 + i + 1, cols, l[r0 + i], P + (size_t)i * T);
-                // dP (rows, cols) = dy[r0..] (rows, hs) v[0..cols)^T: the gradient of the dropped P
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, 1.0f,
-                            dyh + (size_t)r0 * C, C, v, C3, 0.0f, dP, T);
-                const float *Pv = P; // the probabilities v was multiplied by
-                if (p > 0.0f) {
-                    for (int i = 0; i < rows; i++)
-                        for (int j = 0; j < cols; j++) {
-                            const float m = j <= r0 + i
-                                                ? dropout_factor(key, att_index(bh, T, r0 + i, j), p)
-                                                : 0.0f;
-                            Pd[(size_t)i * T + j] = P[(size_t)i * T + j] * m;
-                            dP[(size_t)i * T + j] *= m;
-                        }
-                    Pv = Pd;
-                }
-                // dv[0..cols) (cols, hs) += Pv^T (cols, rows) dy[r0..] (rows, hs)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, hs, rows, 1.0f, Pv, T,
-                            dyh + (size_t)r0 * C, C, 1.0f, dv, C3);
-                for (int i = 0; i < rows; i++)
-                    softmax_row_backward(r0 + i + 1, cols, P + (size_t)i * T, dP + (size_t)i * T);
-                // dq[r0..] (rows, hs) = scale dS (rows, cols) k[0..cols) (cols, hs)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, cols, scale, dP,
-                            T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
-                // dk[0..cols) (cols, hs) += scale dS^T (cols, rows) q[r0..] (rows, hs)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, hs, rows, scale, dP, T,
-                            q + (size_t)r0 * C3, C3, 1.0f, dk, C3);
-            }
+    #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
+        float *dP = P + (size_t)ATT_TB * T, *Pd = P + (size_t)2 * ATT_TB * T;
+        const size_t o = (size_t)b * T * C3 + (size_t)h * hs;
+        const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
+        const float *dyh = dy + (size_t)b * T * C + (size_t)h * hs; // (T, hs), stride C
+        const float *l = lse + (size_t)bh * T;
+        // dk and dv gather from every later query block: zero, then add
+        for (int t = 0; t < T; t++) {
+            memset(dk + (size_t)t * C3, 0, (size_t)hs * sizeof *dk);
+            memset(dv + (size_t)t * C3, 0, (size_t)hs * sizeof *dv);
         }
+        for (int r0 = 0; r0 < T; r0 += ATT_TB) {
+            const int rows = T - r0 < ATT_TB ? T - r0 : ATT_TB, cols = r0 + rows;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
+                        q + (size_t)r0 * C3, C3, k, C3, 0.0f, P, T);
+            for (int i = 0; i < rows; i++)
+                softmax_row_again(r0 + i + 1, cols, l[r0 + i], P + (size_t)i * T);
+            // dP (rows, cols) = dy[r0..] (rows, hs) v[0..cols)^T: the gradient of the dropped P
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, 1.0f,
+                        dyh + (size_t)r0 * C, C, v, C3, 0.0f, dP, T);
+            const float *Pv = P; // the probabilities v was multiplied by
+            if (p > 0.0f) {
+                for (int i = 0; i < rows; i++)
+                    for (int j = 0; j < cols; j++) {
+                        const float m = j <= r0 + i
+                                            ? dropout_factor(key, att_index(bh, T, r0 + i, j), p)
+                                            : 0.0f;
+                        Pd[(size_t)i * T + j] = P[(size_t)i * T + j] * m;
+                        dP[(size_t)i * T + j] *= m;
+                    }
+                Pv = Pd;
+            }
+            // dv[0..cols) (cols, hs) += Pv^T (cols, rows) dy[r0..] (rows, hs)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, hs, rows, 1.0f, Pv, T,
+                        dyh + (size_t)r0 * C, C, 1.0f, dv, C3);
+            for (int i = 0; i < rows; i++)
+                softmax_row_backward(r0 + i + 1, cols, P + (size_t)i * T, dP + (size_t)i * T);
+            // dq[r0..] (rows, hs) = scale dS (rows, cols) k[0..cols) (cols, hs)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, cols, scale, dP,
+                        T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
+            // dk[0..cols) (cols, hs) += scale dS^T (cols, rows) q[r0..] (rows, hs)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, hs, rows, scale, dP, T,
+                        q + (size_t)r0 * C3, C3, 1.0f, dk, C3);
+        }
+    }
 }

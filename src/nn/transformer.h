@@ -70,18 +70,21 @@ void gelu_forward(size_t n, const float *x, float *y);
 void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
 
 /* ---- attention.c: causal multi-head self-attention ---- */
-/* Scratch floats attention_forward/backward need in `work`. */
+/* Scratch floats attention_forward/backward need in `work` per thread. */
 size_t attention_work(int T);
 /* qkv (B, T, 3C): q | k | v, head h at columns h*hs .. (h+1)*hs - 1 of each
  * (hs = C / NH). y (B, T, C) = softmax(q k^T / sqrt(hs), causal) v with
  * dropout p on the probabilities; lse (B, NH, T): each row's log-sum-exp,
  * all backward keeps (it recomputes the probabilities, one (T, T) block
  * per head at a time, instead of storing B*NH of them). */
+/* The (batch, head) pairs are spread over up to nwork OpenMP threads; work
+ * holds nwork * attention_work(T) floats. */
 void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
-                       float p, uint64_t key, float *work);
+                       float p, uint64_t key, float *work, int nwork);
 /* dy (B, T, C) -> dqkv (B, T, 3C) written */
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                        const float *dy, float p, uint64_t key, float *dqkv, float *work);
+                        const float *dy, float p, uint64_t key, float *dqkv, float *work,
+                        int nwork);
 
 /* ---- xent_seq.c: softmax cross-entropy over every position ---- */
 /* logits (N, V), targets (N) in [0, V). Returns the SUM of -log p(target);
