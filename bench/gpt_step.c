@@ -125,6 +125,8 @@ static void profile(const bench_cfg *bc, double step_s)
           *logits = dt_falloc((size_t)N * V), *wte = dt_falloc((size_t)V * C),
           *wpe = dt_falloc((size_t)T * C), *dwe = dt_falloc((size_t)(V + T) * C);
     int32_t *tok = dt_calloc((size_t)N, sizeof *tok);
+    /* as the model decides (models/gpt.c): probabilities kept where NH T <= 2 C */
+    float *probs = (int64_t)NH * T <= 2 * (int64_t)C ? dt_falloc((size_t)N * NH * T) : NULL;
     dt_rng r = rng_make(1, 2, 3, 4);
     for (size_t i = 0; i < NC * 4; i++) {
         x[i] = (float)rng_normal(&r);
@@ -152,7 +154,7 @@ static void profile(const bench_cfg *bc, double step_s)
     ROW("embedding fwd", 1, embedding_forward(B, T, C, tok, wte, wpe, 0, 0, x + NC));
     ROW("layernorm(+residual) fwd", 2 * L, layernorm_residual_forward(N, C, x, x + NC, 0, 0, g, b, dx, dy + NC, mean, rstd));
     ROW("c_attn fwd (C->3C)", L, matmul_forward(N, C, 3 * C, x, W, b, dx));
-    ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, 0, 0, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
+    ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, probs, 0, 0, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("attn.c_proj fwd (C->C)", L, matmul_forward(N, C, C, x, W, b, dx));
     ROW("c_fc fwd (C->4C)", L, matmul_forward(N, C, 4 * C, x, W, b, dx));
     ROW("gelu fwd", 2 * L, gelu_forward(NC * 4, x, dx)); /* and once more in backward */
@@ -167,7 +169,7 @@ static void profile(const bench_cfg *bc, double step_s)
     ROW("gelu bwd", L, gelu_backward(NC * 4, x, dy, dx));
     ROW("c_fc bwd", L, matmul_backward(N, C, 4 * C, x, W, dy, dx, dW, db));
     ROW("attn.c_proj bwd", L, matmul_backward(N, C, C, x, W, dy, dx, dW, db));
-    ROW("attention bwd", L, attention_backward(B, T, C, NH, y, lse, dy, 0, 0, dx, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
+    ROW("attention bwd", L, attention_backward(B, T, C, NH, y, lse, probs, dy, 0, 0, dx, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("c_attn bwd", L, matmul_backward(N, C, 3 * C, x, W, dy, dx, dW, db));
     ROW("embedding bwd", 1, embedding_backward(B, T, C, tok, dy, 0, 0, dwe, dwe + (size_t)V * C));
 #undef ROW
@@ -183,7 +185,7 @@ static void profile(const bench_cfg *bc, double step_s)
     printf("  %-26s %10s %8.2f %6.1f%%  (the rest: copies, dropout off, call overhead)\n",
            "sum of the passes", "", total * 1e3, 100 * total / step_s);
     free(x); free(y); free(dy); free(dx); free(W); free(dW); free(b); free(db); free(g);
-    free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(wpe); free(dwe); free(tok);
+    free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(wpe); free(dwe); free(tok); free(probs);
 }
 
 static void run(const bench_cfg *bc, int steps, int rounds, int prof, double peak)

@@ -6,9 +6,11 @@
  * attention's output before its projection (C), the MLP's pre-activation
  * (4C), LayerNorm statistics and the attention's row log-sum-exps: 10 C
  * floats a token. LayerNorm outputs and GELU outputs are recomputed by the
- * backward pass (an elementwise pass each) rather than kept, the attention
- * probabilities are recomputed one (T, T) block at a time, and dropout masks
- * are redrawn from their counter-based keys. */
+ * backward pass (an elementwise pass each) rather than kept; the attention
+ * probabilities are kept only where they cost at most 2 C floats a token
+ * (n_head T <= 2 n_embd, as in the "baby" GPT) and otherwise recomputed one
+ * block of query rows at a time; dropout masks are redrawn from their
+ * counter-based keys. */
 #include "models/gpt.h"
 
 #include <math.h>
@@ -47,6 +49,8 @@ struct dt_gpt {
     float **atty;     /* (N, C): attention output before c_proj */
     float **fch;      /* (N, 4C): MLP pre-activation */
     float **lse_att;  /* (B, NH, T) */
+    float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
+    int keep_probs;   /* NH T <= 2 C: they cost at most two (N, C) buffers a layer */
     float **ln1m, **ln1r, **ln2m, **ln2r; /* (N) LayerNorm mean and 1/std */
     float *lnfm, *lnfr;                   /* (N) */
     float *logits;    /* (N, V); its gradient after backward */
@@ -181,6 +185,7 @@ static size_t layout(dt_gpt *m, int B, float *arena)
         m->atty[l] = carve(arena, &at, N * C);
         m->fch[l] = carve(arena, &at, N * 4 * C);
         m->lse_att[l] = carve(arena, &at, N * (size_t)m->c.n_head);
+        m->probs[l] = m->keep_probs ? carve(arena, &at, N * (size_t)m->c.n_head * m->c.block) : NULL;
         m->ln1m[l] = carve(arena, &at, N);
         m->ln1r[l] = carve(arena, &at, N);
         m->ln2m[l] = carve(arena, &at, N);
@@ -219,7 +224,8 @@ void gpt_reserve(dt_gpt *m, int B)
     const int L = m->c.n_layer;
     if (!m->res) {
         m->res = dt_calloc((size_t)L + 1, sizeof *m->res);
-        float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att,
+        m->keep_probs = (int64_t)m->c.n_head * m->c.block <= 2 * (int64_t)m->c.n_embd;
+        float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att, &m->probs,
                              &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
             *lists[i] = dt_calloc((size_t)L, sizeof **lists[i]);
@@ -273,7 +279,7 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
         matmul_forward(N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
-        attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], p,
+        attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], m->probs[l], p,
                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
         matmul_forward(N, C, C, m->atty[l], W(T_APW), W(T_APB), m->mid[l]);
@@ -343,7 +349,7 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))
         dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
         matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
-        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->dln, p,
+        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
                            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
         matmul_backward(N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB));
@@ -371,6 +377,7 @@ void gpt_free(dt_gpt *m)
     free(m->atty);
     free(m->fch);
     free(m->lse_att);
+    free(m->probs);
     free(m->ln1m);
     free(m->ln1r);
     free(m->ln2m);

@@ -4,11 +4,13 @@
  * y = P v are formed one block of ATT_TB query rows at a time: rows r0 ..
  * r0+TB-1 see only keys 0 .. r0+TB-1, so the sgemms skip the blocks above
  * the diagonal (for T = 256 they do 36/64 of the full products), and the
- * scratch holds (TB, T) floats per buffer, never a (T, T) block. Only each
- * row's log-sum-exp is kept: the backward pass recomputes S and
- * P = exp(S - lse) block by block, which costs one more q k^T product but
- * keeps B*NH*T*T floats per layer out of memory (for the "small" GPT 12.6 MB
- * a layer). exp is nn/fast_exp.h's, sixteen lanes at a time. */
+ * scratch holds (TB, T) floats per buffer, never a (T, T) block. The
+ * backward pass needs the probabilities: by default only each row's
+ * log-sum-exp is kept and the backward recomputes S and P = exp(S - lse)
+ * block by block, which costs one more q k^T product but keeps B*NH*T*T
+ * floats per layer out of memory (for the "small" GPT 12.6 MB a layer);
+ * where they are cheap to keep, the caller passes `probs` and the backward
+ * reads them instead. exp is nn/fast_exp.h's, sixteen lanes at a time. */
 #include "nn/transformer.h"
 
 #include <cblas.h>
@@ -110,7 +112,7 @@ DT_CLONES static void softmax_row_backward(int n, int cols, const float *p, floa
 }
 
 void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
-                       float p, uint64_t key, float *work, int nwork)
+                       float *probs, float p, uint64_t key, float *work, int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -128,6 +130,8 @@ void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, 
             for (int i = 0; i < rows; i++) {
                 float *s = P + (size_t)i * T;
                 l[r0 + i] = softmax_row(r0 + i + 1, cols, s);
+                if (probs)
+                    memcpy(probs + ((size_t)bh * T + r0 + i) * T, s, (size_t)cols * sizeof *s);
                 if (p > 0.0f)
                     for (int j = 0; j <= r0 + i; j++)
                         s[j] *= dropout_factor(key, att_index(bh, T, r0 + i, j), p);
@@ -140,15 +144,16 @@ void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, 
 }
 
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                        const float *dy, float p, uint64_t key, float *dqkv, float *work, int nwork)
+                        const float *probs, const float *dy, float p, uint64_t key, float *dqkv,
+                        float *work, int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         const int b = bh / NH, h = bh % NH;
-        float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
-        float *dP = P + (size_t)ATT_TB * T, *Pd = P + (size_t)2 * ATT_TB * T;
+        float *Pw = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
+        float *dP = Pw + (size_t)ATT_TB * T, *Pd = Pw + (size_t)2 * ATT_TB * T;
         const size_t o = (size_t)b * T * C3 + (size_t)h * hs;
         const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
@@ -161,10 +166,15 @@ void attention_backward(int B, int T, int C, int NH, const float *qkv, const flo
         }
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
             const int rows = T - r0 < ATT_TB ? T - r0 : ATT_TB, cols = r0 + rows;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
-                        q + (size_t)r0 * C3, C3, k, C3, 0.0f, P, T);
-            for (int i = 0; i < rows; i++)
-                softmax_row_again(r0 + i + 1, cols, l[r0 + i], P + (size_t)i * T);
+            const float *P = Pw; // (rows, cols) of the probabilities, stride T
+            if (probs)
+                P = probs + ((size_t)bh * T + r0) * T;
+            else {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
+                            q + (size_t)r0 * C3, C3, k, C3, 0.0f, Pw, T);
+                for (int i = 0; i < rows; i++)
+                    softmax_row_again(r0 + i + 1, cols, l[r0 + i], Pw + (size_t)i * T);
+            }
             // dP (rows, cols) = dy[r0..] (rows, hs) v[0..cols)^T: the gradient of the dropped P
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, 1.0f,
                         dyh + (size_t)r0 * C, C, v, C3, 0.0f, dP, T);

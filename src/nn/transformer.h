@@ -77,14 +77,17 @@ size_t attention_work(int T);
  * dropout p on the probabilities; lse (B, NH, T): each row's log-sum-exp,
  * all backward keeps (it recomputes the probabilities, one (T, T) block
  * per head at a time, instead of storing B*NH of them). */
-/* The (batch, head) pairs are spread over up to nwork OpenMP threads; work
- * holds nwork * attention_work(T) floats. */
+/* probs (B, NH, T, T) or NULL: if given, the probabilities (before
+ * dropout; row i's columns 0 .. i rounded up to the block of 16 rows, the
+ * rest untouched) are kept there and the backward reads them instead of
+ * recomputing. The (batch, head) pairs are spread over up to nwork OpenMP
+ * threads; work holds nwork * attention_work(T) floats. */
 void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
-                       float p, uint64_t key, float *work, int nwork);
-/* dy (B, T, C) -> dqkv (B, T, 3C) written */
+                       float *probs, float p, uint64_t key, float *work, int nwork);
+/* dy (B, T, C) -> dqkv (B, T, 3C) written; probs as the forward's (or NULL) */
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                        const float *dy, float p, uint64_t key, float *dqkv, float *work,
-                        int nwork);
+                        const float *probs, const float *dy, float p, uint64_t key, float *dqkv,
+                        float *work, int nwork);
 
 /* ---- xent_seq.c: softmax cross-entropy over every position ---- */
 /* logits (N, V), targets (N) in [0, V). Returns the SUM of -log p(target);
