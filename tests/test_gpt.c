@@ -281,6 +281,15 @@ static void test_gelu(void)
     memcpy(c.y, r, n * sizeof *r);
     gelu_backward(n, c.x, c.y, c.y);
     CHECK(memcmp(c.y, dx, n * sizeof *dx) == 0, "gelu backward in place (dx = dy)");
+    /* the backward pass's pair: gelu and its derivative in one pass, then dy *= d */
+    float *y2 = vec_new(n), *d = vec_new(n), *g2 = vec_new(n);
+    gelu_forward(n, c.x, c.y);
+    gelu_forward_deriv(n, c.x, y2, d);
+    memcpy(g2, r, n * sizeof *r);
+    gelu_backward_deriv(n, d, g2);
+    CHECK(memcmp(y2, c.y, n * sizeof *y2) == 0 && memcmp(g2, dx, n * sizeof *dx) == 0,
+          "gelu_forward_deriv + gelu_backward_deriv equal gelu_forward and gelu_backward bit for bit");
+    free(y2); free(d); free(g2);
     free(ref); free(r); free(dx); free(c.x); free(c.y);
 }
 

@@ -61,7 +61,8 @@ struct dt_gpt {
     float *dres;      /* (N, C) gradient of the residual stream */
     float *dtmp;      /* (N, C) a branch's gradient through its dropout */
     float *dln;       /* (N, C) */
-    float *dqkv;      /* (N, 3C) */
+    float *dqkv;      /* (N, 3C), carved right after dln: together they are the (N, 4C)
+                       * GELU derivative while the MLP branch's backward needs it */
     float *attw;      /* nwork * attention_work(T) */
     int nwork;        /* threads the attention may use: OpenMP's maximum at reserve time */
     int32_t *tok, *tgt; /* (B, T) copies of the last batch */
@@ -199,6 +200,7 @@ static size_t layout(dt_gpt *m, int B, float *arena)
     m->h4 = carve(arena, &at, N * 4 * C);
     m->dres = carve(arena, &at, N * C);
     m->dtmp = carve(arena, &at, N * C);
+    /* dln then dqkv: the (N, 4C) floats from dln lie within the two (GELU's derivative) */
     m->dln = carve(arena, &at, N * C);
     m->dqkv = carve(arena, &at, N * 3 * C);
     m->attw = carve(arena, &at, (size_t)m->nwork * attention_work(m->c.block));
@@ -338,10 +340,11 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
 #define G(kind) blockg(m, grads, l, kind)
         // MLP branch: res[l+1] = mid[l] + dropout(c_proj(gelu(c_fc(ln_2(mid[l])))))
         const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
-        gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
+        float *gd = m->dln; // (N, 4C): dln and dqkv, free until c_fc's input gradient
+        gelu_forward_deriv((size_t)N * 4 * C, m->fch[l], m->h4, gd);
         // dW first, then the input gradient overwrites the GELU output in h4
         matmul_backward(N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB));
-        gelu_backward((size_t)N * 4 * C, m->fch[l], m->h4, m->h4);
+        gelu_backward_deriv((size_t)N * 4 * C, gd, m->h4);
         layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
         matmul_backward(N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB));
         layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), m->dln, m->dres, 1,

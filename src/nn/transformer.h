@@ -68,6 +68,11 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
 void gelu_forward(size_t n, const float *x, float *y);
 /* dx = dy * gelu'(x); dx may be dy (in place). x, dy, dx (n) */
 void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
+/* The backward pass's pair, one exp per element for both: y = gelu(x) (the
+ * next layer's weight gradient needs it) and d = gelu'(x); then, once the
+ * output's gradient dy is known, dy *= d in place. x, y, d, dy (n) */
+void gelu_forward_deriv(size_t n, const float *x, float *y, float *d);
+void gelu_backward_deriv(size_t n, const float *d, float *dy);
 
 /* ---- attention.c: causal multi-head self-attention ---- */
 /* Scratch floats attention_forward/backward need in `work` per thread. */
