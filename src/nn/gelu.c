@@ -21,11 +21,11 @@ DT_CLONES static void gelu_fwd_chunk(size_t n, const float *x, float *y)
         const v16f v = v16_ld(x + i);
         v16f e;
         V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
-        v16_st(y + i, v / (1.0f + e));
+        v16_st(y + i, v * (1.0f / (1.0f + e))); /* as gelu_deriv_chunk's, bit for bit */
     }
     for (; i < n; i++) {
         const float v = x[i];
-        y[i] = v / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
+        y[i] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
     }
 }
 
