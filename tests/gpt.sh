@@ -238,7 +238,7 @@ lap "case 3 (cosine end)"
 # tokens_file PATH MAGIC COUNT: an llm.c header (256 int32: magic, version 1,
 # count) then COUNT uint16 tokens (a repeating pattern over 64 ids: learnable)
 tokens_file() {
-    /usr/bin/python3 - "$@" <<'PY'
+    "$(command -v /usr/bin/python3 || command -v python3)" - "$@" <<'PY'
 import struct, sys
 path, magic, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 hdr = [0] * 256
