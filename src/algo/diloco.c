@@ -364,8 +364,12 @@ static void diloco_step(dt_trainer *t)
     /* one step after its start, the reduce-scatter has had a step of compute to
      * finish: sum and start the all-gather, which then overlaps the rest */
     if (s->pending >= 0 && !s->gathering && s->overlap >= 2 &&
-        c % s->H == (start_of(s, s->pending) + 1) % s->H)
+        c % s->H == (start_of(s, s->pending) + 1) % s->H) {
+        /* timed: on a slow network the reduce-scatter outlasts the step and this waits */
+        double t0 = trainer_clock();
         scatter_finish_gather_start(t, s);
+        t->t_comm += trainer_clock() - t0;
+    }
     const int64_t d = c - s->overlap;
     for (int64_t p = 0; p < s->P; p++)
         if (d >= 1 && d % s->H == start_of(s, p))
