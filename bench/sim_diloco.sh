@@ -31,7 +31,7 @@ DTRAIN_POST=${DTRAIN_POST:-$REPO/src/dtrain-post}
 BENCH_OUT=${BENCH_OUT:-/tmp/dtrain-bench}
 PLATFORMS=${PLATFORMS:-eth1g eth10g eth25g ib-hdr}
 VARIANTS=${VARIANTS:-allreduce sgp d10 d50 d200 i50}
-RANKS=${RANKS:-8 32 128 512}
+RANKS=${RANKS-8 32 128 512}
 PARAMS=${PARAMS:-124000000}
 COMPUTE=${COMPUTE:-0.3}
 JOBS=${JOBS:-1}
@@ -104,9 +104,9 @@ for p in $PLATFORMS; do
         [ -f "$f" ] || continue
         v=$(basename "$(dirname "$f")"); v=${v%-*}
         case $v in
-            d*) label="diloco H=${v#d}" ;;
-            i*) label="diloco H=${v#i} int8" ;;
-            s*) label="diloco H=${v#s} 5 fragments" ;;
+            d[0-9]*) label="diloco H=${v#d}" ;;
+            i[0-9]*) label="diloco H=${v#i} int8" ;;
+            s[0-9]*) label="diloco H=${v#s} 5 fragments" ;;
             *) label=$v ;;
         esac
         tail -n +2 "$f" | awk -F, -v OFS=, -v l="$label" '{ $1 = l; print }' >>"$out/all.csv"
