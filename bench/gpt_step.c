@@ -14,6 +14,7 @@
  * configuration's shapes (median of 5) and lists its share of a step.
  * bench/gpt_step.sh runs this beside the same model in PyTorch. */
 #include <cblas.h>
+#include <omp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,15 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds of the whole process (all threads): on a loaded machine a
+ * steadier measure than the wall clock, which counts time spent descheduled. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -61,6 +71,15 @@ static double sgemm_peak(void)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
         best = fmin(best, now() - t0);
     }
+    /* and per CPU-second, for a loaded machine (one thread only: with more,
+     * CPU time adds the threads' and is no peak) */
+    double cbest = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = cpu_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        cbest = fmin(cbest, cpu_now() - t0);
+    }
+    printf("sgemm 2048^3 per CPU-second: %.1f GFLOP/s\n", 2.0 * n * n * (double)n / cbest * 1e-9);
     free(a);
     free(b);
     free(c);
@@ -80,15 +99,15 @@ static const bench_cfg configs[] = {
 
 /* ---- per-layer profile ---------------------------------------------------- */
 
-/* Median seconds of 5 runs of stmt (after one warm-up). */
+/* Median CPU seconds of 5 runs of stmt (after one warm-up). */
 #define TIME5(out, stmt)                                                                  \
     do {                                                                                  \
         double ts_[5];                                                                    \
         stmt;                                                                             \
         for (int r_ = 0; r_ < 5; r_++) {                                                  \
-            double t0_ = now();                                                           \
+            double t0_ = cpu_now();                                                       \
             stmt;                                                                         \
-            ts_[r_] = now() - t0_;                                                        \
+            ts_[r_] = cpu_now() - t0_;                                                    \
         }                                                                                 \
         out = median(ts_, 5);                                                             \
     } while (0)
@@ -102,9 +121,12 @@ static void profile(const bench_cfg *bc, double step_s)
           *dx = dt_falloc(NC * 4), *W = dt_falloc((size_t)4 * C * C), *dW = dt_falloc((size_t)4 * C * C),
           *b = dt_falloc((size_t)4 * C), *db = dt_falloc((size_t)4 * C), *g = dt_falloc((size_t)C),
           *mean = dt_falloc((size_t)N), *rstd = dt_falloc((size_t)N),
-          *lse = dt_falloc((size_t)N * NH), *work = dt_falloc(attention_work(T)),
-          *logits = dt_falloc((size_t)N * V), *wte = dt_falloc((size_t)V * C);
+          *lse = dt_falloc((size_t)N * NH), *work = dt_falloc(attention_work(T) * 16),
+          *logits = dt_falloc((size_t)N * V), *wte = dt_falloc((size_t)V * C),
+          *wpe = dt_falloc((size_t)T * C), *dwe = dt_falloc((size_t)(V + T) * C);
     int32_t *tok = dt_calloc((size_t)N, sizeof *tok);
+    /* as the model decides (models/gpt.c): probabilities kept where NH T <= 2 C */
+    float *probs = (int64_t)NH * T <= 2 * (int64_t)C ? dt_falloc((size_t)N * NH * T) : NULL;
     dt_rng r = rng_make(1, 2, 3, 4);
     for (size_t i = 0; i < NC * 4; i++) {
         x[i] = (float)rng_normal(&r);
@@ -129,10 +151,10 @@ static void profile(const bench_cfg *bc, double step_s)
         TIME5(rows[nr].s, stmt);                                                          \
         nr++;                                                                             \
     } while (0)
-    ROW("embedding fwd", 1, embedding_forward(B, T, C, tok, wte, wte, 0, 0, x + NC));
+    ROW("embedding fwd", 1, embedding_forward(B, T, C, tok, wte, wpe, 0, 0, x + NC));
     ROW("layernorm(+residual) fwd", 2 * L, layernorm_residual_forward(N, C, x, x + NC, 0, 0, g, b, dx, dy + NC, mean, rstd));
     ROW("c_attn fwd (C->3C)", L, matmul_forward(N, C, 3 * C, x, W, b, dx));
-    ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, 0, 0, work));
+    ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, probs, 0, 0, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("attn.c_proj fwd (C->C)", L, matmul_forward(N, C, C, x, W, b, dx));
     ROW("c_fc fwd (C->4C)", L, matmul_forward(N, C, 4 * C, x, W, b, dx));
     ROW("gelu fwd", 2 * L, gelu_forward(NC * 4, x, dx)); /* and once more in backward */
@@ -147,11 +169,12 @@ static void profile(const bench_cfg *bc, double step_s)
     ROW("gelu bwd", L, gelu_backward(NC * 4, x, dy, dx));
     ROW("c_fc bwd", L, matmul_backward(N, C, 4 * C, x, W, dy, dx, dW, db));
     ROW("attn.c_proj bwd", L, matmul_backward(N, C, C, x, W, dy, dx, dW, db));
-    ROW("attention bwd", L, attention_backward(B, T, C, NH, y, lse, dy, 0, 0, dx, work));
+    ROW("attention bwd", L, attention_backward(B, T, C, NH, y, lse, probs, dy, 0, 0, dx, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("c_attn bwd", L, matmul_backward(N, C, 3 * C, x, W, dy, dx, dW, db));
-    ROW("embedding bwd", 1, embedding_backward(B, T, C, tok, dy, 0, 0, dW, dW + (size_t)V * C));
+    ROW("embedding bwd", 1, embedding_backward(B, T, C, tok, dy, 0, 0, dwe, dwe + (size_t)V * C));
 #undef ROW
     double total = 0;
+    printf("  CPU time per layer pass, against a step's CPU time:\n");
     printf("  %-26s %10s %8s %7s\n", "layer pass", "ms/call", "ms/step", "% step");
     for (int i = 0; i < nr; i++) {
         const double per = rows[i].s * rows[i].per_step;
@@ -162,7 +185,7 @@ static void profile(const bench_cfg *bc, double step_s)
     printf("  %-26s %10s %8.2f %6.1f%%  (the rest: copies, dropout off, call overhead)\n",
            "sum of the passes", "", total * 1e3, 100 * total / step_s);
     free(x); free(y); free(dy); free(dx); free(W); free(dW); free(b); free(db); free(g);
-    free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(tok);
+    free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(wpe); free(dwe); free(tok); free(probs);
 }
 
 static void run(const bench_cfg *bc, int steps, int rounds, int prof, double peak)
@@ -186,16 +209,17 @@ static void run(const bench_cfg *bc, int steps, int rounds, int prof, double pea
         loss = gpt_forward(m, p, tok, tok + 1, B, 1, (uint64_t)s, NULL);
         gpt_backward(m, p, g);
     }
-    double *rate = dt_calloc((size_t)rounds, sizeof *rate);
+    double *rate = dt_calloc((size_t)rounds, sizeof *rate), *crate = dt_calloc((size_t)rounds, sizeof *crate);
     for (int k = 0; k < rounds; k++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         for (int s = 0; s < steps; s++) {
             gpt_forward(m, p, tok, tok + 1, B, 1, (uint64_t)s, NULL);
             gpt_backward(m, p, g);
         }
         rate[k] = (double)N * steps / (now() - t0);
+        crate[k] = (double)N * steps / (cpu_now() - c0);
     }
-    const double med = median(rate, rounds), best = rate[rounds - 1];
+    const double med = median(rate, rounds), best = rate[rounds - 1], cmed = median(crate, rounds);
     const double L = bc->c.n_layer, C = bc->c.n_embd;
     const double flop_tok = 72 * L * C * C + 12 * L * T * C;
     struct rusage ru;
@@ -207,11 +231,13 @@ static void run(const bench_cfg *bc, int steps, int rounds, int prof, double pea
            "%.1f GFLOP/s = %.0f %% of sgemm peak %.1f GFLOP/s; peak RSS %.1f MiB\n",
            med, best, rounds, steps, 1e3 * N / med, med * flop_tok * 1e-9,
            100 * med * flop_tok * 1e-9 / peak, peak, ru.ru_maxrss / 1024.0);
-    printf("RESULT dtrain %s tok_s_median %.1f tok_s_best %.1f peak_gflops %.2f rss_kib %ld\n",
-           bc->name, med, best, peak, ru.ru_maxrss);
+    printf("  tokens per CPU-second (all threads) median %.0f\n", cmed);
+    printf("RESULT dtrain %s tok_s_median %.1f tok_s_best %.1f peak_gflops %.2f rss_kib %ld "
+           "tok_cpu_s_median %.1f\n", bc->name, med, best, peak, ru.ru_maxrss, cmed);
     if (prof)
-        profile(bc, N / med);
+        profile(bc, N / cmed);
     free(rate);
+    free(crate);
     free(tok);
     free(p);
     free(g);

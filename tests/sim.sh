@@ -10,6 +10,14 @@
 # 2x slower sets allreduce's pace; sim.compute_from takes a real run's median
 # compute time per step; dtrain-post simplot draws one line per mode; a
 # threaded mode is refused with its reason.
+# diloco (every variant without a thread) on 1 GbE, 0.1 s of compute: with
+# H inner steps it communicates once per H steps, so its time per step is
+# the compute plus allreduce's (sgp's, for outer_comm = sgp) communication
+# over H, within 1 % (communicating every step, or every other one, is 10 %
+# or more off); bf16 and int8 send 1/2 and ~1/4 of fp32's bytes in less
+# than 0.55 and 0.3 of its time; the streaming variant with its exchange
+# overlapping 2 inner steps hides it behind the compute (and, where the
+# network is slower than a step, the wait is counted as communication).
 # Skipped (77) without the simulator.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 : "${DTRAIN_SIM:=$(pwd)/src/dtrain-sim}"
@@ -40,12 +48,13 @@ lr = 0.1
 DECK
 
 # sim MODE RANKS [key=value ...]: output dir $WORK/${OUT:-MODE-RANKS}, compute
-# time $CT s per step (unset: 0.01; set and empty: none given), status in $RC
+# time $CT s per step (unset: 0.01; set and empty: none given), platform
+# ${PLAT:-eth10g}, status in $RC
 sim() {
     local mode=$1 np=$2 out=${OUT:-$1-$2} ct=()
     shift 2
     if [ -z "${CT+set}" ]; then ct=(sim.compute_time=0.01); elif [ -n "$CT" ]; then ct=(sim.compute_time="$CT"); fi
-    timeout -k 5 300 "$DTRAIN_SIM" --ranks "$np" --platform eth10g "$D" algorithm.mode="$mode" \
+    timeout -k 5 300 "$DTRAIN_SIM" --ranks "$np" --platform "${PLAT:-eth10g}" "$D" algorithm.mode="$mode" \
         run.output_dir="$WORK/$out" sim.params=$N "${ct[@]}" "$@" \
         >"$WORK/out-$out.txt" 2>&1
     RC=$?
@@ -127,6 +136,85 @@ if [ "$RC" -eq 0 ] && [ -n "$ct" ] && awk "BEGIN { exit !($ct > 0 && $got > 0.99
 else
     fail "sim.compute_from (exit status $RC, ${ct:-no} s from the record, ${got:-no} s simulated)"
     tail -3 "$WORK/out-from.txt"
+fi
+
+# ---- diloco (issue 27) ----
+# near A B TOL: |A - B| <= TOL * B
+near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= t * b) }'; }
+# dsim NAME [key=value ...]: diloco on 4 ranks of eth1g, 0.1 s of compute
+dsim() { local name=$1; shift; PLAT=eth1g CT=0.1 OUT=$name sim diloco 4 "$@"; }
+PLAT=eth1g CT=0.1 OUT=d-allreduce sim allreduce 4 run.max_steps=4
+PLAT=eth1g CT=0.1 OUT=d-sgp sim sgp 4 run.max_steps=4
+dsim d-fp32 diloco.inner_steps=4 run.max_steps=8
+dsim d-bf16 diloco.inner_steps=4 run.max_steps=8 diloco.precision=bf16
+dsim d-int8 diloco.inner_steps=4 run.max_steps=8 diloco.precision=int8 diloco.error_feedback=true
+dsim d-gossip diloco.inner_steps=4 run.max_steps=8 diloco.outer_comm=sgp
+dsim d-h8 diloco.inner_steps=8 run.max_steps=16
+dsim d-stream diloco.inner_steps=8 run.max_steps=16 diloco.fragments=2 diloco.overlap=2
+# each run: its record, 0.1 s of compute per step, and a step = compute + communication
+for v in fp32:8 bf16:8 int8:8 gossip:8 h8:16 stream:16; do
+    c=$WORK/d-${v%:*}/sim.csv
+    if [ -f "$c" ] && [ "$(col "$c" mode)" = diloco ] && [ "$(col "$c" steps)" = "${v#*:}" ] &&
+       near "$(col "$c" compute_s)" 0.1 0.001 &&
+       near "$(col "$c" time_per_iter_s)" "$(awk "BEGIN { print $(col "$c" compute_s) + $(col "$c" comm_s) }")" 0.005; then
+        pass "diloco ${v%:*}: ${v#*:} steps, $(col "$c" time_per_iter_s) s per step = 0.1 s of compute + $(col "$c" comm_s) s of communication"
+    else
+        fail "diloco ${v%:*}: no record or time per step != compute + communication"; tail -3 "$WORK/out-d-${v%:*}.txt"
+    fi
+done
+ta=$(col "$WORK/d-allreduce/sim.csv" time_per_iter_s); ts=$(col "$WORK/d-sgp/sim.csv" time_per_iter_s)
+t1=$(col "$WORK/d-fp32/sim.csv" time_per_iter_s); t8=$(col "$WORK/d-h8/sim.csv" time_per_iter_s)
+want1=$(awk "BEGIN { print 0.1 + ($ta - 0.1) / 4 }"); want8=$(awk "BEGIN { print 0.1 + ($ta - 0.1) / 8 }")
+if near "$t1" "$want1" 0.01 && near "$t8" "$want8" 0.01 &&
+   [ "$(col "$WORK/d-fp32/sim.csv" bytes_per_step)" = "$N" ]; then
+    pass "diloco H 4 / 8: $t1 / $t8 s per step = 0.1 + allreduce's communication ($ta - 0.1 s) / H within 1 % ($want1 / $want8), $N bytes per step (the vector once per 4 steps)"
+else
+    fail "diloco H 4 / 8: $t1 / $t8 s per step, expected $want1 / $want8 (allreduce $ta s)"
+fi
+wantg=$(awk "BEGIN { print 0.1 + ($ts - 0.1) / 4 }")
+if near "$(col "$WORK/d-gossip/sim.csv" time_per_iter_s)" "$wantg" 0.01 &&
+   [ "$(col "$WORK/d-gossip/sim.csv" bytes_per_step)" = "$(( (N + 1) ))" ]; then
+    pass "diloco outer_comm sgp: $(col "$WORK/d-gossip/sim.csv" time_per_iter_s) s per step = 0.1 + sgp's communication / 4 within 1 % ($wantg), one push of n + 1 floats per 4 steps"
+else
+    fail "diloco outer_comm sgp: $(col "$WORK/d-gossip/sim.csv" time_per_iter_s) s per step, expected $wantg (sgp $ts s), $(col "$WORK/d-gossip/sim.csv" bytes_per_step) bytes per step"
+fi
+c32=$(col "$WORK/d-fp32/sim.csv" comm_s); b32=$(col "$WORK/d-fp32/sim.csv" bytes_per_step)
+c16=$(col "$WORK/d-bf16/sim.csv" comm_s); b16=$(col "$WORK/d-bf16/sim.csv" bytes_per_step)
+c8=$(col "$WORK/d-int8/sim.csv" comm_s); b8=$(col "$WORK/d-int8/sim.csv" bytes_per_step)
+if [ "$b16" = "$(( N / 2 ))" ] && awk "BEGIN { r = $b8 / $b32; exit !(r > 0.25 && r < 0.26 && $c16 < 0.55 * $c32 && $c8 < 0.3 * $c32) }"; then
+    pass "diloco bf16 / int8: $b16 / $b8 bytes per step against fp32's $b32, communication $c16 / $c8 s against $c32 s"
+else
+    fail "diloco bf16 / int8: $b16 / $b8 bytes per step against fp32's $b32, communication $c16 / $c8 s against $c32 s"
+fi
+tst=$(col "$WORK/d-stream/sim.csv" time_per_iter_s)
+# within 0.5 %: the log's reduction every step (run.log_every = 1) costs a few latencies
+if near "$tst" 0.1 0.005 && awk "BEGIN { exit !($t8 > 1.05 * 0.1) }" &&
+   [ "$(col "$WORK/d-stream/sim.csv" bytes_per_step)" = "$(( N / 2 ))" ]; then
+    pass "diloco fragments 2, overlap 2: $tst s per step, the compute alone (plain diloco at H 8: $t8 s), the same bytes"
+else
+    fail "diloco streaming: $tst s per step, expected 0.1 within 0.5 % (plain H 8: $t8 s)"
+fi
+# a step (5 ms) shorter than the reduce-scatter of a fragment (2 MB, ~12 ms on 1 GbE):
+# the wait for it before the all-gather starts is communication too, so a step is still
+# compute + communication (within 2 %: the run's closing collectives, ~1 ms in 16 short steps)
+PLAT=eth1g CT=0.005 OUT=d-stream-wait sim diloco 4 diloco.inner_steps=8 run.max_steps=16 \
+    diloco.fragments=2 diloco.overlap=2 run.log_every=16
+c=$WORK/d-stream-wait/sim.csv
+tw=$(col "$c" time_per_iter_s 2>/dev/null); cw=$(col "$c" comm_s 2>/dev/null)
+if [ "$RC" -eq 0 ] && near "$tw" "$(awk "BEGIN { print 0.005 + $cw }")" 0.02 &&
+   awk "BEGIN { exit !($cw > 0.001) }"; then
+    pass "diloco streaming on a network slower than the step: $tw s per step = 0.005 s of compute + $cw s of communication"
+else
+    fail "diloco streaming, slow network: $tw s per step, communication ${cw:-?} s (exit status $RC)"
+fi
+# 16 ranks, 10 GbE, 0.01 s of compute: once per H steps against the allreduce run above
+OUT=d-16 sim diloco 16 diloco.inner_steps=4 run.max_steps=8
+a16t=$(col "$WORK/allreduce-16/sim.csv" time_per_iter_s); d16=$(col "$WORK/d-16/sim.csv" time_per_iter_s)
+want=$(awk "BEGIN { print 0.01 + ($a16t - 0.01) / 4 }")
+if [ "$RC" -eq 0 ] && near "$d16" "$want" 0.01; then
+    pass "diloco H 4 on 16 ranks (10 GbE): $d16 s per step = 0.01 + allreduce's communication / 4 within 1 % ($want)"
+else
+    fail "diloco H 4 on 16 ranks: $d16 s per step, expected $want (allreduce $a16t s)"
 fi
 
 sim osgp 4

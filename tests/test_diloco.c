@@ -92,9 +92,12 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const opts *o,
     t->grads = dt_falloc(N);
     for (size_t i = 0; i < N; i++)
         t->params[i] = (float)x0(i); /* replicas start equal, as the runtime's broadcast gives */
-    sgd_init(&t->opt, N, 0.0, 0.0, false);
+    if (optim_init(&t->opt, &optim_sgd, cfg, N, NULL, 0, NULL) != 0)
+        DT_FATAL("%s", dt_err_msg());
+    t->opt.momentum = t->opt.weight_decay = 0.0f; /* plain SGD */
+    t->opt.nesterov = 0;
     t->lr = lr;
-    t->weight = 1.0f;
+    t->meter.weight = 1.0f;
     t->gradient_fn = grad;
     t->tp = transport_mpi_create(MPI_COMM_WORLD);
     t->algo = algo_find(o->mode);
@@ -110,7 +113,7 @@ static void free_trainer(dt_trainer *t)
         t->algo->teardown(t);
     free(t->params);
     free(t->grads);
-    sgd_free(&t->opt);
+    optim_free(&t->opt, NULL);
     transport_free(t->tp);
 }
 
@@ -367,10 +370,10 @@ static void test_precision(const char *prec, int64_t *bytes_out)
     for (size_t i = 0; i < N; i++)
         dmax[i] = fabs(d[i]);
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, dmax, N, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    int64_t b0 = t.bytes_sent;
+    int64_t b0 = t.meter.bytes_sent;
     t.algo->step(&t);
     t.step++;
-    *bytes_out = t.bytes_sent - b0;
+    *bytes_out = t.meter.bytes_sent - b0;
     double ratio = 0; /* error / bound, worst element */
     for (size_t blk = 0; blk * QUANT_BLOCK < N; blk++) {
         size_t lo = blk * QUANT_BLOCK, hi = lo + QUANT_BLOCK < N ? lo + QUANT_BLOCK : N;
@@ -547,7 +550,7 @@ static void test_gossip_complete(void)
     if (rank == 0)
         CHECK(worst < 1e-5 && moved > 0.1,
               "outer_comm sgp on the complete graph equals the allreduce variant over 4 outer "
-              "steps (max diff %.2g, moved %.3f; weight %g)", worst, moved, (double)g.weight);
+              "steps (max diff %.2g, moved %.3f; weight %g)", worst, moved, (double)g.meter.weight);
     /* on the exponential graph (1 peer) the ranks' models differ but the
      * push-sum weights still sum to the ranks */
     free_trainer(&a);
@@ -555,7 +558,7 @@ static void test_gossip_complete(void)
     o.topology = "exponential";
     make_trainer(&g, &cg, &o, quad_gradient, 0.1f);
     run_steps(&g, 4 * o.H);
-    double w = g.weight, sw;
+    double w = g.meter.weight, sw;
     MPI_CHECK(MPI_Allreduce(&w, &sw, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     int same = identical(g.params, N);
     if (rank == 0)

@@ -118,7 +118,7 @@ static void ln_fwd(void *p)
 
 static void test_layernorm(void)
 {
-    const int N = 5, C = 12;
+    const int N = 5, C = 37; /* two vectors of 16 and a scalar tail */
     const size_t n = (size_t)N * C;
     ln_ctx c = { N, C, vec_new(n), vec_new(C), vec_new(C), vec_new(n), vec_new(N), vec_new(N) };
     vec_normal(c.x, n, 2.0);
@@ -281,30 +281,40 @@ static void test_gelu(void)
     memcpy(c.y, r, n * sizeof *r);
     gelu_backward(n, c.x, c.y, c.y);
     CHECK(memcmp(c.y, dx, n * sizeof *dx) == 0, "gelu backward in place (dx = dy)");
+    /* the backward pass's pair: gelu and its derivative in one pass, then dy *= d */
+    float *y2 = vec_new(n), *d = vec_new(n), *g2 = vec_new(n);
+    gelu_forward(n, c.x, c.y);
+    gelu_forward_deriv(n, c.x, y2, d);
+    memcpy(g2, r, n * sizeof *r);
+    gelu_backward_deriv(n, d, g2);
+    CHECK(memcmp(y2, c.y, n * sizeof *y2) == 0 && memcmp(g2, dx, n * sizeof *dx) == 0,
+          "gelu_forward_deriv + gelu_backward_deriv equal gelu_forward and gelu_backward bit for bit");
+    free(y2); free(d); free(g2);
     free(ref); free(r); free(dx); free(c.x); free(c.y);
 }
 
 /* ---- attention --------------------------------------------------------------- */
 
 typedef struct att_ctx {
-    int B, T, C, NH;
+    int B, T, C, NH, nwork;
     float p;
     uint64_t key;
-    float *qkv, *y, *lse, *work;
+    float *qkv, *y, *lse, *work, *probs;
 } att_ctx;
 
 static void att_fwd(void *p)
 {
     att_ctx *c = p;
-    attention_forward(c->B, c->T, c->C, c->NH, c->qkv, c->y, c->lse, c->p, c->key, c->work);
+    attention_forward(c->B, c->T, c->C, c->NH, c->qkv, c->y, c->lse, c->probs, c->p, c->key, c->work,
+                      c->nwork);
 }
 
-static void test_attention(float p)
+static void test_attention(int T, float p, int keep)
 {
-    const int B = 2, T = 7, C = 12, NH = 3, hs = C / NH;
+    const int B = 2, C = 12, NH = 3, hs = C / NH;
     const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C;
-    att_ctx c = { B, T, C, NH, p, 4242, vec_new(nq), vec_new(ny), vec_new((size_t)B * NH * T),
-                  vec_new(attention_work(T)) };
+    att_ctx c = { B, T, C, NH, 2, p, 4242, vec_new(nq), vec_new(ny), vec_new((size_t)B * NH * T),
+                  vec_new(2 * attention_work(T)), keep ? vec_new((size_t)B * NH * T * T) : NULL };
     vec_normal(c.qkv, nq, 1.0);
     att_fwd(&c);
     /* float64 reference: explicit causal softmax, dropout with the same masks */
@@ -312,7 +322,7 @@ static void test_attention(float p)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {
-                double s[64], mx = -INFINITY, sum = 0;
+                double s[128], mx = -INFINITY, sum = 0;
                 const float *q = c.qkv + ((size_t)b * T + i) * 3 * C + h * hs;
                 for (int j = 0; j <= i; j++) {
                     const float *k = c.qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
@@ -337,20 +347,20 @@ static void test_attention(float p)
                 }
             }
     CHECK(max_rel(c.y, ref, ny) < TOL_REF && lse_err < 1e-5,
-          "attention forward (dropout %.1f) matches a float64 causal softmax (%.1e, lse %.1e)",
-          (double)p, max_rel(c.y, ref, ny), lse_err);
+          "attention forward (T %d, dropout %.1f, %s) matches a float64 causal softmax (%.1e, lse %.1e)",
+          T, (double)p, keep ? "kept probabilities" : "recomputed", max_rel(c.y, ref, ny), lse_err);
     free(ref);
     float *r = vec_new(ny), *dqkv = vec_new(nq);
     vec_normal(r, ny, 1.0);
     for (size_t i = 0; i < nq; i++)
         dqkv[i] = NAN;
-    attention_backward(B, T, C, NH, c.qkv, c.lse, r, p, c.key, dqkv, c.work);
+    attention_backward(B, T, C, NH, c.qkv, c.lse, c.probs, r, p, c.key, dqkv, c.work, c.nwork);
     fd_case fc = { att_fwd, &c, c.y, ny, r };
     double e = fd_check(&fc, c.qkv, nq, dqkv, 1e-2f);
-    CHECK(e < TOL_FD, "attention backward (dropout %.1f) vs finite differences of q, k, v: %.1e",
-          (double)p, e);
+    CHECK(e < TOL_FD, "attention backward (T %d, dropout %.1f, %s) vs finite differences of q, k, v: %.1e",
+          T, (double)p, keep ? "kept probabilities" : "recomputed", e);
     free(r); free(dqkv);
-    free(c.qkv); free(c.y); free(c.lse); free(c.work);
+    free(c.qkv); free(c.y); free(c.lse); free(c.work); free(c.probs);
 }
 
 /* ---- embedding ---------------------------------------------------------------- */
@@ -410,7 +420,7 @@ static void xe_fwd(void *p)
 
 static void test_xent(void)
 {
-    const int N = 6, V = 9;
+    const int N = 6, V = 37; /* two vectors of 16 and a tail */
     int32_t t[6];
     for (int i = 0; i < N; i++)
         t[i] = (int32_t)rng_below(&rng, V);
@@ -527,10 +537,12 @@ static void test_create(void)
 }
 
 /* Every coordinate of the tiny model's gradient against central differences
- * of the mean loss, with dropout off and on (same key in every evaluation). */
-static void test_model_fd(float dropout)
+ * of the mean loss, with dropout off and on (same key in every evaluation).
+ * Block 6 keeps the attention probabilities (n_head T <= 2 n_embd), block 12
+ * recomputes them. */
+static void test_model_fd(int block, float dropout)
 {
-    dt_gpt_config cfg = { 7, 6, 2, 2, 8, dropout };
+    dt_gpt_config cfg = { 7, block, 2, 2, 8, dropout };
     const int B = 2, T = cfg.block;
     dt_gpt *m = gpt_create(&cfg);
     const size_t np = gpt_nparams(m);
@@ -539,7 +551,7 @@ static void test_model_fd(float dropout)
     /* larger than GPT-2's scales so every path carries a visible gradient */
     for (size_t i = 0; i < np; i++)
         p[i] += 0.3f * (float)rng_normal(&rng);
-    int32_t tok[12], tgt[12];
+    int32_t tok[24], tgt[24];
     make_batch(B, T, cfg.vocab, tok, tgt);
     const uint64_t key = 1001;
     gpt_reserve(m, B);
@@ -571,8 +583,8 @@ static void test_model_fd(float dropout)
         }
     }
     CHECK(e < TOL_FD && worst < 5 * TOL_FD,
-          "tiny GPT (dropout %.1f): all %zu gradient coordinates vs central differences: %.1e "
-          "(worst tensor %s %.1e)", (double)dropout, np, e, tv[wt].name, worst);
+          "tiny GPT (block %d, dropout %.1f): all %zu gradient coordinates vs central differences: "
+          "%.1e (worst tensor %s %.1e)", block, (double)dropout, np, e, tv[wt].name, worst);
     /* written, not added */
     float *g2 = dt_falloc(np);
     for (size_t i = 0; i < np; i++)
@@ -940,13 +952,21 @@ int main(int argc, char **argv)
     test_layernorm();
     test_matmul();
     test_gelu();
-    test_attention(0.0f);
-    test_attention(0.3f);
+    /* T 7: one block of query rows; 75: three (32, 32, 11), rows of 16-float
+     * vectors and tails */
+    for (int keep = 0; keep < 2; keep++) {
+        test_attention(7, 0.0f, keep);
+        test_attention(7, 0.3f, keep);
+        test_attention(75, 0.0f, keep);
+        test_attention(75, 0.3f, keep);
+    }
     test_embedding();
     test_xent();
     test_create();
-    test_model_fd(0.0f);
-    test_model_fd(0.2f);
+    test_model_fd(6, 0.0f);
+    test_model_fd(6, 0.2f);
+    test_model_fd(12, 0.0f);
+    test_model_fd(12, 0.2f);
     test_causality();
     test_torch_reference(argv[0]);
     return tap_done();

@@ -13,7 +13,10 @@
  * Per-element error of encode then decode:
  *   bf16: |x - y| <= 2^-8 |x|;  int8: |x - y| <= scale / 2 (scale of the block).
  * Decoding is exact arithmetic on the stored bytes, so every rank that
- * decodes the same words gets the same floats. */
+ * decodes the same words gets the same floats.
+ *
+ * In the simulator (DTRAIN_SIM) encoding and decoding touch no value, as
+ * core/vec.h's operations: the vectors hold no model there. */
 #ifndef DT_ALGO_QUANT_H
 #define DT_ALGO_QUANT_H
 

@@ -77,3 +77,10 @@ void vec_ax_plus(float *restrict y, float a, const float *restrict x, size_t n)
     for (size_t i = 0; i < n; i++)
         y[i] = a * y[i] + x[i];
 }
+
+void vec_mix(float *restrict y, float a, const float *restrict x, size_t n)
+{
+    SKIP_IN_SIM;
+    for (size_t i = 0; i < n; i++)
+        y[i] = (1.0f - a) * x[i] + a * y[i];
+}

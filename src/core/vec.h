@@ -35,5 +35,6 @@ void vec_add(float *y, const float *x, size_t n);                  /* y += x */
 void vec_axpy(float *y, float a, const float *x, size_t n);        /* y += a * x */
 void vec_sub_axpy(float *y, float a, const float *x, size_t n);    /* y -= a * x */
 void vec_ax_plus(float *y, float a, const float *x, size_t n);     /* y = a * y + x */
+void vec_mix(float *y, float a, const float *x, size_t n);         /* y = (1 - a) * x + a * y */
 
 #endif

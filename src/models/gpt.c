@@ -6,15 +6,21 @@
  * attention's output before its projection (C), the MLP's pre-activation
  * (4C), LayerNorm statistics and the attention's row log-sum-exps: 10 C
  * floats a token. LayerNorm outputs and GELU outputs are recomputed by the
- * backward pass (an elementwise pass each) rather than kept, the attention
- * probabilities are recomputed one (T, T) block at a time, and dropout masks
- * are redrawn from their counter-based keys. */
+ * backward pass (an elementwise pass each) rather than kept; the attention
+ * probabilities are kept only where they cost at most 2 C floats a token
+ * (n_head T <= 2 n_embd, as in the "baby" GPT) and otherwise recomputed one
+ * block of query rows at a time; dropout masks are redrawn from their
+ * counter-based keys. */
 #include "models/gpt.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -43,6 +49,8 @@ struct dt_gpt {
     float **atty;     /* (N, C): attention output before c_proj */
     float **fch;      /* (N, 4C): MLP pre-activation */
     float **lse_att;  /* (B, NH, T) */
+    float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
+    int keep_probs;   /* NH T <= 2 C: they cost at most two (N, C) buffers a layer */
     float **ln1m, **ln1r, **ln2m, **ln2r; /* (N) LayerNorm mean and 1/std */
     float *lnfm, *lnfr;                   /* (N) */
     float *logits;    /* (N, V); its gradient after backward */
@@ -53,8 +61,10 @@ struct dt_gpt {
     float *dres;      /* (N, C) gradient of the residual stream */
     float *dtmp;      /* (N, C) a branch's gradient through its dropout */
     float *dln;       /* (N, C) */
-    float *dqkv;      /* (N, 3C) */
-    float *attw;      /* attention_work(T) */
+    float *dqkv;      /* (N, 3C), carved right after dln: together they are the (N, 4C)
+                       * GELU derivative while the MLP branch's backward needs it */
+    float *attw;      /* nwork * attention_work(T) */
+    int nwork;        /* threads the attention may use: OpenMP's maximum at reserve time */
     int32_t *tok, *tgt; /* (B, T) copies of the last batch */
     int B, train;
     uint64_t key;
@@ -179,6 +189,7 @@ static size_t layout(dt_gpt *m, int B, float *arena)
         m->atty[l] = carve(arena, &at, N * C);
         m->fch[l] = carve(arena, &at, N * 4 * C);
         m->lse_att[l] = carve(arena, &at, N * (size_t)m->c.n_head);
+        m->probs[l] = m->keep_probs ? carve(arena, &at, N * (size_t)m->c.n_head * m->c.block) : NULL;
         m->ln1m[l] = carve(arena, &at, N);
         m->ln1r[l] = carve(arena, &at, N);
         m->ln2m[l] = carve(arena, &at, N);
@@ -192,20 +203,34 @@ static size_t layout(dt_gpt *m, int B, float *arena)
     m->h4 = carve(arena, &at, N * 4 * C);
     m->dres = carve(arena, &at, N * C);
     m->dtmp = carve(arena, &at, N * C);
+    /* dln then dqkv: the (N, 4C) floats from dln lie within the two (GELU's derivative) */
     m->dln = carve(arena, &at, N * C);
     m->dqkv = carve(arena, &at, N * 3 * C);
-    m->attw = carve(arena, &at, attention_work(m->c.block));
+    m->attw = carve(arena, &at, (size_t)m->nwork * attention_work(m->c.block));
     return at;
+}
+
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 
 void gpt_reserve(dt_gpt *m, int B)
 {
-    if (B <= m->Bcap)
+    if (B <= m->Bcap && max_threads() <= m->nwork)
         return;
+    if (B < m->Bcap)
+        B = m->Bcap;
+    m->nwork = max_threads();
     const int L = m->c.n_layer;
     if (!m->res) {
         m->res = dt_calloc((size_t)L + 1, sizeof *m->res);
-        float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att,
+        m->keep_probs = (int64_t)m->c.n_head * m->c.block <= 2 * (int64_t)m->c.n_embd;
+        float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att, &m->probs,
                              &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
             *lists[i] = dt_calloc((size_t)L, sizeof **lists[i]);
@@ -259,8 +284,8 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
         matmul_forward(N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
-        attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], p,
-                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw);
+        attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], m->probs[l], p,
+                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
         matmul_forward(N, C, C, m->atty[l], W(T_APW), W(T_APB), m->mid[l]);
         layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
@@ -318,10 +343,11 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
 #define G(kind) blockg(m, grads, l, kind)
         // MLP branch: res[l+1] = mid[l] + dropout(c_proj(gelu(c_fc(ln_2(mid[l])))))
         const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
-        gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
+        float *gd = m->dln; // (N, 4C): dln and dqkv, free until c_fc's input gradient
+        gelu_forward_deriv((size_t)N * 4 * C, m->fch[l], m->h4, gd);
         // dW first, then the input gradient overwrites the GELU output in h4
         matmul_backward(N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB));
-        gelu_backward((size_t)N * 4 * C, m->fch[l], m->h4, m->h4);
+        gelu_backward_deriv((size_t)N * 4 * C, gd, m->h4);
         layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
         matmul_backward(N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB));
         layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), m->dln, m->dres, 1,
@@ -329,8 +355,8 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))
         dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
         matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
-        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->dln, p,
-                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw);
+        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
+                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
         matmul_backward(N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB));
         layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), m->dln, m->dres, 1,
@@ -357,6 +383,7 @@ void gpt_free(dt_gpt *m)
     free(m->atty);
     free(m->fch);
     free(m->lse_att);
+    free(m->probs);
     free(m->ln1m);
     free(m->ln1r);
     free(m->ln2m);

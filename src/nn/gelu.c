@@ -21,11 +21,11 @@ DT_CLONES static void gelu_fwd_chunk(size_t n, const float *x, float *y)
         const v16f v = v16_ld(x + i);
         v16f e;
         V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
-        v16_st(y + i, v / (1.0f + e));
+        v16_st(y + i, v * (1.0f / (1.0f + e))); /* as gelu_deriv_chunk's, bit for bit */
     }
     for (; i < n; i++) {
         const float v = x[i];
-        y[i] = v / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
+        y[i] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
     }
 }
 
@@ -45,6 +45,45 @@ DT_CLONES static void gelu_bwd_chunk(size_t n, const float *x, const float *dy, 
         const float du = GELU_2K * (1.0f + GELU_3A * v * v);
         dx[i] = dy[i] * (s + v * s * (1.0f - s) * du);
     }
+}
+
+DT_CLONES static void gelu_deriv_chunk(size_t n, const float *x, float *y, float *d)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const v16f v = v16_ld(x + i);
+        v16f e;
+        V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
+        const v16f s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);
+        v16_st(y + i, v * s);
+        v16_st(d + i, s + v * s * (1.0f - s) * du);
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
+        const float du = GELU_2K * (1.0f + GELU_3A * v * v);
+        y[i] = v * s;
+        d[i] = s + v * s * (1.0f - s) * du;
+    }
+}
+
+DT_CLONES static void mul_chunk(size_t n, const float *a, float *b)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        v16_st(b + i, v16_ld(a + i) * v16_ld(b + i));
+    for (; i < n; i++)
+        b[i] *= a[i];
+}
+
+void gelu_forward_deriv(size_t n, const float *x, float *y, float *d)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, gelu_deriv_chunk(len, x + i0, y + i0, d + i0));
+}
+
+void gelu_backward_deriv(size_t n, const float *d, float *dy)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, mul_chunk(len, d + i0, dy + i0));
 }
 
 void gelu_forward(size_t n, const float *x, float *y)

@@ -2,76 +2,130 @@
  * as torch.nn.LayerNorm), alone or fused with the residual add before it.
  * The output is not kept for backward: the statistics (2 floats a row) and
  * the input are, and layernorm_apply recomputes the output when a layer's
- * weight gradient needs it. */
+ * weight gradient needs it. Rows are vectorised by sixteen channels
+ * (core/simd.h), with a scalar tail when C is not a multiple of 16. */
 #include "nn/transformer.h"
 
-#include <string.h>
 #include <math.h>
+#include <string.h>
+
+#include "core/simd.h"
 
 #define LN_EPS 1e-5f
 
-/* Statistics and output of one row x (C) into y (C). */
-static void ln_row(int C, const float *x, const float *g, const float *b, float *y, float *mean,
-                   float *rstd)
+/* Sum of the sixteen lanes. */
+#define V16_SUM(v) ((v)[0] + (v)[1] + (v)[2] + (v)[3] + (v)[4] + (v)[5] + (v)[6] + (v)[7] + \
+                    (v)[8] + (v)[9] + (v)[10] + (v)[11] + (v)[12] + (v)[13] + (v)[14] + (v)[15])
+
+/* Statistics and output of one row x (C) into y (C); two passes over x (the
+ * mean, then the centred variance) for accuracy when |mean| >> std. */
+static inline void ln_row(int C, const float *x, const float *g, const float *b, float *y,
+                          float *mean, float *rstd)
 {
-    float s = 0;
-    for (int i = 0; i < C; i++)
+    v16f a = v16_splat(0);
+    int i = 0;
+    for (; i + 16 <= C; i += 16)
+        a += v16_ld(x + i);
+    float s = V16_SUM(a);
+    for (; i < C; i++)
         s += x[i];
-    const float m = s / C;
-    float v = 0;
-    for (int i = 0; i < C; i++) {
-        const float d = x[i] - m;
-        v += d * d;
+    const float m = s / (float)C;
+    a = v16_splat(0);
+    for (i = 0; i + 16 <= C; i += 16) {
+        const v16f d = v16_ld(x + i) - m;
+        a += d * d;
     }
-    const float r = 1.0f / sqrtf(v / C + LN_EPS);
-    for (int i = 0; i < C; i++)
+    float v = V16_SUM(a);
+    for (; i < C; i++)
+        v += (x[i] - m) * (x[i] - m);
+    const float r = 1.0f / sqrtf(v / (float)C + LN_EPS);
+    for (i = 0; i + 16 <= C; i += 16)
+        v16_st(y + i, (v16_ld(x + i) - m) * r * v16_ld(g + i) + v16_ld(b + i));
+    for (; i < C; i++)
         y[i] = (x[i] - m) * r * g[i] + b[i];
     *mean = m;
     *rstd = r;
 }
 
+DT_CLONES static void ln_rows(int n0, int n1, int C, const float *x, const float *g,
+                              const float *b, float *y, float *mean, float *rstd)
+{
+    for (int n = n0; n < n1; n++)
+        ln_row(C, x + (size_t)n * C, g, b, y + (size_t)n * C, mean + n, rstd + n);
+}
+
+/* Rows per OpenMP chunk: about DT_PAR_CHUNK floats. */
+static int ln_chunk(int C) { return C >= (int)DT_PAR_CHUNK ? 1 : (int)(DT_PAR_CHUNK / (size_t)C); }
+
 void layernorm_forward(int N, int C, const float *x, const float *g, const float *b, float *y,
                        float *mean, float *rstd)
 {
-    #pragma omp parallel for schedule(static) if ((size_t)N * C > 65536)
-    for (int n = 0; n < N; n++)
-        ln_row(C, x + (size_t)n * C, g, b, y + (size_t)n * C, mean + n, rstd + n);
+    const int R = ln_chunk(C);
+    #pragma omp parallel for schedule(static) if (N > R)
+    for (int n0 = 0; n0 < N; n0 += R)
+        ln_rows(n0, n0 + R < N ? n0 + R : N, C, x, g, b, y, mean, rstd);
+}
+
+DT_CLONES static void ln_res_rows(int n0, int n1, int C, const float *x, const float *r, float p,
+                                  uint64_t key, const float *g, const float *b, float *xo,
+                                  float *y, float *mean, float *rstd)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t o = (size_t)n * C;
+        if (p > 0.0f)
+            for (int i = 0; i < C; i++)
+                xo[o + i] = x[o + i] + r[o + i] * dropout_factor(key, o + i, p);
+        else {
+            int i = 0;
+            for (; i + 16 <= C; i += 16)
+                v16_st(xo + o + i, v16_ld(x + o + i) + v16_ld(r + o + i));
+            for (; i < C; i++)
+                xo[o + i] = x[o + i] + r[o + i];
+        }
+        ln_row(C, xo + o, g, b, y + o, mean + n, rstd + n);
+    }
 }
 
 void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                 uint64_t key, const float *g, const float *b, float *xo,
                                 float *y, float *mean, float *rstd)
 {
-    #pragma omp parallel for schedule(static) if ((size_t)N * C > 65536)
-    for (int n = 0; n < N; n++) {
-        const size_t o = (size_t)n * C;
-        if (p > 0.0f)
-            for (int i = 0; i < C; i++)
-                xo[o + i] = x[o + i] + r[o + i] * dropout_factor(key, o + i, p);
-        else
-            for (int i = 0; i < C; i++)
-                xo[o + i] = x[o + i] + r[o + i];
-        ln_row(C, xo + o, g, b, y + o, mean + n, rstd + n);
+    const int R = ln_chunk(C);
+    #pragma omp parallel for schedule(static) if (N > R)
+    for (int n0 = 0; n0 < N; n0 += R)
+        ln_res_rows(n0, n0 + R < N ? n0 + R : N, C, x, r, p, key, g, b, xo, y, mean, rstd);
+}
+
+DT_CLONES static void ln_apply_rows(int n0, int n1, int C, const float *x, const float *mean,
+                                    const float *rstd, const float *g, const float *b, float *y)
+{
+    for (int n = n0; n < n1; n++) {
+        const float *xr = x + (size_t)n * C;
+        float *yr = y + (size_t)n * C;
+        const float m = mean[n], r = rstd[n];
+        int i = 0;
+        for (; i + 16 <= C; i += 16)
+            v16_st(yr + i, (v16_ld(xr + i) - m) * r * v16_ld(g + i) + v16_ld(b + i));
+        for (; i < C; i++)
+            yr[i] = (xr[i] - m) * r * g[i] + b[i];
     }
 }
 
 void layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
                      const float *g, const float *b, float *y)
 {
-    #pragma omp parallel for schedule(static) if ((size_t)N * C > 65536)
-    for (int n = 0; n < N; n++) {
-        const float *xr = x + (size_t)n * C;
-        float *yr = y + (size_t)n * C;
-        const float m = mean[n], r = rstd[n];
-        for (int i = 0; i < C; i++)
-            yr[i] = (xr[i] - m) * r * g[i] + b[i];
-    }
+    const int R = ln_chunk(C);
+    #pragma omp parallel for schedule(static) if (N > R)
+    for (int n0 = 0; n0 < N; n0 += R)
+        ln_apply_rows(n0, n0 + R < N ? n0 + R : N, C, x, mean, rstd, g, b, y);
 }
 
-/* dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat)), xhat = (x - mean) rstd */
-void layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
-                        const float *g, const float *dy, float *dx, int accumulate, float *dg,
-                        float *db)
+/* dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat)), xhat = (x - mean) rstd;
+ * dg = sum over rows of dy xhat, db = sum of dy. One pass, serial over rows
+ * (dg and db are sums over all of them). */
+DT_CLONES void layernorm_backward(int N, int C, const float *x, const float *mean,
+                                  const float *rstd, const float *g, const float *dy, float *dx,
+                                  int accumulate, float *dg, float *db)
 {
     memset(dg, 0, (size_t)C * sizeof *dg);
     memset(db, 0, (size_t)C * sizeof *db);
@@ -79,17 +133,31 @@ void layernorm_backward(int N, int C, const float *x, const float *mean, const f
         const float *xr = x + (size_t)n * C, *d = dy + (size_t)n * C;
         float *o = dx + (size_t)n * C;
         const float m = mean[n], r = rstd[n];
-        float s1 = 0, s2 = 0;
-        for (int i = 0; i < C; i++) {
-            const float xh = (xr[i] - m) * r, gd = g[i] * d[i];
+        v16f a1 = v16_splat(0), a2 = v16_splat(0);
+        int i = 0;
+        for (; i + 16 <= C; i += 16) {
+            const v16f xh = (v16_ld(xr + i) - m) * r, dd = v16_ld(d + i), gd = v16_ld(g + i) * dd;
+            a1 += gd;
+            a2 += gd * xh;
+            v16_st(dg + i, v16_ld(dg + i) + dd * xh);
+            v16_st(db + i, v16_ld(db + i) + dd);
+        }
+        float s1 = V16_SUM(a1), s2 = V16_SUM(a2);
+        for (int k = i; k < C; k++) {
+            const float xh = (xr[k] - m) * r, gd = g[k] * d[k];
             s1 += gd;
             s2 += gd * xh;
-            dg[i] += d[i] * xh;
-            db[i] += d[i];
+            dg[k] += d[k] * xh;
+            db[k] += d[k];
         }
-        s1 /= C;
-        s2 /= C;
-        for (int i = 0; i < C; i++) {
+        s1 /= (float)C;
+        s2 /= (float)C;
+        for (i = 0; i + 16 <= C; i += 16) {
+            const v16f xh = (v16_ld(xr + i) - m) * r;
+            const v16f v = r * (v16_ld(g + i) * v16_ld(d + i) - s1 - xh * s2);
+            v16_st(o + i, accumulate ? v16_ld(o + i) + v : v);
+        }
+        for (; i < C; i++) {
             const float xh = (xr[i] - m) * r;
             const float v = r * (g[i] * d[i] - s1 - xh * s2);
             o[i] = accumulate ? o[i] + v : v;

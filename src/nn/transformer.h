@@ -68,20 +68,31 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
 void gelu_forward(size_t n, const float *x, float *y);
 /* dx = dy * gelu'(x); dx may be dy (in place). x, dy, dx (n) */
 void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
+/* The backward pass's pair, one exp per element for both: y = gelu(x) (the
+ * next layer's weight gradient needs it) and d = gelu'(x); then, once the
+ * output's gradient dy is known, dy *= d in place. x, y, d, dy (n) */
+void gelu_forward_deriv(size_t n, const float *x, float *y, float *d);
+void gelu_backward_deriv(size_t n, const float *d, float *dy);
 
 /* ---- attention.c: causal multi-head self-attention ---- */
-/* Scratch floats attention_forward/backward need in `work`. */
+/* Scratch floats attention_forward/backward need in `work` per thread. */
 size_t attention_work(int T);
 /* qkv (B, T, 3C): q | k | v, head h at columns h*hs .. (h+1)*hs - 1 of each
  * (hs = C / NH). y (B, T, C) = softmax(q k^T / sqrt(hs), causal) v with
  * dropout p on the probabilities; lse (B, NH, T): each row's log-sum-exp,
  * all backward keeps (it recomputes the probabilities, one (T, T) block
  * per head at a time, instead of storing B*NH of them). */
+/* probs (B, NH, T, T) or NULL: if given, the probabilities (before
+ * dropout; row i's columns 0 .. i rounded up to the block of 16 rows, the
+ * rest untouched) are kept there and the backward reads them instead of
+ * recomputing. The (batch, head) pairs are spread over up to nwork OpenMP
+ * threads; work holds nwork * attention_work(T) floats. */
 void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
-                       float p, uint64_t key, float *work);
-/* dy (B, T, C) -> dqkv (B, T, 3C) written */
+                       float *probs, float p, uint64_t key, float *work, int nwork);
+/* dy (B, T, C) -> dqkv (B, T, 3C) written; probs as the forward's (or NULL) */
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                        const float *dy, float p, uint64_t key, float *dqkv, float *work);
+                        const float *probs, const float *dy, float p, uint64_t key, float *dqkv,
+                        float *work, int nwork);
 
 /* ---- xent_seq.c: softmax cross-entropy over every position ---- */
 /* logits (N, V), targets (N) in [0, V). Returns the SUM of -log p(target);

@@ -1,9 +1,39 @@
 /* Softmax cross-entropy at every position of a sequence batch. The forward
  * keeps only each row's log-sum-exp; the backward turns the logits into their
- * gradient in place, so no second (N, V) buffer exists. */
+ * gradient in place, so no second (N, V) buffer exists. exp is nn/fast_exp.h's,
+ * sixteen lanes at a time; each row's sum and the loss add up in double. */
 #include "nn/transformer.h"
 
 #include <math.h>
+
+#include "core/simd.h"
+#include "nn/fast_exp.h"
+
+/* Row n: its log-sum-exp and argmax. */
+DT_CLONES static void xent_row(int V, const float *z, float *lse, int *arg)
+{
+    float mx = z[0];
+    int a = 0;
+    for (int v = 1; v < V; v++)
+        if (z[v] > mx) {
+            mx = z[v];
+            a = v;
+        }
+    v16f acc = v16_splat(0);
+    int v = 0;
+    for (; v + 16 <= V; v += 16) {
+        v16f e;
+        V16_EXP(e, v16_ld(z + v) - mx);
+        acc += e;
+    }
+    double s = 0;
+    for (int k = 0; k < 16; k++)
+        s += acc[k];
+    for (; v < V; v++)
+        s += fast_expf(z[v] - mx);
+    *lse = (float)((double)mx + log(s));
+    *arg = a;
+}
 
 double xent_seq_forward(int N, int V, const float *logits, const int32_t *targets, float *lse,
                         int64_t *correct)
@@ -13,19 +43,9 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
     #pragma omp parallel for schedule(static) reduction(+ : loss, hits) if ((size_t)N * V > 65536)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
-        float mx = z[0];
-        int arg = 0;
-        for (int v = 1; v < V; v++)
-            if (z[v] > mx) {
-                mx = z[v];
-                arg = v;
-            }
-        double s = 0;
-        for (int v = 0; v < V; v++)
-            s += exp((double)(z[v] - mx));
-        const double l = (double)mx + log(s);
-        lse[n] = (float)l;
-        loss += l - (double)z[targets[n]];
+        int arg;
+        xent_row(V, z, lse + n, &arg);
+        loss += (double)lse[n] - (double)z[targets[n]];
         hits += arg == targets[n];
     }
     if (correct)
@@ -33,16 +53,25 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
     return loss;
 }
 
+DT_CLONES static void xent_grad_row(int V, const float *z, float m, float scale, float *g)
+{
+    int v = 0;
+    for (; v + 16 <= V; v += 16) {
+        v16f e;
+        V16_EXP(e, v16_ld(z + v) - m);
+        v16_st(g + v, scale * e);
+    }
+    for (; v < V; v++)
+        g[v] = scale * fast_expf(z[v] - m);
+}
+
 void xent_seq_backward(int N, int V, const float *logits, const float *lse,
                        const int32_t *targets, float scale, float *d)
 {
     #pragma omp parallel for schedule(static) if ((size_t)N * V > 65536)
     for (int n = 0; n < N; n++) {
-        const float *z = logits + (size_t)n * V;
         float *g = d + (size_t)n * V;
-        const float m = lse[n];
-        for (int v = 0; v < V; v++)
-            g[v] = scale * expf(z[v] - m);
+        xent_grad_row(V, logits + (size_t)n * V, lse[n], scale, g);
         g[targets[n]] -= scale;
     }
 }

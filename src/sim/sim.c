@@ -143,7 +143,8 @@ int sim_check(const dt_config *cfg)
         if (!strcmp(cfg->algorithm.mode, threaded[i][0]))
             return dt_err_set("algorithm.mode = %s is not simulated: %s, and SMPI cannot run an "
                               "application thread that calls MPI (simulated modes: local, "
-                              "allreduce, dpsgd, sgp, easgd, lsgd, ps-async, ps-sync)",
+                              "allreduce, dpsgd, sgp, easgd, lsgd, ps-async, ps-sync, "
+                              "diloco)",
                               threaded[i][0], threaded[i][1]);
     if (cfg->run.resume)
         return dt_err_set("run.resume = true: the simulator writes no checkpoints");
