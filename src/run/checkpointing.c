@@ -36,13 +36,13 @@ typedef struct resume_blob {
 
 /* The fields stored: the source's state, then (cosine schedule) the end of
  * its decay, right after it. */
-static size_t resume_blob_len(const dt_trainer *t)
+static __attribute__((unused)) size_t resume_blob_len(const dt_trainer *t)
 {
     return offsetof(resume_blob, source) + (t->data.train ? t->data.train->ops->state_size : 0) +
            (t->lsched.kind == DT_LR_COSINE ? sizeof(int64_t) : 0);
 }
 
-static unsigned char *blob_decay(resume_blob *b, const dt_trainer *t)
+static __attribute__((unused)) unsigned char *blob_decay(resume_blob *b, const dt_trainer *t)
 {
     return b->source + (t->data.train ? t->data.train->ops->state_size : 0);
 }

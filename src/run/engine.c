@@ -181,7 +181,7 @@ const float *engine_on_host(dt_trainer *t, int k, const float *x, size_t n)
 
 /* ---- setup ----------------------------------------------------------------- */
 
-static const dt_backend *engine_backend(const dt_config *cfg)
+static __attribute__((unused)) const dt_backend *engine_backend(const dt_config *cfg)
 {
     const int on_gpu = strcmp(cfg->compute.device, "cuda") == 0;
     const dt_backend *be = on_gpu ? backend_cuda()
