@@ -17,8 +17,10 @@
  * forward, dx and dW products in bf16 with fp32 accumulation. The forward
  * rounds each of those weights to bf16 once (w16) and the backward reuses
  * the copies; activations and output gradients are rounded into two scratch
- * buffers just before each product (a16, g16), so no activation is kept in
- * bf16 between the passes and what the forward keeps is the fp32 list above.
+ * buffers just before each product (a16, g16). One activation is kept in
+ * bf16 instead of fp32: the attention's output (atty16), whose only reader is
+ * attn.c_proj (its forward and its dW), which would round it anyway; the
+ * rest of what the forward keeps is the fp32 list above.
  * The attention's own products (q k^T, P v and their gradients) stay fp32,
  * a rule by shape: they are blocks of ATT_TB = 16 query rows against at
  * most T keys over a head of at most 64 channels, where a oneDNN call's
@@ -67,7 +69,8 @@ struct dt_gpt {
     float **res;      /* n_layer + 1 of (N, C): block inputs; res[L] feeds ln_f */
     float **mid;      /* (N, C): x after the attention branch */
     float **qkv;      /* (N, 3C) */
-    float **atty;     /* (N, C): attention output before c_proj */
+    float **atty;     /* (N, C): attention output before c_proj (fp32 only) */
+    dt_bf16 **atty16; /* (N, C): the same rounded to bf16 (bf16 only) */
     float **fch;      /* (N, 4C): MLP pre-activation */
     float **lse_att;  /* (B, NH, T) */
     float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
@@ -228,7 +231,10 @@ static size_t layout(dt_gpt *m, int B, float *arena)
     for (int l = 0; l < L; l++) {
         m->mid[l] = carve(arena, &at, N * C);
         m->qkv[l] = carve(arena, &at, N * 3 * C);
-        m->atty[l] = carve(arena, &at, N * C);
+        if (m->c.precision == DT_PREC_BF16)
+            m->atty16[l] = (dt_bf16 *)carve(arena, &at, (N * C + 1) / 2);
+        else
+            m->atty[l] = carve(arena, &at, N * C);
         m->fch[l] = carve(arena, &at, N * 4 * C);
         m->lse_att[l] = carve(arena, &at, N * (size_t)m->c.n_head);
         m->probs[l] = m->keep_probs ? carve(arena, &at, N * (size_t)m->c.n_head * m->c.block) : NULL;
@@ -281,6 +287,7 @@ void gpt_reserve(dt_gpt *m, int B)
                              &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
             *lists[i] = dt_calloc((size_t)L, sizeof **lists[i]);
+        m->atty16 = dt_calloc((size_t)L, sizeof *m->atty16);
     }
     free(m->arena);
     free(m->tok);
@@ -371,10 +378,16 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
         linear_fwd(m, l, 0, N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
-        attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], m->probs[l], p,
+        // in bf16 the output passes through ln (free until ln_2) into atty16
+        float *att_out = m->w16 ? m->ln : m->atty[l];
+        attention_forward(B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
-        linear_fwd(m, l, 1, N, C, C, m->atty[l], W(T_APW), W(T_APB), m->mid[l]);
+        if (m->w16) {
+            bf16_from_f32((size_t)N * C, att_out, m->atty16[l]);
+            matmul_forward_bf16(N, C, C, NULL, w16(m, l, 1), W(T_APB), m->mid[l], m->atty16[l]);
+        } else
+            matmul_forward(N, C, C, att_out, W(T_APW), W(T_APB), m->mid[l]);
         layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
                                    rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
                                    W(T_LN2B), m->mid[l], m->ln, m->ln2m[l], m->ln2r[l]);
@@ -441,7 +454,11 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                            G(T_LN2W), G(T_LN2B));
         // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))
         dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
-        linear_bwd(m, l, 1, N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
+        if (m->w16)
+            matmul_backward_bf16(N, C, C, NULL, w16(m, l, 1), dbr, m->dln, G(T_APW), G(T_APB),
+                                 m->atty16[l], m->g16);
+        else
+            matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
         attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
                            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
@@ -468,6 +485,7 @@ void gpt_free(dt_gpt *m)
     free(m->mid);
     free(m->qkv);
     free(m->atty);
+    free(m->atty16);
     free(m->fch);
     free(m->lse_att);
     free(m->probs);

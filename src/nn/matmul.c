@@ -60,7 +60,8 @@ void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *
             memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
         beta = 1.0f;
     }
-    bf16_from_f32((size_t)N * in, x, x16);
+    if (x)
+        bf16_from_f32((size_t)N * in, x, x16);
     // y (N, out) = x16 (N, in) W16^T (in, out) (+ the bias, summed in fp32)
     gemm_bf16_pre(0, 1, N, out, in, 1.0f, x16, in, W16, in, beta, y, out);
 }

@@ -69,10 +69,10 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
  * conversion per step serves the forward and both backward products), the
  * activation x and the gradient dy are rounded into the caller's scratch x16
  * (N, in) and dy16 (N, out); y, dx, dW stay fp32, the bias is added and db
- * summed in fp32 (db: the fp32 kernel's bits). */
+ * summed in fp32 (db: the fp32 kernel's bits). x NULL (both passes): x16
+ * already holds x rounded (an activation kept in bf16). */
 void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
                          const float *b, float *y, dt_bf16 *x16);
-/* x may be NULL when x16 already holds x rounded (the forward's, unchanged) */
 void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
                           const float *dy, float *dx, float *dW, float *db, dt_bf16 *x16,
                           dt_bf16 *dy16);
