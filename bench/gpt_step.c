@@ -3,14 +3,15 @@
  *
  *   make bench/gpt_step
  *   OPENBLAS_NUM_THREADS=1 bench/gpt_step [--threads N] [--steps S] [--rounds R]
- *                                          [--profile] baby|small ...
+ *                                          [--profile] [--precision fp32|bf16] baby|small ...
  *
  * Per configuration: tokens/s of one gpt_forward + gpt_backward (no optimizer),
  * the median and best of R rounds of S steps after 3 warm-up steps, as GFLOP/s
  * (72 n_layer C^2 + 12 n_layer T C per token, issue 26's count) and as a
  * fraction of the one-thread OpenBLAS sgemm peak (2048^3, best of 5) measured
  * in the same run; peak RSS of the process (run one configuration per process
- * for a meaningful figure). --profile times each layer pass alone at the
+ * for a meaningful figure). --precision bf16: the model's bf16 products
+ * (compute.precision = bf16); the per-layer profile stays the fp32 passes'. --profile times each layer pass alone at the
  * configuration's shapes (median of 5) and lists its share of a step.
  * bench/gpt_step.sh runs this beside the same model in PyTorch. */
 #include <cblas.h>
@@ -93,8 +94,8 @@ typedef struct bench_cfg {
 } bench_cfg;
 
 static const bench_cfg configs[] = {
-    { "baby", { 96, 64, 4, 4, 128, 0 }, 12 },
-    { "small", { 96, 256, 6, 6, 384, 0 }, 8 },
+    { "baby", { 96, 64, 4, 4, 128, 0, DT_PREC_FP32 }, 12 },
+    { "small", { 96, 256, 6, 6, 384, 0, DT_PREC_FP32 }, 8 },
 };
 
 /* ---- per-layer profile ---------------------------------------------------- */
@@ -188,9 +189,11 @@ static void profile(const bench_cfg *bc, double step_s)
     free(mean); free(rstd); free(lse); free(work); free(logits); free(wte); free(wpe); free(dwe); free(tok); free(probs);
 }
 
-static void run(const bench_cfg *bc, int steps, int rounds, int prof, double peak)
+static void run(const bench_cfg *bc, int precision, int steps, int rounds, int prof, double peak)
 {
-    dt_gpt *m = gpt_create(&bc->c);
+    dt_gpt_config c = bc->c;
+    c.precision = precision;
+    dt_gpt *m = gpt_create(&c);
     if (!m) {
         fprintf(stderr, "gpt_step: %s\n", dt_err_msg());
         exit(1);
@@ -224,16 +227,17 @@ static void run(const bench_cfg *bc, int steps, int rounds, int prof, double pea
     const double flop_tok = 72 * L * C * C + 12 * L * T * C;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%s: n_layer %d n_head %d n_embd %d block %d batch %d vocab %d, %zu parameters\n",
-           bc->name, bc->c.n_layer, bc->c.n_head, bc->c.n_embd, T, B, bc->c.vocab, np);
+    printf("%s (%s): n_layer %d n_head %d n_embd %d block %d batch %d vocab %d, %zu parameters\n",
+           bc->name, precision == DT_PREC_BF16 ? "bf16" : "fp32", bc->c.n_layer, bc->c.n_head,
+           bc->c.n_embd, T, B, bc->c.vocab, np);
     printf("  initial loss %.4f (ln V = %.4f)\n", loss, log((double)bc->c.vocab));
     printf("  tokens/s median %.0f best %.0f (%d rounds of %d steps); %.2f ms/step; "
            "%.1f GFLOP/s = %.0f %% of sgemm peak %.1f GFLOP/s; peak RSS %.1f MiB\n",
            med, best, rounds, steps, 1e3 * N / med, med * flop_tok * 1e-9,
            100 * med * flop_tok * 1e-9 / peak, peak, ru.ru_maxrss / 1024.0);
     printf("  tokens per CPU-second (all threads) median %.0f\n", cmed);
-    printf("RESULT dtrain %s tok_s_median %.1f tok_s_best %.1f peak_gflops %.2f rss_kib %ld "
-           "tok_cpu_s_median %.1f\n", bc->name, med, best, peak, ru.ru_maxrss, cmed);
+    printf("RESULT dtrain%s %s tok_s_median %.1f tok_s_best %.1f peak_gflops %.2f rss_kib %ld "
+           "tok_cpu_s_median %.1f\n", precision == DT_PREC_BF16 ? "-bf16" : "", bc->name, med, best, peak, ru.ru_maxrss, cmed);
     if (prof)
         profile(bc, N / cmed);
     free(rate);
@@ -246,7 +250,7 @@ static void run(const bench_cfg *bc, int steps, int rounds, int prof, double pea
 
 int main(int argc, char **argv)
 {
-    int threads = 1, steps = 0, rounds = 3, prof = 0, any = 0;
+    int threads = 1, steps = 0, rounds = 3, prof = 0, any = 0, precision = DT_PREC_FP32;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -256,8 +260,14 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--profile") == 0)
             prof = 1;
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: %s [--threads N] [--steps S] [--rounds R] [--profile] "
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            precision = backend_precision_of(argv[++i]);
+            if (precision < 0) {
+                fprintf(stderr, "gpt_step: --precision %s: expected fp32 or bf16\n", argv[i]);
+                return 2;
+            }
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "usage: %s [--threads N] [--steps S] [--rounds R] [--profile] [--precision P] "
                             "baby|small ...\n", argv[0]);
             return 2;
         }
@@ -283,7 +293,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "gpt_step: unknown configuration '%s' (expected baby or small)\n", argv[i]);
             return 2;
         }
-        run(bc, steps ? steps : (strcmp(bc->name, "baby") == 0 ? 50 : 5), rounds, prof, peak);
+        run(bc, precision, steps ? steps : (strcmp(bc->name, "baby") == 0 ? 50 : 5), rounds, prof, peak);
         any = 1;
     }
     if (!any)

@@ -4,6 +4,7 @@
 # below avx512_core_bf16: the refusal every CPU can show) or the kernels are
 # the native ones; then, on a CPU with bf16, a bf16 training run that differs
 # from fp32's (bf16 is in effect) and resumes bit for bit from its checkpoint.
+# The same resume for the GPT language model (inputs/gpt-fortunes.ini, tiny).
 # Skips the runs (exit 77 when nothing else ran) on a CPU without bf16.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
@@ -59,5 +60,41 @@ if [ $RC -eq 0 ] && ! "$TEST_BIN/ckcmp" same "$(last "$WORK/fp32")" "$(last "$WO
     pass "bf16 parameters after 24 steps differ from fp32's; bf16 test accuracy $acc16 % >= 80 %"
 else
     fail "bf16 against fp32 (rc $RC, bf16 accuracy '$acc16')"; tail -5 "$WORK/out.txt"
+fi
+
+# The GPT (inputs/gpt-fortunes.ini with a tiny model, 10 steps of one rank):
+# bf16 resumes bit for bit from a checkpoint at step 4, and its parameters
+# are not fp32's (the model's bf16 products are in effect)
+FORT=/usr/share/games/fortunes
+GD="${srcdir:-.}/inputs/gpt-fortunes.ini"
+g="algorithm.mode=local model.n_layer=1 model.n_head=2 model.n_embd=32 model.block_size=16
+   optim.batch_size=8 data.test_limit=64 run.log_every=2 run.eval_every=0"
+if [ ! -d "$FORT" ]; then
+    echo "# SKIP bf16 GPT: no corpus at $FORT (apt-get install fortunes)"
+else
+    run 1 300 "$GD" $g compute.precision=bf16 run.output_dir="$WORK/gfull" run.max_steps=10
+    rcA=$RC
+    run 1 300 "$GD" $g compute.precision=bf16 run.output_dir="$WORK/gpart" run.max_steps=4
+    rcB=$RC
+    run 1 300 "$GD" $g compute.precision=bf16 run.output_dir="$WORK/gpart" run.max_steps=10 \
+        run.resume=true
+    rcC=$RC
+    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+       "$TEST_BIN/ckcmp" same "$(last "$WORK/gfull")" "$(last "$WORK/gpart")" params adam_m \
+           adam_v >/dev/null &&
+       "$TEST_BIN/ckcmp" all "$(last "$WORK/gfull")" "$(last "$WORK/gpart")" state:24:8 \
+           >/dev/null; then
+        pass "bf16 GPT (AdamW): 4 steps + resume to 10 == 10 steps bit for bit (parameters, "\
+"both moments, the resume state but its wall clock)"
+    else
+        fail "bf16 GPT resume (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
+    fi
+    run 1 300 "$GD" $g run.output_dir="$WORK/gfp32" run.max_steps=10
+    if [ $RC -eq 0 ] && ! "$TEST_BIN/ckcmp" same "$(last "$WORK/gfp32")" "$(last "$WORK/gfull")" \
+           params >/dev/null 2>&1; then
+        pass "bf16 GPT parameters after 10 steps differ from fp32's"
+    else
+        fail "bf16 GPT against fp32 (rc $RC)"; tail -5 "$WORK/out.txt"
+    fi
 fi
 finish

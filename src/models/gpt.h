@@ -33,12 +33,18 @@
 typedef struct dt_gpt_config {
     int vocab, block, n_layer, n_head, n_embd;
     float dropout;
+    /* DT_PREC_FP32 (0, the default) or DT_PREC_BF16 (backend/backend.h): the
+     * linear layers' and the tied head's products in bf16 with fp32
+     * accumulation (nn/gemm_bf16.h); parameters, gradients, LayerNorm,
+     * softmax, attention, the loss and every reduction stay fp32 */
+    int precision;
 } dt_gpt_config;
 
 typedef struct dt_gpt dt_gpt;
 
 /* NULL after dt_err_set() when a size is not positive, n_embd is not a
- * multiple of n_head, or dropout is outside [0, 1). */
+ * multiple of n_head, dropout is outside [0, 1), or precision is neither
+ * fp32 nor bf16, or bf16 where this CPU cannot run it (bf16_check_cpu). */
 dt_gpt *gpt_create(const dt_gpt_config *c);
 size_t gpt_nparams(const dt_gpt *m);
 int gpt_ntensors(const dt_gpt *m);
@@ -61,7 +67,8 @@ void gpt_reserve(dt_gpt *m, int B);
 double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const int32_t *targets,
                    int B, int train, uint64_t key, int64_t *correct);
 /* Gradient of the last forward's mean loss, written (not added) into grads
- * (nparams). The parameters must be those of that forward. */
+ * (nparams). The parameters must be those of that forward (in bf16 the
+ * backward reuses the forward's bf16 copies of the weights). */
 void gpt_backward(dt_gpt *m, const float *params, float *grads);
 /* The logits (B, T, V) of the last forward. gpt_backward turns them into
  * their gradient in place: valid from gpt_forward until gpt_backward. */

@@ -1,6 +1,7 @@
 /* dt_model over the GPT language model of models/gpt.h: input (B, T) i32
  * tokens, target (B, T) i32 next tokens; the loss and the accuracy count
- * every position (B * T predictions). CPU only. */
+ * every position (B * T predictions). CPU only; the backend's precision
+ * (compute.precision) picks fp32 or bf16 products (models/gpt.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +75,8 @@ dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_
     }
     dt_gpt_config gc = { .vocab = (int)V, .block = (int)cfg->model.block_size,
                          .n_layer = (int)cfg->model.n_layer, .n_head = (int)cfg->model.n_head,
-                         .n_embd = (int)cfg->model.n_embd, .dropout = (float)cfg->model.dropout };
+                         .n_embd = (int)cfg->model.n_embd, .dropout = (float)cfg->model.dropout,
+                         .precision = be->precision };
     dt_gpt *g = gpt_create(&gc);
     if (!g)
         return NULL;

@@ -1,5 +1,5 @@
-/* The linear layers of a transformer through OpenBLAS's sgemm, with the
- * weight (out, in) as in PyTorch. Unlike linear.c's, the input gradient is
+/* The linear layers of a transformer through OpenBLAS's sgemm (fp32) or
+ * oneDNN's bf16 matmul (nn/gemm_bf16.h), with the weight (out, in) as in PyTorch. Unlike linear.c's, the input gradient is
  * written, not added: in a transformer every linear layer's input feeds
  * only that layer (the residual stream adds its own gradient separately). */
 #include "nn/transformer.h"
@@ -49,4 +49,35 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
         // dx (N, in) = dy (N, out) W (out, in)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1.0f, dy, out, W, in,
                     0.0f, dx, in);
+}
+
+void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
+                         const float *b, float *y, dt_bf16 *x16)
+{
+    float beta = 0.0f;
+    if (b) {
+        for (int i = 0; i < N; i++)
+            memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
+        beta = 1.0f;
+    }
+    if (x)
+        bf16_from_f32((size_t)N * in, x, x16);
+    // y (N, out) = x16 (N, in) W16^T (in, out) (+ the bias, summed in fp32)
+    gemm_bf16_pre(0, 1, N, out, in, 1.0f, x16, in, W16, in, beta, y, out);
+}
+
+void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
+                          const float *dy, float *dx, float *dW, float *db, dt_bf16 *x16,
+                          dt_bf16 *dy16)
+{
+    if (db)
+        column_sums(N, out, dy, db);
+    if (x)
+        bf16_from_f32((size_t)N * in, x, x16);
+    bf16_from_f32((size_t)N * out, dy, dy16);
+    // dW (out, in) = dy16^T (out, N) x16 (N, in)
+    gemm_bf16_pre(1, 0, out, in, N, 1.0f, dy16, out, x16, in, 0.0f, dW, in);
+    if (dx)
+        // dx (N, in) = dy16 (N, out) W16 (out, in)
+        gemm_bf16_pre(0, 0, N, in, out, 1.0f, dy16, out, W16, in, 0.0f, dx, in);
 }

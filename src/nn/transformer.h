@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/rng.h"
+#include "nn/gemm_bf16.h"
 
 /* The factor dropout with probability p applies to element i of the site
  * keyed `key`: 0 or 1 / (1 - p). Inline: called once per element. */
@@ -62,6 +63,19 @@ void matmul_forward(int N, int in, int out, const float *x, const float *W, cons
  * dW (out, in) = dy^T x, db (out) = column sums of dy (NULL: skipped) */
 void matmul_backward(int N, int in, int out, const float *x, const float *W, const float *dy,
                      float *dx, float *dW, float *db);
+
+/* The same layer with bf16 products and fp32 accumulation (compute.precision =
+ * bf16, nn/gemm_bf16.h): the weight comes already rounded (W16 (out, in), one
+ * conversion per step serves the forward and both backward products), the
+ * activation x and the gradient dy are rounded into the caller's scratch x16
+ * (N, in) and dy16 (N, out); y, dx, dW stay fp32, the bias is added and db
+ * summed in fp32 (db: the fp32 kernel's bits). x NULL (both passes): x16
+ * already holds x rounded (an activation kept in bf16). */
+void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
+                         const float *b, float *y, dt_bf16 *x16);
+void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
+                          const float *dy, float *dx, float *dW, float *db, dt_bf16 *x16,
+                          dt_bf16 *dy16);
 
 /* ---- gelu.c: GELU with the tanh approximation (PyTorch approximate='tanh') ---- */
 /* y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); x, y (n) */

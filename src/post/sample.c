@@ -187,7 +187,8 @@ int post_sample(const char *arg, const char *prompt, long ntokens, double temp, 
         return dt_err_set("%s: model.vocab_size = %lld but the record's vocabulary has %d bytes",
                           deckp, (long long)cfg.model.vocab_size, vocab);
     dt_gpt_config gc = {vocab, (int)cfg.model.block_size, (int)cfg.model.n_layer,
-                        (int)cfg.model.n_head, (int)cfg.model.n_embd, 0.0f};
+                        (int)cfg.model.n_head, (int)cfg.model.n_embd, 0.0f,
+                        DT_PREC_FP32}; /* sampling in fp32 whatever the run trained in */
     dt_gpt *m = gpt_create(&gc);
     if (!m)
         return -1;

@@ -1,0 +1,256 @@
+/* The GPT (models/gpt.h) with compute.precision = bf16.
+ *
+ * Per layer: the bf16 linear passes (nn/transformer.h matmul_*_bf16, which
+ * serve c_attn, attn.c_proj, c_fc, mlp.c_proj and the tied head) at the
+ * model's shapes against exact (double) arithmetic on the fp32 operands,
+ * within the bound of nn/gemm_bf16.h: rounding an operand to bf16 costs a
+ * relative u = 2^-8, a product of two rounded operands is exact in fp32 and
+ * the fp32 sum of K of them adds g_K = K 2^-24 / (1 - K 2^-24), so every
+ * output of a product over K terms is off by at most
+ *     (2u + u^2 + g_K (1 + 2u + u^2)) S,  S = sum_k |a_k| |b_k|,
+ * plus one fp32 rounding where the bias is added (2^-23 (S + |b|)). Per pass:
+ *     forward y = x W^T + b   K = in    S = sum_i |x| |W|
+ *     dx = dy W               K = out   S = sum_o |dy| |W|
+ *     dW = dy^T x             K = N     S = sum_n |dy| |x|
+ *     db = column sums of dy  fp32: the fp32 kernel's bits
+ * That bf16 really ran is checked as in tests/test_bf16.c: somewhere the
+ * error exceeds 2^-10 S / sqrt(K), far above fp32's own ~2^-24 S.
+ *
+ * The whole model: compounded over the layers no sharp bound holds, so the
+ * bf16 step is held to stated tolerances against the fp32 step (loss within
+ * 0.1 % relative; gradient within 2 % in relative 2-norm) and against the
+ * fp32 step's own sensitivity to one bf16 rounding of its parameters
+ * (r_pert: fp32 on parameters scaled by 1 + 2^-8 N(0, 1)): bf16 within 3
+ * r_pert. Two bf16 steps agree bit for bit (resume relies on it), and bf16
+ * did run (the gradient is not fp32's).
+ *
+ * Exits 77 (skip) with the reason where the CPU or the build has no bf16. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "models/gpt.h"
+#include "nn/gemm_bf16.h"
+#include "nn/transformer.h"
+#include "tap.h"
+
+#define U (1.0 / 256.0) /* bf16's unit roundoff, 2^-8 */
+
+static dt_rng rng;
+
+static double gamma_k(double K) { return K * 0x1p-24 / (1.0 - K * 0x1p-24); }
+static double bound_k(double K) { return 2 * U + U * U + gamma_k(K) * (1 + 2 * U + U * U); }
+
+static float *vec_rand(size_t n, double scale)
+{
+    float *v = dt_calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(scale * rng_normal(&rng));
+    return v;
+}
+
+static float *vec_const(size_t n, float a)
+{
+    float *v = dt_calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = a;
+    return v;
+}
+
+/* Worst |got - want| / (c S + slack) over n outputs, and the largest
+ * |got - want| / S */
+typedef struct errs { double ratio, rel; } errs;
+
+static errs compare(size_t n, const float *got, const double *want, const double *S, double c,
+                    const double *slack)
+{
+    errs e = { 0, 0 };
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - want[i]);
+        const double lim = c * S[i] + (slack ? slack[i] : 0.0) + 1e-30;
+        e.ratio = isnan(d) ? INFINITY : fmax(e.ratio, d / lim);
+        if (S[i] > 0)
+            e.rel = fmax(e.rel, d / S[i]);
+    }
+    return e;
+}
+
+static int ran(errs e, double K) { return e.rel > 0x1p-10 / sqrt(K); }
+
+/* One linear layer of the GPT, (N, in) -> (N, out), forward and backward in
+ * bf16 against exact arithmetic; W rounded once as the model does. */
+static void test_linear(const char *name, int N, int in, int out, int bias)
+{
+    const size_t nx = (size_t)N * in, ny = (size_t)N * out, nw = (size_t)out * in;
+    float *x = vec_rand(nx, 1.0), *W = vec_rand(nw, 0.02), *dy = vec_rand(ny, 1e-3);
+    float *b = bias ? vec_rand(out, 0.1) : NULL;
+    dt_bf16 *W16 = dt_malloc(nw * sizeof *W16), *x16 = dt_malloc(nx * sizeof *x16);
+    dt_bf16 *dy16 = dt_malloc(ny * sizeof *dy16);
+    bf16_from_f32(nw, W, W16);
+
+    double *want = dt_calloc(ny, sizeof(double)), *S = dt_calloc(ny, sizeof(double));
+    double *slack = dt_calloc(ny > nx ? (ny > nw ? ny : nw) : (nx > nw ? nx : nw), sizeof(double));
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < out; o++) {
+            double s = 0, sa = 0;
+            for (int k = 0; k < in; k++) {
+                const double p = (double)x[(size_t)i * in + k] * W[(size_t)o * in + k];
+                s += p;
+                sa += fabs(p);
+            }
+            want[(size_t)i * out + o] = s + (b ? b[o] : 0);
+            S[(size_t)i * out + o] = sa;
+            slack[(size_t)i * out + o] = 0x1p-23 * (sa + (b ? fabs(b[o]) : 0));
+        }
+    float *y = vec_const(ny, NAN);
+    matmul_forward_bf16(N, in, out, x, W16, b, y, x16);
+    const errs ef = compare(ny, y, want, S, bound_k(in), slack);
+    CHECK(ef.ratio <= 1 && ran(ef, in),
+          "%s N %d %d->%d forward: err/bound %.3f (K = in = %d, bound %.3g S), max err/S %.2e",
+          name, N, in, out, ef.ratio, in, bound_k(in), ef.rel);
+
+    double *wdx = dt_calloc(nx, sizeof(double)), *sdx = dt_calloc(nx, sizeof(double));
+    double *wdw = dt_calloc(nw, sizeof(double)), *sdw = dt_calloc(nw, sizeof(double));
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < in; k++) {
+            double s = 0, sa = 0;
+            for (int o = 0; o < out; o++) {
+                const double p = (double)dy[(size_t)i * out + o] * W[(size_t)o * in + k];
+                s += p;
+                sa += fabs(p);
+            }
+            wdx[(size_t)i * in + k] = s;
+            sdx[(size_t)i * in + k] = sa;
+        }
+    for (int o = 0; o < out; o++)
+        for (int k = 0; k < in; k++) {
+            double s = 0, sa = 0;
+            for (int i = 0; i < N; i++) {
+                const double p = (double)dy[(size_t)i * out + o] * x[(size_t)i * in + k];
+                s += p;
+                sa += fabs(p);
+            }
+            wdw[(size_t)o * in + k] = s;
+            sdw[(size_t)o * in + k] = sa;
+        }
+    float *dx = vec_const(nx, NAN), *dW = vec_const(nw, NAN), *db = vec_const(out, NAN);
+    float *db32 = vec_const(out, 0), *dW32 = vec_const(nw, 0);
+    matmul_backward_bf16(N, in, out, x, W16, dy, dx, dW, bias ? db : NULL, x16, dy16);
+    matmul_backward(N, in, out, x, W, dy, NULL, dW32, bias ? db32 : NULL);
+    const errs ex = compare(nx, dx, wdx, sdx, bound_k(out), NULL);
+    const errs ew = compare(nw, dW, wdw, sdw, bound_k(N), NULL);
+    CHECK(ex.ratio <= 1 && ran(ex, out),
+          "%s backward dx (written over NaN): err/bound %.3f (K = out = %d), max err/S %.2e",
+          name, ex.ratio, out, ex.rel);
+    CHECK(ew.ratio <= 1 && ran(ew, N),
+          "%s backward dW: err/bound %.3f (K = N = %d), max err/S %.2e", name, ew.ratio, N,
+          ew.rel);
+    if (bias)
+        CHECK(memcmp(db, db32, (size_t)out * sizeof(float)) == 0,
+              "%s backward db: the fp32 kernel's bits", name);
+    // x NULL: x16 still holds x from the pass above; dx NULL skips dx
+    float *dW2 = vec_const(nw, NAN);
+    matmul_backward_bf16(N, in, out, NULL, W16, dy, NULL, dW2, NULL, x16, dy16);
+    CHECK(memcmp(dW, dW2, nw * sizeof(float)) == 0,
+          "%s backward on the kept x16 (x NULL, dx NULL): same dW bits", name);
+    free(x), free(W), free(dy), free(b), free(W16), free(x16), free(dy16), free(want), free(S);
+    free(slack), free(y), free(wdx), free(sdx), free(wdw), free(sdw), free(dx), free(dW), free(db);
+    free(db32), free(dW32), free(dW2);
+}
+
+static double rel(const float *a, const float *b, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return isnan(num) ? INFINITY : den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* One training step (forward with dropout, backward) of a small GPT; eps > 0:
+ * parameters scaled by 1 + eps N(0, 1) first. Returns the loss. */
+static double gpt_step(int precision, double eps, float **grad, size_t *np)
+{
+    const dt_gpt_config c = { .vocab = 40, .block = 32, .n_layer = 2, .n_head = 4, .n_embd = 64,
+                              .dropout = 0.1f, .precision = precision };
+    dt_gpt *m = gpt_create(&c);
+    if (!m)
+        DT_FATAL("gpt_create: %s", dt_err_msg());
+    const int B = 4, N = B * c.block;
+    *np = gpt_nparams(m);
+    float *p = dt_falloc(*np);
+    *grad = dt_falloc(*np);
+    gpt_init_params(m, p, 11);
+    // a trained model's parameters are not at their initial values: LayerNorm
+    // gains and biases away from 1 and 0 so that every path carries gradient
+    dt_rng q = rng_make(12, 0, 0, 0);
+    for (size_t i = 0; i < *np; i++)
+        p[i] += (float)(0.02 * rng_normal(&q));
+    if (eps > 0)
+        for (size_t i = 0; i < *np; i++)
+            p[i] *= (float)(1 + eps * rng_normal(&q));
+    int32_t *tok = dt_calloc((size_t)N + 1, sizeof *tok);
+    dt_rng r = rng_make(13, 0, 0, 0);
+    for (int i = 0; i <= N; i++)
+        tok[i] = (int32_t)rng_below(&r, (uint64_t)c.vocab);
+    const double loss = gpt_forward(m, p, tok, tok + 1, B, 1, 99, NULL);
+    gpt_backward(m, p, *grad);
+    free(p), free(tok);
+    gpt_free(m);
+    return loss;
+}
+
+static void test_model(void)
+{
+    float *g32, *gp, *g1, *g1b;
+    size_t np;
+    const double l32 = gpt_step(DT_PREC_FP32, 0, &g32, &np);
+    gpt_step(DT_PREC_FP32, U, &gp, &np);
+    const double l1 = gpt_step(DT_PREC_BF16, 0, &g1, &np);
+    const double l1b = gpt_step(DT_PREC_BF16, 0, &g1b, &np);
+    const double r = rel(g1, g32, np), r_pert = rel(gp, g32, np);
+    const double dl = fabs(l1 - l32) / fabs(l32);
+    CHECK(dl <= 1e-3, "gpt step: bf16 loss %.6f vs fp32 %.6f, relative %.2e <= 1e-3", l1, l32, dl);
+    CHECK(r <= 0.02 && r <= 3 * r_pert && r > 1e-5,
+          "gpt step: bf16 gradient vs fp32 relative 2-norm %.2e <= 0.02 and <= 3 r_pert "
+          "(fp32 on parameters perturbed by 2^-8: %.2e); > 1e-5 (bf16 ran)", r, r_pert);
+    CHECK(l1 == l1b && memcmp(g1, g1b, np * sizeof(float)) == 0,
+          "gpt step: two bf16 steps bit for bit");
+    free(g32), free(gp), free(g1), free(g1b);
+}
+
+int main(void)
+{
+    rng = rng_make(20261126, 29, 0, 0);
+    dt_gpt_config bad = { 8, 4, 1, 1, 4, 0.0f, 7 };
+    dt_err_clear();
+    CHECK(gpt_create(&bad) == NULL && strstr(dt_err_msg(), "precision 7") != NULL,
+          "gpt_create refuses precision 7: %s", dt_err_msg());
+    if (bf16_check_cpu() != 0) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", dt_err_msg());
+        dt_gpt_config c = { 8, 4, 1, 1, 4, 0.0f, DT_PREC_BF16 };
+        dt_err_clear();
+        CHECK(gpt_create(&c) == NULL && strstr(dt_err_msg(), "compute.precision = bf16") != NULL,
+              "gpt_create refuses bf16 where the CPU cannot run it: %s", dt_err_msg());
+        printf("# SKIP the bf16 GPT: %s\n", why);
+        tap_done();
+        return tap_failed_ ? 1 : 77;
+    }
+    backend_set_threads(1);
+    // the model's linear layers at C = 64, N = B T = 128, and the tied head (V = 96)
+    test_linear("c_attn", 128, 64, 192, 1);
+    test_linear("attn.c_proj", 128, 64, 64, 1);
+    test_linear("c_fc", 128, 64, 256, 1);
+    test_linear("mlp.c_proj", 128, 256, 64, 1);
+    test_linear("tied head (h wte^T)", 128, 64, 96, 0);
+    test_linear("odd sizes", 37, 19, 23, 1);
+    test_model();
+    return tap_done();
+}
