@@ -23,6 +23,35 @@
 static const int train_is_int[NTRAIN] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};
 static const int eval_is_int[NEVAL] = {1, 0, 0, 0, 0};
 
+/* The rows of a table of per-rank fields, each (rows, R), whose first two
+ * are the step and the epoch (T_STEP, T_EPOCH; E_STEP, E_EPOCH): one line
+ * per row and rank, "step,epoch,rank," then the other fields, then the
+ * row's scalars (each (rows)). A rank's padding rows of an asynchronous run
+ * (step -1) are left out. */
+static void rows_write(FILE *f, size_t rows, int64_t R, double *const *field, const int *is_int,
+                       int nfield, double *const *scalar, int nscalar)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < R; k++) {
+            size_t i = r * (size_t)R + (size_t)k;
+            if (field[0][i] < 0) /* padding of asynchronous runs */
+                continue;
+            post_fmt_value(f, field[0][i], 1);
+            fputc(',', f);
+            post_fmt_value(f, field[1][i], 0);
+            fprintf(f, ",%lld", (long long)k);
+            for (int c = 2; c < nfield; c++) {
+                fputc(',', f);
+                post_fmt_value(f, field[c][i], is_int[c]);
+            }
+            for (int s = 0; s < nscalar; s++) {
+                fputc(',', f);
+                post_fmt_g(f, scalar[s][r]);
+            }
+            fputc('\n', f);
+        }
+}
+
 /* Every other top-level group of the record is a series written by one
  * rank (runlog_write_series: the parameter server's supervisor curve and
  * histograms): each becomes <name>.csv, one column per dataset. */
@@ -132,21 +161,7 @@ int post_csv(const char *path, const char *outdir)
     }
     fprintf(f, "step,epoch,rank,wall,loss,accuracy,lr,compute_time,comm_time,wait_time,%s,weight,"
                "bytes_sent\n", run.tokens ? "tokens" : "images");
-    for (size_t r = 0; r < run.ntrain; r++)
-        for (int64_t k = 0; k < R; k++) {
-            size_t i = r * (size_t)R + (size_t)k;
-            if (run.train[T_STEP][i] < 0) /* padding of asynchronous runs */
-                continue;
-            post_fmt_value(f, run.train[T_STEP][i], 1);
-            fputc(',', f);
-            post_fmt_value(f, run.train[T_EPOCH][i], 0);
-            fprintf(f, ",%lld", (long long)k);
-            for (int c = T_WALL; c < NTRAIN; c++) {
-                fputc(',', f);
-                post_fmt_value(f, run.train[c][i], train_is_int[c]);
-            }
-            fputc('\n', f);
-        }
+    rows_write(f, run.ntrain, R, run.train, train_is_int, NTRAIN, NULL, 0);
     if (post_close_checked(f, tpath) != 0) {
         post_run_free(&run);
         return -1;
@@ -160,25 +175,7 @@ int post_csv(const char *path, const char *outdir)
     fputs("step,epoch,rank,wall,loss,accuracy,loss_mean,loss_std,accuracy_mean,accuracy_std,"
           "avg_model_loss,avg_model_accuracy,consensus_distance\n",
           f);
-    for (size_t r = 0; r < run.neval; r++)
-        for (int64_t k = 0; k < R; k++) {
-            size_t i = r * (size_t)R + (size_t)k;
-            if (run.eval[E_STEP][i] < 0) /* padding of asynchronous runs */
-                continue;
-            post_fmt_value(f, run.eval[E_STEP][i], 1);
-            fputc(',', f);
-            post_fmt_value(f, run.eval[E_EPOCH][i], 0);
-            fprintf(f, ",%lld", (long long)k);
-            for (int c = E_WALL; c < NEVAL; c++) {
-                fputc(',', f);
-                post_fmt_value(f, run.eval[c][i], eval_is_int[c]);
-            }
-            for (int s = 0; s < NSCALAR; s++) {
-                fputc(',', f);
-                post_fmt_g(f, run.scalar[s][r]);
-            }
-            fputc('\n', f);
-        }
+    rows_write(f, run.neval, R, run.eval, eval_is_int, NEVAL, run.scalar, NSCALAR);
     post_run_free(&run);
     if (post_close_checked(f, epath) != 0)
         return -1;

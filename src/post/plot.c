@@ -58,32 +58,26 @@ static void plot_body_write(FILE *f, const plot_labels *lb)
             "set multiplot layout 2,2\n");
     static const char *const x_col[2] = {"1", "2"}, *const x_name[2] = {"wall time", "epoch"},
                              *const x_axis[2] = {"wall time (s)", "epoch"};
-    for (int x = 0; x < 2; x++) {
-        fprintf(f, "set title '%s vs %s'\nset xlabel '%s'\n", lb->acc_title, x_name[x], x_axis[x]);
-        if (x == 0)
-            fprintf(f, "set ylabel '%s'\n", lb->acc_axis);
-        fprintf(f,
-                "plot for [i=1:nruns] evalf(i) using %s:4:5 with filledcurves lc i notitle, \\\n"
-                "     for [i=1:nruns] evalf(i) using %s:3 with linespoints lc i pt 7 ps 0.6 "
-                "title columnheader(1)\n",
-                x_col[x], x_col[x]);
-    }
-    fputs("set key top right\n", f);
-    for (int x = 0; x < 2; x++) {
-        fprintf(f, "set title '%s vs %s'\nset xlabel '%s'\n", lb->loss_title, x_name[x],
-                x_axis[x]);
-        if (x == 0)
-            fprintf(f, "set ylabel '%s'\n", lb->loss_axis);
-        fprintf(f,
-                "plot for [i=1:nruns] trainf(i) using %s:4:5 with filledcurves lc i notitle, \\\n"
-                "     for [i=1:nruns] trainf(i) using %s:3 with lines lc i lw 1.5 "
-                "title columnheader(1)",
-                x_col[x], x_col[x]);
-        if (lb->val_loss)
-            fprintf(f, ", \\\n     for [i=1:nruns] evalf(i) using %s:6:7:8 with yerrorbars lc i "
-                       "pt 6 ps 0.9 title columnheader(6)",
-                    x_col[x]);
-        fputc('\n', f);
+    for (int row = 0; row < 2; row++) { /* the evaluations, then the training loss */
+        const char *title = row ? lb->loss_title : lb->acc_title;
+        const char *data = row ? "trainf" : "evalf";
+        const char *style = row ? "lines lc i lw 1.5" : "linespoints lc i pt 7 ps 0.6";
+        if (row)
+            fputs("set key top right\n", f);
+        for (int x = 0; x < 2; x++) {
+            fprintf(f, "set title '%s vs %s'\nset xlabel '%s'\n", title, x_name[x], x_axis[x]);
+            if (x == 0)
+                fprintf(f, "set ylabel '%s'\n", row ? lb->loss_axis : lb->acc_axis);
+            fprintf(f,
+                    "plot for [i=1:nruns] %s(i) using %s:4:5 with filledcurves lc i notitle, \\\n"
+                    "     for [i=1:nruns] %s(i) using %s:3 with %s title columnheader(1)",
+                    data, x_col[x], data, x_col[x], style);
+            if (row && lb->val_loss)
+                fprintf(f, ", \\\n     for [i=1:nruns] evalf(i) using %s:6:7:8 with yerrorbars "
+                           "lc i pt 6 ps 0.9 title columnheader(6)",
+                        x_col[x]);
+            fputc('\n', f);
+        }
     }
     fputs("unset multiplot\nset output\n", f);
 }
