@@ -1,5 +1,6 @@
 #!/bin/bash
-# dtrain-post: CSV columns and row counts, a PNG plot, and the summary table.
+# dtrain-post: CSV columns and row counts, a PNG plot, and the summary table;
+# the plot's words for an image record and for a language model's.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
