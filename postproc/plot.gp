@@ -21,7 +21,19 @@
 #   run<i>.eval.dat   one line per evaluation:
 #       1 wall time (s, mean over ranks)  2 epoch
 #       3 test accuracy, mean over ranks  4 minimum  5 maximum
+#   A language model's record (run.h5 attribute sample_unit = tokens) has
+#   its eval.dat go on with the validation loss (nats):
+#       6 mean over ranks (header word: "<run directory> (<mode>) validation")
+#       7 minimum  8 maximum
 # Missing values are written as nan.
+#
+# When every run is a language model's, dtrain-post's built-in commands are
+# those below with other words: 'next-token accuracy' for 'test accuracy',
+# the y label 'next-token accuracy (validation)', 'training and validation
+# loss' for 'training loss' with the y label 'training and validation loss
+# (nats)', and the loss panels also draw the validation loss, e.g.
+#     ..., for [i=1:nruns] evalf(i) using 1:6:7:8 with yerrorbars lc i pt 6 ps 0.9 \
+#              title columnheader(6)
 
 if (!exists("dir")) dir = '.'
 if (!exists("nruns")) nruns = 1

@@ -64,6 +64,27 @@ void source_set_era(dt_source *s, uint64_t era);
 void source_set_drawn(dt_source *s, int64_t drawn);
 void source_free(dt_source *s); /* NULL: nothing */
 
+/* ---- evaluation passes ------------------------------------------------- */
+
+/* An evaluation source's place in its pass over n items in order (images,
+ * windows). The kind's impl struct starts with it, so that the ops below
+ * serve every evaluation source; its saved state is pos. */
+typedef struct source_pass {
+    int64_t n, pos;         /* items of a pass, the next one */
+} source_pass;
+
+/* The next batch of the pass: returns its item count b (the batch size B at
+ * most, 0 once the pass is done), *first the index of its first item, and
+ * moves the pass past them. */
+int64_t source_pass_take(dt_source *s, int64_t *first);
+/* The evaluation ops: rewind, get_state and set_state (pos), the batches of
+ * a pass (ceil(n / B)), and the epoch (always 0). */
+void source_pass_rewind(dt_source *s);
+void source_pass_get_state(const dt_source *s, void *state);
+void source_pass_set_state(dt_source *s, const void *state);
+int64_t source_pass_steps(const dt_source *s);
+int64_t source_pass_epoch(const dt_source *s);
+
 /* ---- images (data/source_image.c) ----------------------------------------- */
 struct dt_dataset;
 struct dt_shard;

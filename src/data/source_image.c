@@ -3,6 +3,7 @@
  * i32 label each. */
 #include "data/source.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,12 +12,13 @@
 #include "data/data.h"
 
 typedef struct image_source {
+    source_pass pass;        /* evaluation: first (data/source.h) */
     dt_dataset d;
     dt_shard shard;          /* training only */
     dt_loader loader;        /* training only */
     uint64_t seed;           /* training: run.seed (the loader's is the era's) */
-    int64_t n, pos;          /* evaluation: samples of a pass, next one */
 } image_source;
+_Static_assert(offsetof(image_source, pass) == 0, "an evaluation source's pass comes first");
 
 static dt_sample image_batch(const dt_dataset *d, int B)
 {
@@ -136,57 +138,33 @@ dt_source *source_image_train(dt_dataset *d, dt_shard *shard, int B, uint64_t se
 
 static int64_t eval_next(dt_source *s, dt_sample *out) // x (b, C, H, W), y (b), b <= B
 {
-    image_source *im = s->impl;
-    const int64_t B = s->batch.input.shape[0];
-    int64_t b = im->n - im->pos < B ? im->n - im->pos : B;
-    if (b <= 0)
-        return 0;
+    const image_source *im = s->impl;
+    int64_t first, b = source_pass_take(s, &first);
     const size_t per = tensor_row_count(&s->batch.input);
     float *x = out->input.data;
     int32_t *y = out->target.data;
     for (int64_t j = 0; j < b; j++) {
-        dataset_sample(&im->d, im->pos + j, x + (size_t)j * per);
-        y[j] = im->d.labels[im->pos + j];
+        dataset_sample(&im->d, first + j, x + (size_t)j * per);
+        y[j] = im->d.labels[first + j];
     }
-    im->pos += b;
     return b;
 }
-
-static void eval_rewind(dt_source *s) { ((image_source *)s->impl)->pos = 0; }
-
-static void eval_get_state(const dt_source *s, void *state)
-{
-    memcpy(state, &((const image_source *)s->impl)->pos, sizeof(int64_t));
-}
-
-static void eval_set_state(dt_source *s, const void *state)
-{
-    memcpy(&((image_source *)s->impl)->pos, state, sizeof(int64_t));
-}
-
-static int64_t eval_steps(const dt_source *s)
-{
-    const int64_t B = s->batch.input.shape[0];
-    return (((const image_source *)s->impl)->n + B - 1) / B;
-}
-
-static int64_t eval_epoch(const dt_source *s) { (void)s; return 0; }
 
 static const dt_source_ops image_eval_ops = {
     .name = "images (evaluation)",
     .state_size = sizeof(int64_t),
     .next = eval_next,
-    .rewind = eval_rewind,
-    .get_state = eval_get_state,
-    .set_state = eval_set_state,
-    .steps_per_epoch = eval_steps,
-    .epoch = eval_epoch,
+    .rewind = source_pass_rewind,
+    .get_state = source_pass_get_state,
+    .set_state = source_pass_set_state,
+    .steps_per_epoch = source_pass_steps,
+    .epoch = source_pass_epoch,
     .free = image_free,
 };
 
 dt_source *source_image_eval(dt_dataset *d, int64_t n, int B)
 {
     dt_source *s = image_source_new(&image_eval_ops, d, B, n);
-    ((image_source *)s->impl)->n = n;
+    ((image_source *)s->impl)->pass.n = n;
     return s;
 }

@@ -5,6 +5,7 @@
  * sources share one corpus; the last one freed releases it. */
 #include "data/source.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,12 +19,13 @@ typedef struct shared_corpus {
 } shared_corpus;
 
 typedef struct token_source {
+    source_pass pass;         /* evaluation: first (data/source.h) */
     shared_corpus *sc;
     int T;
     dt_windows w;             /* training */
     uint64_t seed;            /* training: run.seed (the windows' is the era's) */
-    int64_t n, pos;           /* evaluation: windows of a pass, next one */
 } token_source;
+_Static_assert(offsetof(token_source, pass) == 0, "an evaluation source's pass comes first");
 
 static dt_source *token_source_new(const dt_source_ops *ops, shared_corpus *sc, int B, int T,
                                    int64_t samples)
@@ -122,48 +124,24 @@ static const dt_source_ops token_train_ops = {
 
 static int64_t eval_next(dt_source *s, dt_sample *out) // x, y (b, T), b <= B
 {
-    token_source *ts = s->impl;
-    const int64_t B = s->batch.input.shape[0];
-    int64_t b = ts->n - ts->pos < B ? ts->n - ts->pos : B;
-    if (b <= 0)
-        return 0;
+    const token_source *ts = s->impl;
+    int64_t first, b = source_pass_take(s, &first);
     int32_t *x = out->input.data, *y = out->target.data;
     for (int64_t j = 0; j < b; j++)
-        windows_val(&ts->sc->c, ts->T, ts->pos + j, x + (size_t)j * (size_t)ts->T,
+        windows_val(&ts->sc->c, ts->T, first + j, x + (size_t)j * (size_t)ts->T,
                     y + (size_t)j * (size_t)ts->T);
-    ts->pos += b;
     return b;
 }
-
-static void eval_rewind(dt_source *s) { ((token_source *)s->impl)->pos = 0; }
-
-static void eval_get_state(const dt_source *s, void *state)
-{
-    memcpy(state, &((const token_source *)s->impl)->pos, sizeof(int64_t));
-}
-
-static void eval_set_state(dt_source *s, const void *state)
-{
-    memcpy(&((token_source *)s->impl)->pos, state, sizeof(int64_t));
-}
-
-static int64_t eval_steps(const dt_source *s)
-{
-    const int64_t B = s->batch.input.shape[0];
-    return (((const token_source *)s->impl)->n + B - 1) / B;
-}
-
-static int64_t eval_epoch(const dt_source *s) { (void)s; return 0; }
 
 static const dt_source_ops token_eval_ops = {
     .name = "validation windows",
     .state_size = sizeof(int64_t),
     .next = eval_next,
-    .rewind = eval_rewind,
-    .get_state = eval_get_state,
-    .set_state = eval_set_state,
-    .steps_per_epoch = eval_steps,
-    .epoch = eval_epoch,
+    .rewind = source_pass_rewind,
+    .get_state = source_pass_get_state,
+    .set_state = source_pass_set_state,
+    .steps_per_epoch = source_pass_steps,
+    .epoch = source_pass_epoch,
     .free = token_free,
 };
 
@@ -189,6 +167,6 @@ int source_tokens(dt_corpus *c, int B, int T, uint64_t seed, int rank, int nrank
     ((token_source *)(*train)->impl)->w = w;
     ((token_source *)(*train)->impl)->seed = seed;
     *eval = token_source_new(&token_eval_ops, sc, B, T, nval * T);
-    ((token_source *)(*eval)->impl)->n = nval;
+    ((token_source *)(*eval)->impl)->pass.n = nval;
     return 0;
 }
