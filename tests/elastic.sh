@@ -154,6 +154,17 @@ if [ "$(ck attri "$o/run.h5" ranks)" = 4 ] && [ "$(ck attri "$o/run.h5" resume_f
 else
     fail "elastic record (ranks $(ck attri "$o/run.h5" ranks 2>&1), rows $n_mid/$n_mid01/$n_late)"
 fi
+# the records of lsgd and edge consensus name their rules at the latest change
+r_lsgd=$(ck attr "$WORK/lsgd/run.h5" elastic_rule)
+r_pdmm=$(ck attr "$WORK/pdmm-isvr/run.h5" elastic_rule)
+if grep -q "^2 -> 4 ranks at step [0-9]*: leader: every rank takes the old global leader's model" <<<"$r_lsgd" &&
+   grep -q "^2 -> 4 ranks at step 16: average: .*duals start at zero: the method restarts its dual phase" <<<"$r_pdmm" &&
+   [ "$(ck attri "$WORK/lsgd/run.h5" resume_from_ranks)" = 2 ] &&
+   [ "$(ck attri "$WORK/pdmm-isvr/run.h5" resume_from_ranks)" = 2 ]; then
+    pass "lsgd and pdmm-isvr records: resume_from_ranks 2 and their rules (leader; average with the duals reset)"
+else
+    fail "lsgd/pdmm-isvr elastic_rule: '${r_lsgd:0:80}' '${r_pdmm:0:80}'"
+fi
 if command -v gnuplot >/dev/null; then
     if "$DTRAIN_POST" plot "$o/run.h5" -o "$WORK/plot.png" >/dev/null 2>&1 && [ -s "$WORK/plot.png" ]; then
         pass "dtrain-post plot draws the elastic record"

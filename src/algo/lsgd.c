@@ -303,8 +303,7 @@ const dt_algo algo_lsgd = {
     .elastic = DT_ELASTIC_LEADER,
     .elastic_note = "the groups are formed anew for the new rank count with that model as "
                     "their local leader, the leaders are elected anew at the next distributed "
-                    "step (the loss windows refill); the group's steps per rank and the "
-                    "distributed steps carry over",
+                    "step (the loss windows refill); the distributed steps done carry over",
     .setup = lsgd_setup,
     .step = lsgd_step,
     .model = lsgd_model,
