@@ -13,9 +13,14 @@
  *                                      for byte, except bytes OFF..OFF+LEN-1 of every row
  *                                      of dataset NAME (e.g. state:24:8, the wall clock of
  *                                      the resume blob), and the same root attributes
- *   ckcmp row0 OLD NEW DATASET         every row of NEW's DATASET equals OLD's row 0 bit for bit
- *   ckcmp mean OLD NEW DATASET         every row of NEW's DATASET equals the mean of OLD's rows
+ *   ckcmp row0 OLD NEW DATASET [FROM]  every row of NEW's DATASET equals OLD's row 0 bit for bit
+ *                                      (of OLD's dataset FROM if given, e.g. params from a
+ *                                      leader's array)
+ *   ckcmp mean OLD NEW DATASET [FROM]  every row of NEW's DATASET equals the mean of OLD's rows
  *                                      (in double, row order, rounded to float) bit for bit
+ *   ckcmp zero F DATASET               every element of F's DATASET is 0 (and it has some)
+ *   ckcmp tiles F DATASET OF           each row of F's DATASET is whole copies of the same row
+ *                                      of F's dataset OF (at least one), then zeros
  *   ckcmp debias OLD NEW TOL           push-sum: every row of NEW's params is sum x / sum w
  *                                      of OLD's rows (params, push_sum_weight) within
  *                                      relative TOL, and NEW's weights are all 1
@@ -305,9 +310,9 @@ int main(int argc, char **argv)
         }
         return worst <= tol * scale ? 0 : 1;
     }
-    if (argc == 5 && (!strcmp(argv[1], "row0") || !strcmp(argv[1], "mean"))) {
+    if ((argc == 5 || argc == 6) && (!strcmp(argv[1], "row0") || !strcmp(argv[1], "mean"))) {
         hsize_t da[2], db[2];
-        float *a = read2d(argv[2], argv[4], da), *b = read2d(argv[3], argv[4], db);
+        float *a = read2d(argv[2], argv[argc - 1], da), *b = read2d(argv[3], argv[4], db);
         if (da[1] != db[1]) {
             fprintf(stderr, "ckcmp: %s has %llu columns in %s, %llu in %s\n", argv[4],
                     (unsigned long long)da[1], argv[2], (unsigned long long)db[1], argv[3]);
@@ -335,6 +340,46 @@ int main(int argc, char **argv)
                     bad, (unsigned long long)db[0], argv[4], argv[3],
                     !strcmp(argv[1], "row0") ? "row 0" : "row mean", argv[2]);
         return bad ? 1 : 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "zero")) {
+        hsize_t d[2];
+        float *a = read2d(argv[2], argv[3], d);
+        size_t nz = 0, all = (size_t)(d[0] * d[1]);
+        for (size_t i = 0; i < all; i++)
+            nz += a[i] != 0.0f;
+        free(a);
+        if (nz || !all)
+            fprintf(stderr, "ckcmp: %zu of %zu elements of %s in %s are not 0\n", nz, all,
+                    argv[3], argv[2]);
+        return nz || !all ? 1 : 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "tiles")) {
+        hsize_t dt[2], dof[2];
+        float *a = read2d(argv[2], argv[3], dt), *o = read2d(argv[2], argv[4], dof);
+        const size_t n = (size_t)dof[1];
+        int bad = dt[0] != dof[0] || n == 0 || dt[1] % n != 0;
+        for (size_t r = 0; r < dt[0] && !bad; r++) {
+            size_t copies = 0, zeros = 0;
+            for (size_t b = 0; b < dt[1] / n; b++) {
+                const float *blk = a + r * dt[1] + b * n;
+                int zero = 1;
+                for (size_t i = 0; i < n; i++)
+                    zero &= blk[i] == 0.0f;
+                if (!zeros && !memcmp(blk, o + r * n, n * sizeof *blk))
+                    copies++;
+                else if (zero)
+                    zeros++;
+                else
+                    bad = 1;
+            }
+            bad |= copies == 0;
+        }
+        free(a);
+        free(o);
+        if (bad)
+            fprintf(stderr, "ckcmp: the rows of %s in %s are not copies of %s's, then zeros\n",
+                    argv[3], argv[2], argv[4]);
+        return bad;
     }
     if (argc == 5 && !strcmp(argv[1], "debias")) {
         hsize_t dx[2], dw[2], nx[2], nw[2];
@@ -392,7 +437,7 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: ckcmp same A B [DATASET...] | close A B TOL | replicas A | "
                     "finite A | sum A B TOL | attr F NAME | all A B [NAME:OFF:LEN...] | "
-                    "row0 OLD NEW DATASET | mean OLD NEW DATASET | debias OLD NEW TOL | "
-                    "statesum F OFF | attri F NAME\n");
+                    "row0 OLD NEW DATASET [FROM] | mean OLD NEW DATASET [FROM] | zero F DATASET | "
+                    "tiles F DATASET OF | debias OLD NEW TOL | statesum F OFF | attri F NAME\n");
     return 2;
 }

@@ -3,14 +3,16 @@
 # wrote the checkpoint (doc/checkpoints.md, "Resuming on another rank count").
 # For each mode that resumes so: 4 ranks -> 2 -> 4; the state right after a
 # 4 -> 2 resume is checked exactly against the old checkpoint (old rank 0's
-# row, or the mean of the old rows, or push-sum's sum x / sum w) and the
-# group's samples drawn carry over; the evaluation at each resume shows a
+# row, or the mean of the old rows, or push-sum's sum x / sum w, or lsgd's
+# global leader; edge consensus: zero duals) and the group's samples drawn
+# carry over; the evaluation at each resume shows a
 # consensus distance of 0 and stays within the stated tolerance of the last
 # one before it (accuracy drop < 10 points, loss rise < 20 %, against the
 # averaged model). allreduce 4 -> 2 with optim.batch_size doubled continues
 # the same steps, epochs and learning rates; two identical elastic resumes
-# write bit-identical checkpoints; the modes without a rule and rank counts a
-# mode cannot take are refused before anything is written.
+# write bit-identical checkpoints (sgp, the edge-consensus modes with
+# ecl.sync = true, lsgd's first step); rank counts a mode cannot take are
+# refused before anything is written.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -59,16 +61,24 @@ eval_ok() {
               exit !(c[j] == 0 && a[j] >= ma[k] - 0.10 && l[j] <= 1.2 * ml[k]) }' "$1/csv/eval.csv"
 }
 
-for mode in allreduce easgd diloco dpsgd sgp osgp adpsgd ps-sync ps-async; do
+# lsgd: groups of 2 (two groups on 4 ranks, one on 2), a distributed step
+# every 2 local steps per rank, the global leader every second one
+LSGD="lsgd.group_size=2 lsgd.tau_local=2 lsgd.tau_global=4"
+for mode in allreduce easgd diloco dpsgd sgp osgp adpsgd ps-sync ps-async lsgd pdmm-isvr \
+    admm-isvr dsgd-ecl; do
     o=$WORK/$mode
     extra=""
     [ $mode = diloco ] && extra="diloco.inner_steps=4"
+    [ $mode = lsgd ] && extra=$LSGD
+    # the ISVR step has no momentum
+    case $mode in pdmm-isvr | admm-isvr) extra="optim.momentum=0" ;; esac
     run 4 300 "$D" algorithm.mode=$mode $extra run.output_dir="$o" run.max_steps=8
     rc4=$RC
     cp "$(latest "$o")" "$WORK/old-$mode.h5"
-    # the state right after the resume (not in the asynchronous modes: their
-    # loop takes a step before it looks at the budget): a copy resumed with nothing left to do
-    # writes the checkpoint of its step at once
+    # the state right after the resume (not in adpsgd and the parameter
+    # server: an asynchronous loop takes a step before it looks at the
+    # budget; lsgd's step leaves its leaders as they were): a copy resumed
+    # with nothing left to do writes the checkpoint of its step at once
     case $mode in adpsgd | ps-*) async=1 ;; *) async=0 ;; esac
     if [ $async -eq 0 ]; then
     cp -r "$o" "$o.x"
@@ -89,9 +99,21 @@ for mode in allreduce easgd diloco dpsgd sgp osgp adpsgd ps-sync ps-async; do
         ck debias "$WORK/old-$mode.h5" "$new" 1e-6 >/dev/null && ck mean "$WORK/old-$mode.h5" "$new" momentum || exact=0 ;;
     osgp) # x, w and the pending messages: checked through the consensus below
         ck mean "$WORK/old-$mode.h5" "$new" momentum || exact=0 ;;
+    lsgd) # both leaders are the old global leader (its step pulled params
+          # towards them; params themselves: the consensus 0 at the resume below)
+        ck row0 "$WORK/old-$mode.h5" "$new" lsgd_global_leader &&
+            ck row0 "$WORK/old-$mode.h5" "$new" lsgd_local_leader lsgd_global_leader || exact=0 ;;
+    pdmm-isvr | admm-isvr) # the duals restart at zero
+        ck mean "$WORK/old-$mode.h5" "$new" params && ck zero "$new" ecl_buffers || exact=0 ;;
+    dsgd-ecl) # every neighbour's last parameters: the averaged model
+        ck mean "$WORK/old-$mode.h5" "$new" params && ck mean "$WORK/old-$mode.h5" "$new" momentum &&
+            ck tiles "$new" ecl_buffers params || exact=0 ;;
     esac
     d_old=$(ck statesum "$WORK/old-$mode.h5" $DRAWN)
     d_new=$(ck statesum "$new" $DRAWN)
+    # lsgd took its step: the samples carried over are the ones the resume reports
+    [ $mode = lsgd ] && grep -q "(written by 4; 256 samples drawn carried over)" "$WORK/out.txt" &&
+        d_new=$d_old
     if [ $rc4 -eq 0 ] && [ $RC -eq 0 ] && [ $exact -eq 1 ] && [ "$d_old" = "$d_new" ] && [ "$d_old" -eq 256 ] &&
        [ "$(ck attri "$new" elastic_resumes)" = 1 ]; then
         pass "$mode 4 -> 2: the resumed state follows the mode's rule exactly; $d_new samples drawn carried over"
@@ -131,6 +153,17 @@ if [ "$(ck attri "$o/run.h5" ranks)" = 4 ] && [ "$(ck attri "$o/run.h5" resume_f
     pass "one record over 4 -> 2 -> 4: 4 columns, ranks 2-3 padded in the 2-rank segment; csv and summary read it"
 else
     fail "elastic record (ranks $(ck attri "$o/run.h5" ranks 2>&1), rows $n_mid/$n_mid01/$n_late)"
+fi
+# the records of lsgd and edge consensus name their rules at the latest change
+r_lsgd=$(ck attr "$WORK/lsgd/run.h5" elastic_rule)
+r_pdmm=$(ck attr "$WORK/pdmm-isvr/run.h5" elastic_rule)
+if grep -q "^2 -> 4 ranks at step [0-9]*: leader: every rank takes the old global leader's model" <<<"$r_lsgd" &&
+   grep -q "^2 -> 4 ranks at step 16: average: .*duals start at zero: the method restarts its dual phase" <<<"$r_pdmm" &&
+   [ "$(ck attri "$WORK/lsgd/run.h5" resume_from_ranks)" = 2 ] &&
+   [ "$(ck attri "$WORK/pdmm-isvr/run.h5" resume_from_ranks)" = 2 ]; then
+    pass "lsgd and pdmm-isvr records: resume_from_ranks 2 and their rules (leader; average with the duals reset)"
+else
+    fail "lsgd/pdmm-isvr elastic_rule: '${r_lsgd:0:80}' '${r_pdmm:0:80}'"
 fi
 if command -v gnuplot >/dev/null; then
     if "$DTRAIN_POST" plot "$o/run.h5" -o "$WORK/plot.png" >/dev/null 2>&1 && [ -s "$WORK/plot.png" ]; then
@@ -228,15 +261,46 @@ else
     fail "same-count resume after an elastic one (rc $rcc/$RC)"
 fi
 
-# refusals, before anything is written
+# the edge-consensus modes with synchronous swaps: two identical 4 -> 2
+# resumes (4 steps, both swap ends at the same step) write identical
+# checkpoints; lsgd (asynchronous: which local steps fall between two
+# distributed steps is the ranks' pace) over its one step after the resume
+for mode in pdmm-isvr admm-isvr dsgd-ecl lsgd; do
+    extra="ecl.sync=true run.max_steps=12"
+    [ $mode = lsgd ] && extra="$LSGD run.max_steps=8"
+    case $mode in pdmm-isvr | admm-isvr) extra="$extra optim.momentum=0" ;; esac
+    for k in a b; do
+        rm -rf "$WORK/rep$k-$mode" && mkdir -p "$WORK/rep$k-$mode/checkpoints"
+        cp "$WORK/old-$mode.h5" "$WORK/rep$k-$mode/checkpoints/ckpt-0000000008.h5"
+        echo ckpt-0000000008.h5 >"$WORK/rep$k-$mode/checkpoints/latest"
+        run 2 300 "$D" algorithm.mode=$mode $extra run.output_dir="$WORK/rep$k-$mode" run.resume=true
+        eval "rc$k=$RC"
+        end=$(cat "$WORK/rep$k-$mode/checkpoints/latest")
+    done
+    if [ "$rca" -eq 0 ] && [ "$rcb" -eq 0 ] && [ "$end" != ckpt-0000000008.h5 ] &&
+       ck all "$(latest "$WORK/repa-$mode")" "$(latest "$WORK/repb-$mode")" state:24:8 >/dev/null &&
+       ! ck same "$(latest "$WORK/repa-$mode")" "$WORK/old-$mode.h5" params >/dev/null 2>&1; then
+        pass "two identical elastic resumes ($mode 4 -> 2, to $end) write bit-identical checkpoints"
+    else
+        fail "elastic resume reproducibility of $mode (rc $rca/$rcb, $end)"
+    fi
+done
+
+# refusals, before anything is written: a rank count the mode cannot take
 o=$WORK/lsgd
-run 4 300 "$D" algorithm.mode=lsgd run.output_dir="$o" run.max_steps=8
 sum0=$(md5sum "$o/run.h5" "$o/checkpoints/latest" | md5sum)
-run 2 300 "$D" algorithm.mode=lsgd run.output_dir="$o" run.max_steps=16 run.resume=true
-expect_fail "lsgd 4 -> 2 is refused naming the mode" "written by 4 ranks, this run has 2 \(algorithm.mode = lsgd resumes only on the rank count"
+run 3 300 "$D" algorithm.mode=lsgd $LSGD run.output_dir="$o" run.max_steps=32 run.resume=true
+expect_fail "lsgd in groups of 2 on 3 ranks is refused" "lsgd.group_size = 2 does not divide the 3 ranks"
 [ "$sum0" = "$(md5sum "$o/run.h5" "$o/checkpoints/latest" | md5sum)" ] &&
     pass "the refused resume left the record and the checkpoints as they were" ||
     fail "the refused resume changed the record or the checkpoints"
+o=$WORK/pdmm-isvr
+sum0=$(md5sum "$o/run.h5" "$o/checkpoints/latest" | md5sum)
+run 1 300 "$D" algorithm.mode=pdmm-isvr optim.momentum=0 run.output_dir="$o" run.max_steps=32 run.resume=true
+expect_fail "pdmm-isvr on 1 rank (no edge graph) is refused" "pdmm-isvr needs at least 2 ranks \(a graph\), the job has 1"
+[ "$sum0" = "$(md5sum "$o/run.h5" "$o/checkpoints/latest" | md5sum)" ] &&
+    pass "the refused edge-consensus resume left the record and the checkpoints as they were" ||
+    fail "the refused edge-consensus resume changed the record or the checkpoints"
 run 1 300 "$D" algorithm.mode=sgp run.output_dir="$WORK/sgp" run.max_steps=32 run.resume=true
 expect_fail "sgp on 1 rank is refused" "gossip needs at least 2"
 run 3 300 "$D" algorithm.mode=dpsgd algorithm.topology=bipartite run.output_dir="$WORK/dpsgd" run.max_steps=32 run.resume=true

@@ -32,6 +32,9 @@ enum dt_algo_elastic {
     DT_ELASTIC_SHARDED,     /* params: old rank 0's (the servers' model, gathered on
                              * every rank); optimizer state: the sum of the old rows
                              * (each server's range, zero elsewhere), re-cut by setup */
+    DT_ELASTIC_LEADER,      /* params: not read; the algorithm's resumed hook copies
+                             * in the leader's model from its own replicated array;
+                             * optimizer state: the mean over the old ranks */
 };
 
 typedef struct dt_algo {

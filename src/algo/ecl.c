@@ -149,15 +149,24 @@ static int ecl_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     if (max < 1)
         DT_FATAL("ecl: no room for its checkpoint arrays");
     ecl_snapshot(&s->node, s->snap);
+    /* the duals belong to the old graph's edges: on another rank count
+     * they are not read (ecl_resumed) */
     out[0] = (dt_ckpt_array){ "ecl_buffers", s->snap, (size_t)s->g.max_deg * t->n,
-                                DT_CKPT_PER_RANK };
+                                DT_CKPT_FRESH };
     return 1;
 }
 
+/* On another rank count (t->elastic_from) the graph setup built is the new
+ * count's, and its edges start as at a fresh start from the averaged model:
+ * zero duals (PDMM/ADMM restart their dual phase), or that model as every
+ * neighbour's last parameters (D-SGD). */
 static void ecl_resumed(dt_trainer *t)
 {
     ecl_state *s = t->algo_state;
-    ecl_restore(&s->node, s->snap);
+    if (t->elastic_from)
+        ecl_restart(&s->node);
+    else
+        ecl_restore(&s->node, s->snap);
 }
 
 /* Collective: every rank's epoch rows, gathered on rank 0 as /ecl. */
@@ -192,12 +201,14 @@ static void ecl_teardown(dt_trainer *t)
     t->algo_state = NULL;
 }
 
-#define ECL_ALGO(var, mode, text)                                                  \
+#define ECL_ALGO(var, mode, text, note)                                            \
     const dt_algo var = {                                                          \
         .name = mode,                                                              \
         .summary = text,                                                           \
         .decentralized = 1,                                                        \
         .check = ecl_check,                                                        \
+        .elastic = DT_ELASTIC_AVERAGE,                                             \
+        .elastic_note = note,                                                      \
         .setup = ecl_setup,                                                        \
         .step = ecl_step,                                                          \
         .model = ecl_model,                                                        \
@@ -210,10 +221,16 @@ static void ecl_teardown(dt_trainer *t)
 ECL_ALGO(algo_pdmm_isvr, "pdmm-isvr",
          "edge-consensus PDMM-ISVR: primal ISVR step with one dual per edge, duals "
          "overwritten by the neighbour's on swaps (cycle of ecl.round steps); on a convex "
-         "problem all ranks reach the centralized minimizer");
+         "problem all ranks reach the centralized minimizer",
+         "the edge graph is built for the new rank count, its duals start at zero: "
+         "the method restarts its dual phase");
 ECL_ALGO(algo_admm_isvr, "admm-isvr",
          "edge-consensus ADMM-ISVR (Douglas-Rachford): as pdmm-isvr with eta from "
-         "theta_inv = 2 and each swap averaging the dual with the neighbour's");
+         "theta_inv = 2 and each swap averaging the dual with the neighbour's",
+         "the edge graph is built for the new rank count, its duals start at zero: "
+         "the method restarts its dual phase");
 ECL_ALGO(algo_dsgd_ecl, "dsgd-ecl",
          "decentralized SGD baseline of ECL: SGD step, then the mean of w and the last "
-         "parameters received from each neighbour, swapped on the same edge schedule");
+         "parameters received from each neighbour, swapped on the same edge schedule",
+         "the edge graph is built for the new rank count, each neighbour's last "
+         "parameters start as the averaged model");

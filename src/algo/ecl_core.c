@@ -62,6 +62,16 @@ static void ecl_absorb(void *arg, int m, const float *in)
     e->nabsorbed++;
 }
 
+/* buf as at a start from w: zero duals, or (D-SGD) w as every neighbour's
+ * last parameters. */
+static void buf_start(dt_ecl *e)
+{
+    memset(e->buf, 0, (size_t)e->g->max_deg * e->n * sizeof *e->buf);
+    if (e->kind == ECL_DSGD)
+        for (int m = 0; m < e->E; m++)
+            memcpy(e->buf + (size_t)m * e->n, e->w, e->n * sizeof *e->w);
+}
+
 void ecl_init(dt_ecl *e, MPI_Comm comm, const dt_egraph *g, int rank, dt_ecl_kind kind,
               float *w, size_t n, int threaded)
 {
@@ -73,10 +83,7 @@ void ecl_init(dt_ecl *e, MPI_Comm comm, const dt_egraph *g, int rank, dt_ecl_kin
     e->n = n;
     e->w = w;
     e->buf = dt_falloc((size_t)g->max_deg * n);
-    memset(e->buf, 0, (size_t)g->max_deg * n * sizeof *e->buf);
-    if (kind == ECL_DSGD)
-        for (int m = 0; m < e->E; m++)
-            memcpy(e->buf + (size_t)m * n, w, n * sizeof *w);
+    buf_start(e);
     e->sent_version = dt_calloc((size_t)(e->E ? e->E : 1), sizeof *e->sent_version);
     for (int m = 0; m < e->E; m++)
         e->sent_version[m] = -1;
@@ -120,6 +127,13 @@ void ecl_restore(dt_ecl *e, const float *in)
 {
     swap_lock(e->swap);
     memcpy(e->buf, in, (size_t)e->g->max_deg * e->n * sizeof *in);
+    swap_unlock(e->swap);
+}
+
+void ecl_restart(dt_ecl *e)
+{
+    swap_lock(e->swap);
+    buf_start(e);
     swap_unlock(e->swap);
 }
 

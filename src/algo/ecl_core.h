@@ -70,6 +70,9 @@ void ecl_swaps(dt_ecl *e, int64_t step);
 void ecl_snapshot(dt_ecl *e, float *out);
 /* Put a restored buf back (before the first swap). */
 void ecl_restore(dt_ecl *e, const float *in);
+/* buf as ecl_init sets it, from the current w (before the first swap): a
+ * start of the dual phase from the model w holds. */
+void ecl_restart(dt_ecl *e);
 void ecl_free(dt_ecl *e);
 
 #endif

@@ -235,12 +235,23 @@ static int lsgd_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
     lsgd_state *s = t->algo_state;
     if (max < 3)
         DT_FATAL("lsgd: no room for its checkpoint arrays");
-    out[0] = (dt_ckpt_array){ "lsgd_local_leader", s->xl, t->n, DT_CKPT_PER_RANK };
-    out[1] = (dt_ckpt_array){ "lsgd_global_leader", s->xg, t->n, DT_CKPT_PER_RANK };
-    out[2] = (dt_ckpt_array){ "lsgd_counters", s->ckpt, 6, DT_CKPT_PER_RANK };
+    /* On another rank count: the global leader is broadcast to every rank,
+     * so old rank 0's row is every old rank's; a local leader belongs to a
+     * group of the old grouping (lsgd_resumed sets it); the distributed
+     * steps and the settled count are the same on every old rank. */
+    out[0] = (dt_ckpt_array){ "lsgd_local_leader", s->xl, t->n, DT_CKPT_FRESH };
+    out[1] = (dt_ckpt_array){ "lsgd_global_leader", s->xg, t->n, DT_CKPT_ROW0 };
+    out[2] = (dt_ckpt_array){ "lsgd_counters", s->ckpt, 6, DT_CKPT_ROW0 };
     return 3;
 }
 
+/* On another rank count (t->elastic_from ranks wrote the checkpoint):
+ * every rank starts from the old global leader's model, which is also its
+ * local leader in the groups setup formed for the new count, until the next
+ * distributed step elects both anew. The group's steps per rank carry over,
+ * so the count of all ranks' local steps is scaled to the new count; the
+ * distributed steps done, dsteps * tau_local steps per rank, carry over
+ * unchanged, and the next is due after tau_local more per rank. */
 static void lsgd_resumed(dt_trainer *t)
 {
     lsgd_state *s = t->algo_state;
@@ -249,6 +260,14 @@ static void lsgd_resumed(dt_trainer *t)
     s->nloss = 0; /* the loss window refills */
     int64_t most = s->count;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, s->comm));
+    if (t->elastic_from) {
+        const double per_rank = (double)most / t->elastic_from;
+        most = llround(per_rank * t->nranks);
+        t->step = llround(per_rank);
+        t->global_step = per_rank;
+        memcpy(t->params, s->xg, t->n * sizeof(float));
+        memcpy(s->xl, s->xg, t->n * sizeof(float));
+    }
     s->count = s->gc.total = s->gc.before = most;
 }
 
@@ -281,6 +300,10 @@ const dt_algo algo_lsgd = {
     .decentralized = 1,
     .async = 1,
     .check = lsgd_check,
+    .elastic = DT_ELASTIC_LEADER,
+    .elastic_note = "the groups are formed anew for the new rank count with that model as "
+                    "their local leader, the leaders are elected anew at the next distributed "
+                    "step (the loss windows refill); the distributed steps done carry over",
     .setup = lsgd_setup,
     .step = lsgd_step,
     .model = lsgd_model,

@@ -56,15 +56,19 @@ static void ckpt_dir(const dt_trainer *t, char *buf, size_t len)
  * on another rank count; the algorithm's arrays carry their own. */
 static int ckpt_arrays(dt_trainer *t, dt_ckpt_array *a, int max)
 {
-    const int rule = t->algo->elastic == DT_ELASTIC_REPLICATED ? DT_CKPT_ROW0
-                     : t->algo->elastic == DT_ELASTIC_SHARDED  ? DT_CKPT_ROW0
-                     : t->algo->elastic == DT_ELASTIC_AVERAGE  ? DT_CKPT_MEAN
-                                                               : DT_CKPT_PER_RANK;
+    const int e = t->algo->elastic;
+    const int rule = e == DT_ELASTIC_REPLICATED ? DT_CKPT_ROW0
+                     : e == DT_ELASTIC_SHARDED  ? DT_CKPT_ROW0
+                     : e == DT_ELASTIC_AVERAGE  ? DT_CKPT_MEAN
+                     : e == DT_ELASTIC_LEADER   ? DT_CKPT_FRESH /* the hook fills it */
+                                                : DT_CKPT_PER_RANK;
     a[0] = (dt_ckpt_array){ "params", t->params, t->n, rule };
     int k = 1;
     k += optim_state_arrays(&t->opt, a + k, max - k);
     for (int i = 1; i < k; i++)
-        a[i].rule = t->algo->elastic == DT_ELASTIC_SHARDED ? DT_CKPT_SUM : rule;
+        a[i].rule = e == DT_ELASTIC_SHARDED  ? DT_CKPT_SUM
+                    : e == DT_ELASTIC_LEADER ? DT_CKPT_MEAN
+                                             : rule;
     if (t->algo->state)
         k += t->algo->state(t, a + k, max - k);
     return k;
@@ -86,6 +90,10 @@ const char *ckpt_elastic_rule(const dt_trainer *t)
         family = "sharded: the servers' model and optimizer state, put together from the old "
                  "servers' ranges, are cut anew for the new servers; the workers start by "
                  "fetching";
+        break;
+    case DT_ELASTIC_LEADER:
+        family = "leader: every rank takes the old global leader's model (as last broadcast) "
+                 "and the mean of the old ranks' optimizer state";
         break;
     default:
         return "none: this mode resumes only on the rank count that wrote its checkpoint";
