@@ -22,6 +22,7 @@
 #   baby, 4 ranks: ar d50 d200 d10 with the deck's "baby" GPT (4 4 128 64 12)
 #   sgpm0: d50-sgp-m0, the gossip variant with outer lr 1, momentum 0
 #   seed2: ar-s2 d10-s2 d50-s2, the GPT grid's runs again with run.seed = 2
+#   babyseed2: ar-s2 d10-s2 of the baby GPT
 # The GPT is a byte-level model on the fortunes corpus with AdamW (lr 1e-3,
 # beta2 0.99, weight decay 0.1, 100 warm-up steps, cosine to 1e-4, clip 1.0;
 # inputs/gpt-fortunes.ini) at GPT_SHAPE (default "2 2 64 64 12": n_layer,
@@ -56,7 +57,7 @@
 #   GRIDS="gpt" GPT_STEPS=20 GPT_EVAL=10 ONLY=ar RANKS_GPT=2 bench/diloco_compare.sh   # smoke test
 #   bench/diloco_compare.sh --plot                # only collect and plot
 # Environment: DTRAIN, DTRAIN_POST (default: this tree's src/), OUT, RATE
-# (1gbit), GRIDS ("gpt resnet gpt8"; also baby, sgpm0, seed2), ONLY (variant
+# (1gbit), GRIDS ("gpt resnet gpt8"; also baby, sgpm0, seed2, babyseed2), ONLY (variant
 # names), GPT_STEPS (1000), GPT_EVAL (100), GPT_SHAPE, RN_STEPS (400),
 # RN_EVAL (50), RANKS_GPT (4),
 # RANKS_RN (4), RANKS_GPT8 (8), RUN_LIMIT (s per run, 1500), FORCE=1 (rerun
@@ -118,8 +119,9 @@ grid_def() {
         gpt8) echo "gpt $RANKS_GPT8 ar d50" ;;
         baby) echo "gptb $RANKS_GPT ar d50 d200 d10" ;;
         seed2) echo "gpt $RANKS_GPT ar-s2 d10-s2 d50-s2" ;;
+        babyseed2) echo "gptb $RANKS_GPT ar-s2 d10-s2" ;;
         sgpm0) echo "gpt $RANKS_GPT d50-sgp-m0" ;;
-        *) echo "diloco_compare: unknown grid '$1' (gpt, resnet, gpt8, baby, seed2, sgpm0)" >&2; return 1 ;;
+        *) echo "diloco_compare: unknown grid '$1' (gpt, resnet, gpt8, baby, seed2, babyseed2, sgpm0)" >&2; return 1 ;;
     esac
 }
 
