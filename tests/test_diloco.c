@@ -568,6 +568,66 @@ static void test_gossip_complete(void)
     free_trainer(&g);
 }
 
+static void zero_gradient(dt_trainer *t, const float *x)
+{
+    (void)x;
+    memset(t->grads, 0, t->n * sizeof *t->grads);
+}
+
+/* The largest distance of a rank's x (N) from the ranks' mean, over ranks. */
+static double spread(const float *x)
+{
+    double *m = dt_calloc(N, sizeof *m), worst = 0;
+    for (size_t i = 0; i < N; i++)
+        m[i] = x[i];
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    for (size_t i = 0; i < N; i++)
+        worst = fmax(worst, fabs(x[i] - m[i] / nranks));
+    free(m);
+    return max_all(worst);
+}
+
+/* outer_comm = sgp pulls the ranks together: with zero gradients (the local
+ * phase moves nothing) and outer parameters that start apart, the gossip
+ * outer steps shrink their distance geometrically and keep their mean; a
+ * scheme that mixed only the pseudo-gradients (all zero here) would leave
+ * them apart for good. */
+static void test_gossip_consensus(void)
+{
+    for (int nesterov = 0; nesterov <= 1; nesterov++) {
+        opts o = defaults();
+        o.H = 2;
+        o.outer_comm = "sgp";
+        o.topology = "exponential";
+        o.outer_lr = nesterov ? 0.7 : 1.0;
+        o.mu = nesterov ? 0.9 : 0.0;
+        o.nesterov = nesterov;
+        dt_trainer g;
+        dt_config cg;
+        make_trainer(&g, &cg, &o, zero_gradient, 0.1f);
+        for (size_t i = 0; i < N; i++) /* apart: theta is taken from x at step 0 */
+            g.params[i] += (float)(rank - 0.5 * (nranks - 1)) / 4.0f;
+        double mean0 = 0, mean1 = 0;
+        for (size_t i = 0; i < N; i++)
+            mean0 += g.params[i];
+        const double before = spread(g.params);
+        run_steps(&g, 40 * o.H);
+        const double after = spread(g.params);
+        for (size_t i = 0; i < N; i++)
+            mean1 += g.params[i];
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mean0, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mean1, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        if (rank == 0)
+            CHECK(before > 0.3 && after < 1e-3 * before &&
+                      fabs(mean1 - mean0) < 1e-3 * fabs(mean0) + 1e-3,
+                  "outer_comm sgp, exponential graph, zero gradients, outer lr %g momentum %g: "
+                  "40 outer steps pull ranks that start apart together (distance from the "
+                  "mean %.3f -> %.2g) and keep the mean (sum %.5f -> %.5f)",
+                  o.outer_lr, o.mu, before, after, mean0, mean1);
+        free_trainer(&g);
+    }
+}
+
 /* Replicas after outer steps with the warm-up, bf16, streaming P = 1. */
 static void test_replicas(void)
 {
@@ -652,6 +712,7 @@ int main(int argc, char **argv)
     test_streaming(4, 1, 0.5, "fp32");
     test_streaming(2, 3, 0.25, "bf16");
     test_gossip_complete();
+    test_gossip_consensus();
     int rc = rank == 0 ? tap_done() : 0;
     MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Finalize());

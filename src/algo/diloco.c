@@ -8,7 +8,8 @@
  *     H steps of the inner optimizer on the rank's data:  x_i <- x_i - lr sgd(g_i)
  *     delta_i <- theta - x_i                     (the pseudo-gradient: old minus new)
  *     delta   <- mean_i delta_i                  (one allreduce; or reduce-scatter and
- *                                                 all-gather of bf16/int8 codes; or push-sum)
+ *                                                 all-gather of bf16/int8 codes)
+ *     (gossip: delta_i <- theta_i - z_i, z_i the push-sum mix of the x_j)
  *     b       <- mu b + delta
  *     theta   <- theta - lr_out (delta + mu b)   (Nesterov; else theta - lr_out b)
  *     x_i     <- theta
@@ -25,6 +26,15 @@
  * an all-gather of its re-encoded mean, posted one step later (at the
  * completion when overlap = 1) and decoded at the completion: both halves
  * overlap inner steps.
+ *
+ * Gossip (outer_comm = sgp): no collective; each rank keeps its own theta_i
+ * and b_i. Push-sum mixes the new local models x_j over the graph, and rank
+ * i steps on delta_i = theta_i - z_i = mix(delta)_i + (theta_i - mix(theta)_i):
+ * the mixed pseudo-gradient plus its outer parameters' distance from their
+ * neighbours', which the outer step then closes. (Mixing the delta_j alone
+ * leaves the theta_i apart for good: their distance grows with every outer
+ * step, bench/RESULTS.md section 13b.) On the complete graph z is the mean of
+ * the x_j and the theta_i are equal, so delta_i is the allreduce's mean.
  *
  * Positions are derived from t->step (inner steps, as run.* counts them):
  * after step s, c = s + 1 - K local steps are done. A checkpoint holds
@@ -75,7 +85,7 @@ typedef struct diloco_state {
     int gathering;       /* the all-gather is in flight (else the reduce-scatter) */
     /* outer_comm = sgp */
     dt_gossip g;
-    float *u;            /* (n + 1) push-sum numerator w delta (then mixed) */
+    float *u;            /* (n + 1) push-sum numerator w x (then mixed) */
     float *recv_sum;     /* (n + 1) sum of the received messages */
     float *w;            /* (1) push-sum weight (checkpointed) */
 } diloco_state;
@@ -284,20 +294,23 @@ static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
     }
 }
 
-/* Push-sum of delta over the gossip graph at gossip step j: mean <- u / w
- * after one exchange of (w delta, w). On the complete graph every rank keeps
- * and sends 1/n of the same messages: the mean of the delta_i. */
+/* Push-sum of the local models over the gossip graph at gossip step j:
+ * z <- u / w after one exchange of (w x, w); the pseudo-gradient this rank
+ * steps on is then mean <- theta - z. On the complete graph every rank keeps
+ * and sends 1/n of the same messages: theta minus the mean of the x_i, the
+ * mean of the delta_i. */
 static void pushsum_mix(dt_trainer *t, diloco_state *s, int64_t j)
 {
     const size_t n = t->n;
-    vec_copy(s->u, s->delta, n); /* u = w delta */
+    vec_copy(s->u, t->params, n); /* u = w x */
     vec_scale(s->u, s->w[0], n);
     t->meter.bytes_sent += pushsum_share(&s->g, t->rank, j, s->u, n, s->w);
     gossip_start(&s->g, t->tp, s->g.send);
     gossip_finish(&s->g, t->tp);
     gossip_sum_received(&s->g, NULL, s->recv_sum);
     pushsum_absorb(&s->g, s->recv_sum, s->u, n, s->w);
-    pushsum_debias(&s->g, s->u, n, s->w, s->mean);
+    pushsum_debias(&s->g, s->u, n, s->w, s->mean); /* z */
+    vec_ax_plus(s->mean, -1.0f, s->theta, n);     /* theta - z */
     t->meter.weight = s->w[0];
 }
 
