@@ -45,6 +45,9 @@ typedef struct dt_pool_shape {
 /* Precision of a backend's matrix work (compute.precision). */
 enum { DT_PREC_FP32 = 0, DT_PREC_BF16 = 1 };
 
+/* The passes of conv2d_pass_workspace. */
+enum { DT_CONV_WORK_FORWARD, DT_CONV_WORK_BACKWARD, DT_CONV_WORK_BACKWARD_NO_DX };
+
 typedef struct dt_backend {
     const char *name;
     int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
@@ -81,6 +84,11 @@ typedef struct dt_backend {
 
     /* Floats of scratch the conv kernels need for shape s (im2col etc.). */
     size_t (*conv2d_workspace)(const dt_conv_shape *s);
+    /* Optional (NULL: conv2d_workspace for every pass): the floats one pass
+     * needs, at most conv2d_workspace, pass DT_CONV_WORK_FORWARD, or
+     * DT_CONV_WORK_BACKWARD when the engine asks for dx, or
+     * DT_CONV_WORK_BACKWARD_NO_DX when it passes dx = NULL. */
+    size_t (*conv2d_pass_workspace)(const dt_conv_shape *s, int pass);
     /* Whether the kernel for shape s can add its input gradient into a dx that
      * already holds values (dx_fresh = 0) by itself. Where it cannot, the
      * engine never asks it to: it lends a free gradient buffer as a fresh dx

@@ -156,6 +156,7 @@ static const dt_backend cpu_dnnl_bf16 = {
     .cblock = 16,
     .precision = DT_PREC_BF16,
     .conv2d_workspace = bf16_conv2d_workspace,
+    .conv2d_pass_workspace = bf16_conv2d_pass_workspace,
     .conv2d_dx_accumulates = bf16_conv2d_dx_accumulates,
     .conv2d_forward = bf16_conv2d_forward,
     .conv2d_backward = bf16_conv2d_backward,

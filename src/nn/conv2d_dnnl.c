@@ -23,7 +23,8 @@
  * bf16 Winograd), plain pairs included. Without AMX a pass that fp32 runs as
  * Winograd stays fp32 (bf16_conv2d_pass_bf16), fixed by shape and ISA. The flat vector's
  * weights are reordered to bf16 per pass; x and dy are rounded to bf16 into
- * the engine's conv scratch (work) on each call, so no activation is stored
+ * the engine's conv scratch (work; x in dx where the backward allows it,
+ * bf16_conv2d_pass_workspace) on each call, so no activation is stored
  * in bf16 between the forward and the backward: x is rounded again in the
  * weight-gradient pass, which costs a pass over x against the C R S
  * multiply-adds per element the convolution does. dx, dw, db and y are fp32. */
@@ -333,11 +334,16 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 
 #include "nn/gemm_bf16.h"
 
-/* The bf16 copies of x and dy in the engine's conv scratch: x first, dy
- * after it at a 64-byte boundary. */
+/* Where the bf16 copies of x and dy go: the forward's x in the conv
+ * scratch; the backward's dy at the start of the scratch, and x (read only
+ * by the weight gradient, which runs before the data gradient writes dx) in
+ * dx when the data gradient is a bf16 pass of this call, else in the
+ * scratch after dy at a 64-byte boundary. So a pass's scratch is one
+ * tensor's bf16 copy, two only where no dx is asked for. */
 static size_t x_elems(const dt_conv_shape *s) { return (size_t)s->B * s->C * s->H * s->W; }
 static size_t y_elems(const dt_conv_shape *s) { return (size_t)s->B * s->K * s->P * s->Q; }
-static size_t x16_span(const dt_conv_shape *s) { return (x_elems(s) + 31) / 32 * 32; }
+static size_t y16_span(const dt_conv_shape *s) { return (y_elems(s) + 31) / 32 * 32; }
+static size_t floats_of_bf16(size_t n) { return (n + 1) / 2; }
 
 /* Without AMX, oneDNN's bf16 kernels (AVX512-BF16: a dot product of bf16
  * pairs per fp32 lane) run at most twice fp32's rate, and Winograd F(4x4,
@@ -358,11 +364,27 @@ int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
     return have_amx() || !use_winograd(s, pass, 0);
 }
 
+size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
+{
+    const size_t fp32 = dnnl_conv2d_workspace(s); /* the passes that stay fp32 */
+    size_t mine = 0;
+    if (pass == DT_CONV_WORK_FORWARD) {
+        if (bf16_conv2d_pass_bf16(s, PASS_FWD))
+            mine = floats_of_bf16(x_elems(s));
+    } else {
+        const int dw16 = bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS);
+        const int dx16 = pass == DT_CONV_WORK_BACKWARD && bf16_conv2d_pass_bf16(s, PASS_BWD_DATA);
+        if (dw16 || dx16)
+            mine = floats_of_bf16(y16_span(s) + (dw16 && !dx16 ? x_elems(s) : 0));
+    }
+    return mine > fp32 ? mine : fp32;
+}
+
 size_t bf16_conv2d_workspace(const dt_conv_shape *s)
 {
-    const size_t mine = (x16_span(s) + y_elems(s) + 1) / 2; /* floats: two bf16 each */
-    const size_t fp32 = dnnl_conv2d_workspace(s);
-    return mine > fp32 ? mine : fp32;
+    const size_t f = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_FORWARD);
+    const size_t b = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_BACKWARD_NO_DX);
+    return f > b ? f : b;
 }
 
 /* Every bf16 pass is oneDNN's, whose backward-data writes dx. */
@@ -426,7 +448,8 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
     if (dw && !e->pass[PASS_BWD_WEIGHTS].p)
         make_pass(e, PASS_BWD_WEIGHTS);
     pthread_mutex_unlock(&cache_lock);
-    dt_bf16 *x16 = (dt_bf16 *)work, *dy16 = x16 + x16_span(s);
+    dt_bf16 *dy16 = (dt_bf16 *)work;
+    dt_bf16 *x16 = dx ? (dt_bf16 *)dx : dy16 + y16_span(s);
     bf16_from_f32(y_elems(s), dy, dy16);
     set(e->dst16, dy16);
     if (dw) {

@@ -36,6 +36,7 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
  * runs in bf16 (1) or stays fp32 (0: a Winograd pass on a CPU without AMX) */
 int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass);
 size_t bf16_conv2d_workspace(const dt_conv_shape *s);
+size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass);
 int bf16_conv2d_dx_accumulates(const dt_conv_shape *s);
 void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work);
