@@ -21,8 +21,10 @@
  * step costs a pass over the parameters (under 0.5 % of a "small" step);
  * keeping the copies from the forward cost 2 bytes a parameter (21 MB on
  * "small"), which put bf16's peak RSS above fp32's. Activations and output
- * gradients are rounded into two scratch buffers just before each product
- * (a16, g16). Two activations are kept in bf16 instead of fp32: the
+ * gradients are rounded just before each product into fp32 scratch that is
+ * free at that moment (the gradient buffers during the forward; per product
+ * in the backward, see gpt_backward), not into buffers of their own. Two
+ * activations are kept in bf16 instead of fp32: the
  * attention's output (atty16), whose only reader is attn.c_proj (its
  * forward and its dW), which would round it anyway; and the MLP's
  * pre-activation (fch16, 4 C a token, the largest kept tensor): c_fc's
@@ -101,8 +103,7 @@ struct dt_gpt {
     int32_t *tok, *tgt; /* (B, T) copies of the last batch */
     /* precision bf16 only (NULL in fp32) */
     dt_bf16 *w16;     /* max(V C, 4 C C): the weight the next product reads, rounded */
-    dt_bf16 *a16;     /* (N, 4C) a linear layer's input, rounded */
-    dt_bf16 *g16;     /* (N, max(4C, V)) its output gradient, rounded */
+    dt_bf16 *head16;  /* (N, V) the logits' gradient rounded, where V > 8C (else in h4) */
     int B, train;
     uint64_t key;
 };
@@ -258,11 +259,9 @@ static size_t layout(dt_gpt *m, int B, float *arena)
     m->dln = carve(arena, &at, N * C);
     m->dqkv = carve(arena, &at, N * 3 * C);
     m->attw = carve(arena, &at, (size_t)m->nwork * attention_work(m->c.block));
-    if (m->c.precision == DT_PREC_BF16) { /* two bf16 numbers a float */
-        const size_t wide = 4 * C > V ? 4 * C : V;
-        m->a16 = (dt_bf16 *)carve(arena, &at, (N * 4 * C + 1) / 2);
-        m->g16 = (dt_bf16 *)carve(arena, &at, (N * wide + 1) / 2);
-    }
+    m->head16 = NULL;
+    if (m->c.precision == DT_PREC_BF16 && V > 8 * C) /* two bf16 numbers a float */
+        m->head16 = (dt_bf16 *)carve(arena, &at, (N * V + 1) / 2);
     return at;
 }
 
@@ -324,22 +323,33 @@ static const dt_bf16 *w16_of(dt_gpt *m, const float *W, int in, int out)
     return m->w16;
 }
 
-/* A linear layer's forward in the model's precision, weight W (out, in) */
+/* bf16 scratch at base + off floats, off rounded up to a 64-byte line */
+static dt_bf16 *b16_at(float *base, size_t off)
+{
+    return (dt_bf16 *)(base + ((off + 15) & ~(size_t)15));
+}
+
+/* A linear layer's forward in the model's precision, weight W (out, in). In
+ * bf16, x (N, in <= 4C) is rounded into dln and dqkv, which only the
+ * backward uses: (N, 4C) floats, twice what the rounding needs. */
 static void linear_fwd(dt_gpt *m, int N, int in, int out, const float *x,
                        const float *W, const float *b, float *y)
 {
     if (m->w16)
-        matmul_forward_bf16(N, in, out, x, w16_of(m, W, in, out), b, y, m->a16);
+        matmul_forward_bf16(N, in, out, x, w16_of(m, W, in, out), b, y, (dt_bf16 *)m->dln);
     else
         matmul_forward(N, in, out, x, W, b, y);
 }
 
+/* Its backward; in bf16, x16 and dy16 are where the caller found room for
+ * x (N, in) and dy (N, out) rounded. */
 static void linear_bwd(dt_gpt *m, int N, int in, int out, const float *x,
-                       const float *W, const float *dy, float *dx, float *dW, float *db)
+                       const float *W, const float *dy, float *dx, float *dW, float *db,
+                       dt_bf16 *x16, dt_bf16 *dy16)
 {
     if (m->w16)
         matmul_backward_bf16(N, in, out, x, dx ? w16_of(m, W, in, out) : NULL, dy, dx, dW, db,
-                             m->a16, m->g16);
+                             x16, dy16);
     else
         matmul_backward(N, in, out, x, W, dy, dx, dW, db);
 }
@@ -433,8 +443,12 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
     xent_seq_backward(N, V, m->logits, m->lse, m->tgt, 1.0f / (float)N, m->logits);
     layernorm_apply(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf),
                     tensor(m, params, kf + 1), m->ln);
-    // dwte (V, C) = dlogits^T ln (written; the embedding adds later), dln = dlogits wte
-    linear_bwd(m, N, C, V, m->ln, wte, m->logits, m->dln, dwte, NULL);
+    // dwte (V, C) = dlogits^T ln (written; the embedding adds later), dln = dlogits wte.
+    // bf16 scratch of the products below, in buffers free at that product: here
+    // ln in dtmp, dlogits in h4 ((N, 4C) floats hold (N, 8C) bf16) or head16
+    const size_t NC = (size_t)N * C;
+    linear_bwd(m, N, C, V, m->ln, wte, m->logits, m->dln, dwte, NULL, (dt_bf16 *)m->dtmp,
+               m->head16 ? m->head16 : (dt_bf16 *)m->h4);
     layernorm_backward(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf), m->dln, m->dres,
                        0, grads + m->tv[kf].offset, grads + m->tv[kf + 1].offset);
     for (int l = L - 1; l >= 0; l--) {
@@ -443,30 +457,42 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         // MLP branch: res[l+1] = mid[l] + dropout(c_proj(gelu(c_fc(ln_2(mid[l])))))
         const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
         float *gd = m->dln; // (N, 4C): dln and dqkv, free until c_fc's input gradient
-        const float *pre = m->fch[l];
-        if (m->w16) { // the rounded pre-activation, widened into h4 (gelu's output in place)
-            bf16_to_f32((size_t)N * 4 * C, m->fch16[l], m->h4);
-            pre = m->h4;
+        if (m->w16) {
+            // gelu of the rounded pre-activation (widened into h4, in place), rounded
+            // into gd for c_proj's dW, dbr rounded into ln (free until ln_2 below);
+            // then gd holds the pre-activation again for gelu's backward
+            bf16_to_f32(4 * NC, m->fch16[l], m->h4);
+            gelu_forward(4 * NC, m->h4, m->h4);
+            linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB),
+                       (dt_bf16 *)gd, (dt_bf16 *)m->ln);
+            bf16_to_f32(4 * NC, m->fch16[l], gd);
+            gelu_backward(4 * NC, gd, m->h4, m->h4);
+        } else {
+            gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
+            // dW first, then the input gradient overwrites the GELU output in h4
+            linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB), NULL,
+                       NULL);
+            gelu_backward_deriv(4 * NC, gd, m->h4);
         }
-        gelu_forward_deriv((size_t)N * 4 * C, pre, m->h4, gd);
-        // dW first, then the input gradient overwrites the GELU output in h4
-        linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB));
-        gelu_backward_deriv((size_t)N * 4 * C, gd, m->h4);
         layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
-        linear_bwd(m, N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB));
+        // bf16: h4's gradient into dqkv (free until the attention's backward), ln after it
+        linear_bwd(m, N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB),
+                   b16_at(m->dqkv, 2 * NC), (dt_bf16 *)m->dqkv);
         layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), m->dln, m->dres, 1,
                            G(T_LN2W), G(T_LN2B));
         // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))
         dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
         if (m->w16)
             matmul_backward_bf16(N, C, C, NULL, w16_of(m, W(T_APW), C, C), dbr, m->dln,
-                                 G(T_APW), G(T_APB), m->atty16[l], m->g16);
+                                 G(T_APW), G(T_APB), m->atty16[l], (dt_bf16 *)m->h4);
         else
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
         attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
                            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
-        linear_bwd(m, N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB));
+        // bf16: dqkv rounded into h4 (free until the next block's MLP), ln after it
+        linear_bwd(m, N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB),
+                   b16_at(m->h4, 2 * NC), (dt_bf16 *)m->h4);
         layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), m->dln, m->dres, 1,
                            G(T_LN1W), G(T_LN1B));
 #undef W
