@@ -142,7 +142,19 @@ static void run_reorder(conv_prim *cp, int to_prim)
 }
 
 /* Create the primitive of one pass; Winograd where chosen and available (it
- * needs AVX-512), else direct. */
+ * needs AVX-512), else direct.
+ *
+ * A bf16 weight gradient is created for one thread whatever compute.threads
+ * is: oneDNN's AVX512-BF16 backward-weights kernel transposes x and dy
+ * across its threads and waits for them in a spin barrier generated inside
+ * the JIT code, which OMP_WAIT_POLICY does not reach. Where the two threads
+ * do not both hold a core (this 2-core machine under any other load) the
+ * waiting one spins out its time slice: on a Zen 4 under load, resnet20_gn's
+ * bf16 dW shapes at batch 128 took 6x (conv1, 3 -> 16) and 3.7-4.6x (the
+ * stride-2 convs) the one-thread time at two threads, with 8-11x the CPU
+ * time, nearly all of it at one address in the JIT code (perf). oneDNN
+ * runs a primitive made for one thread inline, without the barrier; the
+ * weight gradient's arithmetic then no longer depends on the thread count. */
 static void make_pass(conv_entry *e, int pass)
 {
     const dt_conv_shape *s = &e->s;
@@ -159,6 +171,11 @@ static void make_pass(conv_entry *e, int pass)
     dnnl_dims_t pad_r = { (s->P - 1) * s->stride + s->R - s->H - s->pad,
                           (s->Q - 1) * s->stride + s->S - s->W - s->pad };
     dnnl_primitive_desc_t pd = NULL;
+#ifdef _OPENMP
+    const int one_thread = e->bf16 && pass == PASS_BWD_WEIGHTS && e->threads > 1;
+    if (one_thread) // oneDNN sizes its thread split by OpenMP's maximum at creation
+        omp_set_num_threads(1);
+#endif
     for (int wino = use_winograd(s, pass, e->bf16); wino >= 0 && !pd; wino--) {
         dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
         dnnl_convolution_desc_t cd;
@@ -189,6 +206,10 @@ static void make_pass(conv_entry *e, int pass)
         pd, pass == PASS_BWD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
     prim_weights(cp, w_md, s, pass != PASS_BWD_WEIGHTS);
     DNNL_CHECK(dnnl_primitive_create(&cp->p, pd));
+#ifdef _OPENMP
+    if (one_thread)
+        omp_set_num_threads(e->threads);
+#endif
     if (pass == PASS_FWD)
         e->fwd_pd = pd;
     else
