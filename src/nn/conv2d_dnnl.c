@@ -151,8 +151,9 @@ static void run_reorder(conv_prim *cp, int to_prim)
  * do not both hold a core (this 2-core machine under any other load) the
  * waiting one spins out its time slice: on a Zen 4 under load, resnet20_gn's
  * bf16 dW shapes at batch 128 took 6x (conv1, 3 -> 16) and 3.7-4.6x (the
- * stride-2 convs) the one-thread time at two threads, with 8-11x the CPU
- * time, nearly all of it at one address in the JIT code (perf). oneDNN
+ * stride-2 convs) the one-thread time at two threads, with 3.5x (conv1) and
+ * 8.5-11x the CPU time, nearly all of it at one address in the JIT code
+ * (perf). oneDNN
  * runs a primitive made for one thread inline, without the barrier; the
  * weight gradient's arithmetic then no longer depends on the thread count. */
 static void make_pass(conv_entry *e, int pass)
