@@ -75,12 +75,16 @@ typedef struct dt_backend {
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
 
+    /* Optional (NULL: none): the floats of scratch the linear kernels need
+     * for (B, in, out), which the engine lends them as work (the bf16
+     * kernels' copies of x, W and dy); work is NULL where there is none. */
+    size_t (*linear_workspace)(int B, int in, int out);
     /* y (B, out) = x (B, in) W^T + b;  W (out, in), b (out) or NULL */
     void (*linear_forward)(int B, int in, int out, const float *x, const float *W,
-                           const float *b, float *y);
+                           const float *b, float *y, float *work);
     /* dx (B, in) += dy W;  dW (out, in) = dy^T x;  db (out) = sum_B dy */
     void (*linear_backward)(int B, int in, int out, const float *x, const float *W,
-                            const float *dy, float *dx, float *dW, float *db);
+                            const float *dy, float *dx, float *dW, float *db, float *work);
 
     /* Floats of scratch the conv kernels need for shape s (im2col etc.). */
     size_t (*conv2d_workspace)(const dt_conv_shape *s);

@@ -160,6 +160,7 @@ static const dt_backend cpu_dnnl_bf16 = {
     .conv2d_dx_accumulates = bf16_conv2d_dx_accumulates,
     .conv2d_forward = bf16_conv2d_forward,
     .conv2d_backward = bf16_conv2d_backward,
+    .linear_workspace = bf16_linear_workspace,
     .linear_forward = bf16_linear_forward,
     .linear_backward = bf16_linear_backward,
     CPU_KERNELS,

@@ -279,7 +279,8 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             continue;
         switch (d->op) {
         case OP_LINEAR:
-            be->linear_forward(B, (int)node_size(&n->nodes[d->in0]), d->c, in, W, b, out);
+            be->linear_forward(B, (int)node_size(&n->nodes[d->in0]), d->c, in, W, b, out,
+                               n->work_fwd[i]);
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);
@@ -382,7 +383,8 @@ void net_backward(dt_net *n, const float *params, float *grads)
         float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
         switch (d->op) {
         case OP_LINEAR:
-            be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db);
+            be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db,
+                                n->work_bwd[i]);
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);

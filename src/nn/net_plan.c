@@ -309,9 +309,10 @@ static size_t spans_pack(spans *a)
  * backward (dlogits: written by the forward's loss) to their own backward; a
  * ReLU's input gradient continues its output's (masked in place); a conv that
  * cannot add into its input's gradient gets a span for its own step, and
- * a conv whose kernel needs scratch (conv2d_workspace: im2col columns, the
- * bf16 copies of x and dy) one for its forward step and one for its
- * backward step: placed in what is free at that step, rather than one
+ * a conv or linear layer whose kernel needs scratch (conv2d_workspace:
+ * im2col columns, the bf16 copies of x and dy; linear_workspace: the bf16
+ * copies of x, W and dy) one for its forward step and one for its backward
+ * step: placed in what is free at that step, rather than one
  * buffer the size of the largest beside the arena. */
 void net_plan_buffers(dt_net *n, int B)
 {
@@ -400,9 +401,17 @@ void net_plan_buffers(dt_net *n, int B)
             tspan[i] = span_add(&a, (size_t)B * node_size(&n->nodes[n->nodes[i].in0]), END - i,
                                 END - i);
     for (int i = 1; i < N; i++) {
-        if (n->nodes[i].op != OP_CONV2D)
-            continue;
         const dt_node *d = &n->nodes[i];
+        if (d->op == OP_LINEAR && n->be->linear_workspace) {
+            const size_t w = n->be->linear_workspace(B, (int)node_size(&n->nodes[d->in0]), d->c);
+            if (w) {
+                wfspan[i] = span_add(&a, w, i, i);
+                wbspan[i] = span_add(&a, w, END - i, END - i);
+            }
+            continue;
+        }
+        if (d->op != OP_CONV2D)
+            continue;
         const dt_conv_shape cs = conv_shape(n, d, B);
         // net_backward passes dx exactly when the input's gradient has a buffer
         const int has_dx = d->in0 > 0 && gspan[net_base_of(n, d->in0)] >= 0;
