@@ -40,6 +40,12 @@ W = --warmup, D = --decay-steps (default --steps):
     W <= t <= D:  min_lr + (lr - min_lr) (1 + cos(pi (t - W) / (D - W))) / 2
     t > D:        min_lr
 
+--autocast bf16 (issue 29's peer of dtrain's compute.precision = bf16): the
+forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), as
+a user would turn it on (the linear layers and attention's matmuls in bf16,
+what the autocast lists keep in fp32 in fp32); parameters, gradients and
+AdamW stay fp32; the backward follows the forward's dtypes. Default none.
+
 Output: a line per --log-every steps,
     step 100/1500 loss 2.4567 lr 9.9e-04 tok/s 12345.6 (interval 1.234 s)
 then, with --eval, the mean cross-entropy (nats) over every position of every
@@ -47,7 +53,7 @@ non-overlapping window of the validation split (window k: inputs kT .. kT+T-1,
 targets kT+1 .. kT+T; the first --limit-eval of them when given), and last a
 machine-readable line:
     RESULT config=baby threads=1 steps=... tokens_per_step=... tok_s_best=...
-           tok_s_median=... rss_mb=... rss_eval_mb=... val_loss=...
+           tok_s_median=... rss_mb=... rss_eval_mb=... val_loss=... autocast=...
 tok_s_best/median are over the progress intervals after the first (the
 first holds the allocator's and the thread pool's warm-up; with one interval
 it is used). rss_mb is the peak RSS (getrusage ru_maxrss) at the end of
@@ -61,6 +67,7 @@ Run with Debian's interpreter, which has torch 1.13:
         --wd 0.1 --warmup 100 --min-lr 1e-4 --clip 1.0 --log-every 100 --eval --seed 1
 """
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -252,6 +259,8 @@ def main():
     ap.add_argument("--limit-eval", type=int, default=None, metavar="N",
                     help="evaluate the first N validation windows only")
     ap.add_argument("--attn", choices=["manual", "sdpa"], default="manual")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                    help="bf16: forward and loss under torch.autocast('cpu', bfloat16)")
     a = ap.parse_args()
     if a.steps < 1 or a.threads < 1 or a.log_every < 1:
         ap.error("--steps, --threads and --log-every must be >= 1")
@@ -297,8 +306,14 @@ def main():
     print(f"gpt_torch: torch {torch.__version__}, config {a.config} (n_layer {L} n_head "
           f"{cfg['n_head']} n_embd {C} block {T} batch {B}), {nparams} parameters, vocab {V}, "
           f"corpus {n} bytes from {len(files)} files (train {n_train}, val {len(val)}), "
-          f"threads {a.threads}, attention {a.attn}, {flops_tok / 1e6:.2f} MFLOP/token",
+          f"threads {a.threads}, attention {a.attn}, autocast {a.autocast}, "
+          f"{flops_tok / 1e6:.2f} MFLOP/token",
           flush=True)
+
+    def autocast():
+        if a.autocast == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     gen = torch.Generator().manual_seed(a.seed)
     span = torch.arange(T + 1)
@@ -309,7 +324,8 @@ def main():
             g["lr"] = lr
         off = torch.randint(0, n_train - T, (B,), generator=gen)  # [0, n_train - T - 1]
         win = train[off[:, None] + span[None, :]].long()  # (B, T + 1)
-        _, loss = model(win[:, :-1], win[:, 1:])
+        with autocast():
+            _, loss = model(win[:, :-1], win[:, 1:])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if a.clip > 0:
@@ -329,14 +345,15 @@ def main():
     val_loss, nwin = float("nan"), 0
     if a.eval:
         t0 = time.perf_counter()
-        val_loss, nwin = evaluate(model, val, T, B, a.limit_eval)
+        with autocast():
+            val_loss, nwin = evaluate(model, val, T, B, a.limit_eval)
         print(f"validation: {nwin} windows of {T}, loss {val_loss:.4f} nats "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
     print(f"RESULT config={a.config} threads={a.threads} steps={a.steps} seed={a.seed} "
           f"tokens_per_step={B * T} params={nparams} tok_s_best={max(kept):.1f} "
           f"tok_s_median={statistics.median(kept):.1f} rss_mb={rss_train:.1f} "
           f"rss_eval_mb={rss_mb():.1f} val_windows={nwin} val_loss={val_loss:.4f} "
-          f"torch={torch.__version__}", flush=True)
+          f"autocast={a.autocast} torch={torch.__version__}", flush=True)
 
 
 if __name__ == "__main__":

@@ -223,7 +223,9 @@ static void test_linear(const dt_backend *be, int B, int in, int out, int bias)
             slack[(size_t)i * out + o] = 0x1p-23 * (sa + (b ? fabs(b[o]) : 0)); /* + b in fp32 */
         }
     float *y = vec_const(ny, NAN);
-    be->linear_forward(B, in, out, x, W, b, y);
+    // the kernels' scratch, NaN-filled: nothing may be read before it is written
+    float *work = vec_const(be->linear_workspace(B, in, out), NAN);
+    be->linear_forward(B, in, out, x, W, b, y, work);
     errs e = compare(ny, y, want, S, bound_k(in), slack);
     CHECK(e.ratio <= 1 && ran(e, in), "bf16 linear B %d %d->%d%s forward: err/bound %.3f "
           "(K = in), max err/S %.2e", B, in, out, bias ? " bias" : "", e.ratio, e.rel);
@@ -254,8 +256,8 @@ static void test_linear(const dt_backend *be, int B, int in, int out, int bias)
         }
     float *dx = vec_const(nx, 1.0f), *dW = vec_const(nw, 1e3f), *db = vec_const(out, 1e3f);
     float *db_ref = vec_const(out, 0);
-    be->linear_backward(B, in, out, x, W, dy, dx, dW, bias ? db : NULL);
-    backend_cpu()->linear_backward(B, in, out, x, W, dy, NULL, NULL, bias ? db_ref : NULL);
+    be->linear_backward(B, in, out, x, W, dy, dx, dW, bias ? db : NULL, work);
+    backend_cpu()->linear_backward(B, in, out, x, W, dy, NULL, NULL, bias ? db_ref : NULL, NULL);
     errs ex = compare(nx, dx, wdx, sdx, bound_k(out), slack);
     errs ew = compare(nw, dW, wdw, sdw, bound_k(B), NULL);
     CHECK(ex.ratio <= 1 && ew.ratio <= 1 && ran(ex, out) && ran(ew, B) &&
@@ -264,7 +266,7 @@ static void test_linear(const dt_backend *be, int B, int in, int out, int bias)
           "err/bound %.3f (K = B)%s", B, in, out, ex.ratio, ew.ratio,
           bias ? ", db the fp32 kernel's bits" : "");
     free(x), free(W), free(b), free(dy), free(want), free(S), free(slack), free(y), free(dx);
-    free(dW), free(db), free(db_ref);
+    free(dW), free(db), free(db_ref), free(work);
 }
 
 /* ---- conv ------------------------------------------------------------------ */

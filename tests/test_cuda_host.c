@@ -526,7 +526,7 @@ static void test_linear_gemm(int B, int in, int out)
     const size_t nx = (size_t)B * in, nw = (size_t)out * in, ny = (size_t)B * out;
     float *x = vec_plain(nx), *w = vec_plain(nw), *b = vec_plain((size_t)out), *dy = vec_plain(ny);
     float *y_cpu = vec_new(ny), *y_dev = vec_new(ny);
-    cpu_linear_forward(B, in, out, x, w, b, y_cpu);
+    cpu_linear_forward(B, in, out, x, w, b, y_cpu, NULL);
     const dt_gemm gf = gemm_linear_forward(B, in, out);
     gemm_host(&gf, w, x, 0.0f, y_dev);
     for (size_t i = 0; i < ny; i++)
@@ -538,7 +538,7 @@ static void test_linear_gemm(int B, int in, int out)
           "(max rel %.2e)", B, in, out, e);
     float *dx_cpu = vec_plain(nx), *dx_dev = vec_dup(dx_cpu, nx), *dw_cpu = vec_new(nw),
           *dw_dev = vec_new(nw), *db_cpu = vec_new((size_t)out), *db_dev = vec_new((size_t)out);
-    cpu_linear_backward(B, in, out, x, w, dy, dx_cpu, dw_cpu, db_cpu);
+    cpu_linear_backward(B, in, out, x, w, dy, dx_cpu, dw_cpu, db_cpu, NULL);
     const dt_gemm gx = gemm_linear_dx(B, in, out), gw = gemm_linear_dw(B, in, out);
     gemm_host(&gx, w, dy, 1.0f, dx_dev);
     gemm_host(&gw, x, dy, 0.0f, dw_dev);

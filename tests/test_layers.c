@@ -104,7 +104,7 @@ typedef struct lin_ctx {
 static double lin_obj(void *p)
 {
     lin_ctx *c = p;
-    be->linear_forward(c->B, c->in, c->out, c->x, c->W, c->b, c->y);
+    be->linear_forward(c->B, c->in, c->out, c->x, c->W, c->b, c->y, NULL);
     return dot_r(c->y, c->r, (size_t)c->B * c->out);
 }
 
@@ -124,7 +124,7 @@ static void test_linear(int B, int in, int out, int bias, int fd)
         vec_normal(c.b, out, 1.0, 0.0);
     vec_normal(c.r, ny, 1.0, 0.0);
 
-    be->linear_forward(B, in, out, c.x, c.W, c.b, c.y);
+    be->linear_forward(B, in, out, c.x, c.W, c.b, c.y, NULL);
     double *ref = dt_malloc(ny * sizeof(double));
     for (int i = 0; i < B; i++)
         for (int o = 0; o < out; o++) {
@@ -141,12 +141,12 @@ static void test_linear(int B, int in, int out, int bias, int fd)
     vec_fill(dx1, nx, 1.0f);
     vec_fill(dW, nw, 1e3f); // garbage: a kernel that accumulates into dW fails
     vec_fill(db, out, 1e3f);
-    be->linear_backward(B, in, out, c.x, c.W, c.r, dx0, dW, db);
-    be->linear_backward(B, in, out, c.x, c.W, c.r, dx1, dW2, db2);
+    be->linear_backward(B, in, out, c.x, c.W, c.r, dx0, dW, db, NULL);
+    be->linear_backward(B, in, out, c.x, c.W, c.r, dx1, dW2, db2, NULL);
     CHECK(accumulated(dx0, dx1, nx), "linear B=%d in=%d out=%d: dx accumulates", B, in, out);
     CHECK(memcmp(dW, dW2, nw * sizeof(float)) == 0, "linear: dW overwritten (same from 1e3 and 0)");
     vec_fill(dW2, nw, -7.0f);
-    be->linear_backward(B, in, out, c.x, c.W, c.r, NULL, dW2, db2);
+    be->linear_backward(B, in, out, c.x, c.W, c.r, NULL, dW2, db2, NULL);
     CHECK(memcmp(dW, dW2, nw * sizeof(float)) == 0, "linear: dW unchanged with dx NULL");
 
     if (fd) {

@@ -45,6 +45,9 @@ typedef struct dt_pool_shape {
 /* Precision of a backend's matrix work (compute.precision). */
 enum { DT_PREC_FP32 = 0, DT_PREC_BF16 = 1 };
 
+/* The passes of conv2d_pass_workspace. */
+enum { DT_CONV_WORK_FORWARD, DT_CONV_WORK_BACKWARD, DT_CONV_WORK_BACKWARD_NO_DX };
+
 typedef struct dt_backend {
     const char *name;
     int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
@@ -72,15 +75,24 @@ typedef struct dt_backend {
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
 
+    /* Optional (NULL: none): the floats of scratch the linear kernels need
+     * for (B, in, out), which the engine lends them as work (the bf16
+     * kernels' copies of x, W and dy); work is NULL where there is none. */
+    size_t (*linear_workspace)(int B, int in, int out);
     /* y (B, out) = x (B, in) W^T + b;  W (out, in), b (out) or NULL */
     void (*linear_forward)(int B, int in, int out, const float *x, const float *W,
-                           const float *b, float *y);
+                           const float *b, float *y, float *work);
     /* dx (B, in) += dy W;  dW (out, in) = dy^T x;  db (out) = sum_B dy */
     void (*linear_backward)(int B, int in, int out, const float *x, const float *W,
-                            const float *dy, float *dx, float *dW, float *db);
+                            const float *dy, float *dx, float *dW, float *db, float *work);
 
     /* Floats of scratch the conv kernels need for shape s (im2col etc.). */
     size_t (*conv2d_workspace)(const dt_conv_shape *s);
+    /* Optional (NULL: conv2d_workspace for every pass): the floats one pass
+     * needs, at most conv2d_workspace, pass DT_CONV_WORK_FORWARD, or
+     * DT_CONV_WORK_BACKWARD when the engine asks for dx, or
+     * DT_CONV_WORK_BACKWARD_NO_DX when it passes dx = NULL. */
+    size_t (*conv2d_pass_workspace)(const dt_conv_shape *s, int pass);
     /* Whether the kernel for shape s can add its input gradient into a dx that
      * already holds values (dx_fresh = 0) by itself. Where it cannot, the
      * engine never asks it to: it lends a free gradient buffer as a fresh dx

@@ -89,14 +89,14 @@ static void *dm_host_alloc(size_t bytes) { return CPU->host_alloc(bytes); }
 static void dm_host_free(void *p) { CPU->host_free(p); }
 
 static void dm_linear_forward(int B, int in, int out, const float *x, const float *W,
-                              const float *b, float *y)
+                              const float *b, float *y, float *work)
 {
-    GUARD(CPU->linear_forward(B, in, out, x, W, b, y));
+    GUARD(CPU->linear_forward(B, in, out, x, W, b, y, work));
 }
 static void dm_linear_backward(int B, int in, int out, const float *x, const float *W,
-                               const float *dy, float *dx, float *dW, float *db)
+                               const float *dy, float *dx, float *dW, float *db, float *work)
 {
-    GUARD(CPU->linear_backward(B, in, out, x, W, dy, dx, dW, db));
+    GUARD(CPU->linear_backward(B, in, out, x, W, dy, dx, dW, db, work));
 }
 static size_t dm_conv2d_workspace(const dt_conv_shape *s) { return CPU->conv2d_workspace(s); }
 static int dm_conv2d_dx_accumulates(const dt_conv_shape *s)

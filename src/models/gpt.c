@@ -14,13 +14,27 @@
  *
  * compute.precision = bf16 (config precision DT_PREC_BF16): the four linear
  * layers of each block and the tied head (logits = h wte^T) run their
- * forward, dx and dW products in bf16 with fp32 accumulation. The forward
- * rounds each of those weights to bf16 once (w16) and the backward reuses
- * the copies; activations and output gradients are rounded into two scratch
- * buffers just before each product (a16, g16). One activation is kept in
- * bf16 instead of fp32: the attention's output (atty16), whose only reader is
- * attn.c_proj (its forward and its dW), which would round it anyway; the
- * rest of what the forward keeps is the fp32 list above.
+ * forward, dx and dW products in bf16 with fp32 accumulation. Each weight
+ * is rounded to bf16 into one buffer the size of the largest (w16) just
+ * before a product reads it: in the forward, and again for the input
+ * gradient's product in the backward. A second rounding of every weight a
+ * step costs a pass over the parameters (under 0.5 % of a "small" step);
+ * keeping the copies from the forward cost 2 bytes a parameter (21 MB on
+ * "small"), which put bf16's peak RSS above fp32's. Activations and output
+ * gradients are rounded just before each product into fp32 scratch that is
+ * free at that moment (the gradient buffers during the forward; per product
+ * in the backward, see gpt_backward), not into buffers of their own. Two
+ * activations are kept in bf16 instead of fp32: the
+ * attention's output (atty16), whose only reader is attn.c_proj (its
+ * forward and its dW), which would round it anyway; and the MLP's
+ * pre-activation (fch16, 4 C a token, the largest kept tensor): c_fc's
+ * fp32 output is rounded to bf16 as PyTorch's autocast stores a linear
+ * layer's output, and GELU, forward and backward, reads the rounded values
+ * widened back to fp32, so both passes see the same input ("baby", 1,500
+ * steps: validation loss 2.1140 against fp32's 2.1141). It is what puts
+ * "baby"'s peak RSS below fp32's (oneDNN's bf16 kernels add code); "small"
+ * keeps 38 MB less. The rest of what the forward keeps is the fp32 list
+ * above.
  * The attention's own products (q k^T, P v and their gradients) stay fp32,
  * a rule by shape: they are blocks of ATT_TB = 16 query rows against at
  * most T keys over a head of at most 64 channels, where a oneDNN call's
@@ -51,9 +65,6 @@ enum {
     T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_APW, T_APB, T_LN2W, T_LN2B, T_FCW, T_FCB, T_FPW, T_FPB,
     T_PER_BLOCK
 };
-/* The linear weights a block rounds to bf16, in this order in w16. */
-static const int w16_kinds[] = { T_QKVW, T_APW, T_FCW, T_FPW };
-enum { W16_PER_BLOCK = 4 };
 /* Dropout sites of a block (rng_key(key, block, site, 0)); the embeddings' is
  * (key, n_layer, SITE_EMB). */
 enum { SITE_EMB, SITE_ATT, SITE_ATT_RES, SITE_MLP_RES };
@@ -71,7 +82,8 @@ struct dt_gpt {
     float **qkv;      /* (N, 3C) */
     float **atty;     /* (N, C): attention output before c_proj (fp32 only) */
     dt_bf16 **atty16; /* (N, C): the same rounded to bf16 (bf16 only) */
-    float **fch;      /* (N, 4C): MLP pre-activation */
+    float **fch;      /* (N, 4C): MLP pre-activation (fp32 only) */
+    dt_bf16 **fch16;  /* (N, 4C): the same rounded to bf16 (bf16 only) */
     float **lse_att;  /* (B, NH, T) */
     float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
     int keep_probs;   /* NH T <= 2 C: they cost at most two (N, C) buffers a layer */
@@ -91,10 +103,8 @@ struct dt_gpt {
     int nwork;        /* threads the attention may use: OpenMP's maximum at reserve time */
     int32_t *tok, *tgt; /* (B, T) copies of the last batch */
     /* precision bf16 only (NULL in fp32) */
-    dt_bf16 *w16;     /* wte (V, C), then per block qkv, attn proj, fc, mlp proj weights */
-    size_t *w16_off;  /* 1 + W16_PER_BLOCK n_layer offsets into w16 */
-    dt_bf16 *a16;     /* (N, 4C) a linear layer's input, rounded */
-    dt_bf16 *g16;     /* (N, max(4C, V)) its output gradient, rounded */
+    dt_bf16 *w16;     /* max(V C, 4 C C): the weight the next product reads, rounded */
+    dt_bf16 *head16;  /* (N, V) the logits' gradient rounded, where V > 8C (else in h4) */
     int B, train;
     uint64_t key;
 };
@@ -173,16 +183,8 @@ dt_gpt *gpt_create(const dt_gpt_config *c)
     snprintf(shape, sizeof shape, "(%zu)", C);
     add_tensor(m, "ln_f.weight", shape, C, 0, 1);
     add_tensor(m, "ln_f.bias", shape, C, 0, 2);
-    if (c->precision == DT_PREC_BF16) {
-        m->w16_off = dt_calloc((size_t)(1 + W16_PER_BLOCK * L), sizeof *m->w16_off);
-        size_t at = V * C;
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < W16_PER_BLOCK; k++) {
-                m->w16_off[1 + W16_PER_BLOCK * l + k] = at;
-                at += m->tv[2 + T_PER_BLOCK * l + w16_kinds[k]].count;
-            }
-        m->w16 = dt_malloc(at * sizeof *m->w16);
-    }
+    if (c->precision == DT_PREC_BF16) /* wte, or mlp.c_fc / c_proj (the largest of a block) */
+        m->w16 = dt_malloc((V > 4 * C ? V : 4 * C) * C * sizeof *m->w16);
     return m;
 }
 
@@ -235,7 +237,10 @@ static size_t layout(dt_gpt *m, int B, float *arena)
             m->atty16[l] = (dt_bf16 *)carve(arena, &at, (N * C + 1) / 2);
         else
             m->atty[l] = carve(arena, &at, N * C);
-        m->fch[l] = carve(arena, &at, N * 4 * C);
+        if (m->c.precision == DT_PREC_BF16)
+            m->fch16[l] = (dt_bf16 *)carve(arena, &at, N * 4 * C / 2);
+        else
+            m->fch[l] = carve(arena, &at, N * 4 * C);
         m->lse_att[l] = carve(arena, &at, N * (size_t)m->c.n_head);
         m->probs[l] = m->keep_probs ? carve(arena, &at, N * (size_t)m->c.n_head * m->c.block) : NULL;
         m->ln1m[l] = carve(arena, &at, N);
@@ -255,11 +260,9 @@ static size_t layout(dt_gpt *m, int B, float *arena)
     m->dln = carve(arena, &at, N * C);
     m->dqkv = carve(arena, &at, N * 3 * C);
     m->attw = carve(arena, &at, (size_t)m->nwork * attention_work(m->c.block));
-    if (m->c.precision == DT_PREC_BF16) { /* two bf16 numbers a float */
-        const size_t wide = 4 * C > V ? 4 * C : V;
-        m->a16 = (dt_bf16 *)carve(arena, &at, (N * 4 * C + 1) / 2);
-        m->g16 = (dt_bf16 *)carve(arena, &at, (N * wide + 1) / 2);
-    }
+    m->head16 = NULL;
+    if (m->c.precision == DT_PREC_BF16 && V > 8 * C) /* two bf16 numbers a float */
+        m->head16 = (dt_bf16 *)carve(arena, &at, (N * V + 1) / 2);
     return at;
 }
 
@@ -288,6 +291,7 @@ void gpt_reserve(dt_gpt *m, int B)
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
             *lists[i] = dt_calloc((size_t)L, sizeof **lists[i]);
         m->atty16 = dt_calloc((size_t)L, sizeof *m->atty16);
+        m->fch16 = dt_calloc((size_t)L, sizeof *m->fch16);
     }
     free(m->arena);
     free(m->tok);
@@ -313,40 +317,40 @@ static float *blockg(const dt_gpt *m, float *grads, int l, int kind)
     return grads + m->tv[2 + T_PER_BLOCK * l + kind].offset;
 }
 
-/* The bf16 copy of weight k (0 .. 3: w16_kinds) of block l; l = -1: wte. */
-static const dt_bf16 *w16(const dt_gpt *m, int l, int k)
+/* Weight W (out, in) rounded to bf16 into w16, for the product about to read it. */
+static const dt_bf16 *w16_of(dt_gpt *m, const float *W, int in, int out)
 {
-    return m->w16 + m->w16_off[l < 0 ? 0 : 1 + W16_PER_BLOCK * l + k];
+    bf16_from_f32((size_t)out * in, W, m->w16);
+    return m->w16;
 }
 
-/* Round the weights the products read to bf16: once per forward, reused by
- * the backward. */
-static void weights_to_bf16(dt_gpt *m, const float *params)
+/* bf16 scratch at base + off floats, off rounded up to a 64-byte line */
+static dt_bf16 *b16_at(float *base, size_t off)
 {
-    bf16_from_f32(m->tv[0].count, tensor(m, params, 0), m->w16);
-    for (int l = 0; l < m->c.n_layer; l++)
-        for (int k = 0; k < W16_PER_BLOCK; k++)
-            bf16_from_f32(m->tv[2 + T_PER_BLOCK * l + w16_kinds[k]].count,
-                          blockp(m, params, l, w16_kinds[k]),
-                          m->w16 + m->w16_off[1 + W16_PER_BLOCK * l + k]);
+    return (dt_bf16 *)(base + ((off + 15) & ~(size_t)15));
 }
 
-/* A linear layer's forward in the model's precision; k: w16_kinds index of
- * weight W of block l (l = -1: the tied head, wte) */
-static void linear_fwd(dt_gpt *m, int l, int k, int N, int in, int out, const float *x,
+/* A linear layer's forward in the model's precision, weight W (out, in). In
+ * bf16, x (N, in <= 4C) is rounded into dln and dqkv, which only the
+ * backward uses: (N, 4C) floats, twice what the rounding needs. */
+static void linear_fwd(dt_gpt *m, int N, int in, int out, const float *x,
                        const float *W, const float *b, float *y)
 {
     if (m->w16)
-        matmul_forward_bf16(N, in, out, x, w16(m, l, k), b, y, m->a16);
+        matmul_forward_bf16(N, in, out, x, w16_of(m, W, in, out), b, y, (dt_bf16 *)m->dln);
     else
         matmul_forward(N, in, out, x, W, b, y);
 }
 
-static void linear_bwd(dt_gpt *m, int l, int k, int N, int in, int out, const float *x,
-                       const float *W, const float *dy, float *dx, float *dW, float *db)
+/* Its backward; in bf16, x16 and dy16 are where the caller found room for
+ * x (N, in) and dy (N, out) rounded. */
+static void linear_bwd(dt_gpt *m, int N, int in, int out, const float *x,
+                       const float *W, const float *dy, float *dx, float *dW, float *db,
+                       dt_bf16 *x16, dt_bf16 *dy16)
 {
     if (m->w16)
-        matmul_backward_bf16(N, in, out, x, w16(m, l, k), dy, dx, dW, db, m->a16, m->g16);
+        matmul_backward_bf16(N, in, out, x, dx ? w16_of(m, W, in, out) : NULL, dy, dx, dW, db,
+                             x16, dy16);
     else
         matmul_backward(N, in, out, x, W, dy, dx, dW, db);
 }
@@ -368,8 +372,6 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
     m->key = key;
     const float p = train ? m->c.dropout : 0.0f;
     const float *wte = tensor(m, params, 0), *wpe = tensor(m, params, 1);
-    if (m->w16)
-        weights_to_bf16(m, params);
 
     embedding_forward(B, T, C, m->tok, wte, wpe, p, rng_key(key, (uint64_t)L, SITE_EMB, 0),
                       m->res[0]);
@@ -377,7 +379,7 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
                       m->ln, m->ln1m[0], m->ln1r[0]);
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
-        linear_fwd(m, l, 0, N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
+        linear_fwd(m, N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
         // in bf16 the output passes through ln (free until ln_2) into atty16
         float *att_out = m->w16 ? m->ln : m->atty[l];
         attention_forward(B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
@@ -385,15 +387,23 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
         if (m->w16) {
             bf16_from_f32((size_t)N * C, att_out, m->atty16[l]);
-            matmul_forward_bf16(N, C, C, NULL, w16(m, l, 1), W(T_APB), m->mid[l], m->atty16[l]);
+            matmul_forward_bf16(N, C, C, NULL, w16_of(m, W(T_APW), C, C), W(T_APB), m->mid[l],
+                                m->atty16[l]);
         } else
             matmul_forward(N, C, C, att_out, W(T_APW), W(T_APB), m->mid[l]);
         layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
                                    rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
                                    W(T_LN2B), m->mid[l], m->ln, m->ln2m[l], m->ln2r[l]);
-        linear_fwd(m, l, 2, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->fch[l]);
-        gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
-        linear_fwd(m, l, 3, N, 4 * C, C, m->h4, W(T_FPW), W(T_FPB), m->res[l + 1]);
+        if (m->w16) { // h4 = c_fc's output rounded (kept in fch16), then gelu of it
+            linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->h4);
+            bf16_from_f32((size_t)N * 4 * C, m->h4, m->fch16[l]);
+            bf16_to_f32((size_t)N * 4 * C, m->fch16[l], m->h4);
+            gelu_forward((size_t)N * 4 * C, m->h4, m->h4);
+        } else {
+            linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->fch[l]);
+            gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
+        }
+        linear_fwd(m, N, 4 * C, C, m->h4, W(T_FPW), W(T_FPB), m->res[l + 1]);
         // the next LayerNorm: the next block's ln_1, or ln_f
         const int last = l == L - 1;
         const float *g = last ? tensor(m, params, m->ntensors - 2) : blockp(m, params, l + 1, T_LN1W);
@@ -405,7 +415,7 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
 #undef W
     }
     // logits (N, V) = ln_f(x) (N, C) wte^T (C, V)
-    linear_fwd(m, -1, 0, N, C, V, m->ln, wte, NULL, m->logits);
+    linear_fwd(m, N, C, V, m->ln, wte, NULL, m->logits);
     const double sum = xent_seq_forward(N, V, m->logits, m->tgt, m->lse, correct);
     return sum / N;
 }
@@ -434,8 +444,12 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
     xent_seq_backward(N, V, m->logits, m->lse, m->tgt, 1.0f / (float)N, m->logits);
     layernorm_apply(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf),
                     tensor(m, params, kf + 1), m->ln);
-    // dwte (V, C) = dlogits^T ln (written; the embedding adds later), dln = dlogits wte
-    linear_bwd(m, -1, 0, N, C, V, m->ln, wte, m->logits, m->dln, dwte, NULL);
+    // dwte (V, C) = dlogits^T ln (written; the embedding adds later), dln = dlogits wte.
+    // bf16 scratch of the products below, in buffers free at that product: here
+    // ln in dtmp, dlogits in h4 ((N, 4C) floats hold (N, 8C) bf16) or head16
+    const size_t NC = (size_t)N * C;
+    linear_bwd(m, N, C, V, m->ln, wte, m->logits, m->dln, dwte, NULL, (dt_bf16 *)m->dtmp,
+               m->head16 ? m->head16 : (dt_bf16 *)m->h4);
     layernorm_backward(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf), m->dln, m->dres,
                        0, grads + m->tv[kf].offset, grads + m->tv[kf + 1].offset);
     for (int l = L - 1; l >= 0; l--) {
@@ -444,25 +458,42 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         // MLP branch: res[l+1] = mid[l] + dropout(c_proj(gelu(c_fc(ln_2(mid[l])))))
         const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
         float *gd = m->dln; // (N, 4C): dln and dqkv, free until c_fc's input gradient
-        gelu_forward_deriv((size_t)N * 4 * C, m->fch[l], m->h4, gd);
-        // dW first, then the input gradient overwrites the GELU output in h4
-        linear_bwd(m, l, 3, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB));
-        gelu_backward_deriv((size_t)N * 4 * C, gd, m->h4);
+        if (m->w16) {
+            // gelu of the rounded pre-activation (widened into h4, in place), rounded
+            // into gd for c_proj's dW, dbr rounded into ln (free until ln_2 below);
+            // then gd holds the pre-activation again for gelu's backward
+            bf16_to_f32(4 * NC, m->fch16[l], m->h4);
+            gelu_forward(4 * NC, m->h4, m->h4);
+            linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB),
+                       (dt_bf16 *)gd, (dt_bf16 *)m->ln);
+            bf16_to_f32(4 * NC, m->fch16[l], gd);
+            gelu_backward(4 * NC, gd, m->h4, m->h4);
+        } else {
+            gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
+            // dW first, then the input gradient overwrites the GELU output in h4
+            linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB), NULL,
+                       NULL);
+            gelu_backward_deriv(4 * NC, gd, m->h4);
+        }
         layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
-        linear_bwd(m, l, 2, N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB));
+        // bf16: h4's gradient into dqkv (free until the attention's backward), ln after it
+        linear_bwd(m, N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB),
+                   b16_at(m->dqkv, 2 * NC), (dt_bf16 *)m->dqkv);
         layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), m->dln, m->dres, 1,
                            G(T_LN2W), G(T_LN2B));
         // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))
         dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
         if (m->w16)
-            matmul_backward_bf16(N, C, C, NULL, w16(m, l, 1), dbr, m->dln, G(T_APW), G(T_APB),
-                                 m->atty16[l], m->g16);
+            matmul_backward_bf16(N, C, C, NULL, w16_of(m, W(T_APW), C, C), dbr, m->dln,
+                                 G(T_APW), G(T_APB), m->atty16[l], (dt_bf16 *)m->h4);
         else
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
         attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
                            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
-        linear_bwd(m, l, 0, N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB));
+        // bf16: dqkv rounded into h4 (free until the next block's MLP), ln after it
+        linear_bwd(m, N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB),
+                   b16_at(m->h4, 2 * NC), (dt_bf16 *)m->h4);
         layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), m->dln, m->dres, 1,
                            G(T_LN1W), G(T_LN1B));
 #undef W
@@ -487,6 +518,7 @@ void gpt_free(dt_gpt *m)
     free(m->atty);
     free(m->atty16);
     free(m->fch);
+    free(m->fch16);
     free(m->lse_att);
     free(m->probs);
     free(m->ln1m);
@@ -495,6 +527,5 @@ void gpt_free(dt_gpt *m)
     free(m->ln2r);
     free(m->tv);
     free(m->w16);
-    free(m->w16_off);
     free(m);
 }

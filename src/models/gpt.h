@@ -67,8 +67,7 @@ void gpt_reserve(dt_gpt *m, int B);
 double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const int32_t *targets,
                    int B, int train, uint64_t key, int64_t *correct);
 /* Gradient of the last forward's mean loss, written (not added) into grads
- * (nparams). The parameters must be those of that forward (in bf16 the
- * backward reuses the forward's bf16 copies of the weights). */
+ * (nparams). The parameters must be those of that forward. */
 void gpt_backward(dt_gpt *m, const float *params, float *grads);
 /* The logits (B, T, V) of the last forward. gpt_backward turns them into
  * their gradient in place: valid from gpt_forward until gpt_backward. */

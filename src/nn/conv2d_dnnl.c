@@ -23,7 +23,8 @@
  * bf16 Winograd), plain pairs included. Without AMX a pass that fp32 runs as
  * Winograd stays fp32 (bf16_conv2d_pass_bf16), fixed by shape and ISA. The flat vector's
  * weights are reordered to bf16 per pass; x and dy are rounded to bf16 into
- * the engine's conv scratch (work) on each call, so no activation is stored
+ * the engine's conv scratch (work; x in dx where the backward allows it,
+ * bf16_conv2d_pass_workspace) on each call, so no activation is stored
  * in bf16 between the forward and the backward: x is rounded again in the
  * weight-gradient pass, which costs a pass over x against the C R S
  * multiply-adds per element the convolution does. dx, dw, db and y are fp32. */
@@ -141,7 +142,20 @@ static void run_reorder(conv_prim *cp, int to_prim)
 }
 
 /* Create the primitive of one pass; Winograd where chosen and available (it
- * needs AVX-512), else direct. */
+ * needs AVX-512), else direct.
+ *
+ * A bf16 weight gradient is created for one thread whatever compute.threads
+ * is: oneDNN's AVX512-BF16 backward-weights kernel transposes x and dy
+ * across its threads and waits for them in a spin barrier generated inside
+ * the JIT code, which OMP_WAIT_POLICY does not reach. Where the two threads
+ * do not both hold a core (this 2-core machine under any other load) the
+ * waiting one spins out its time slice: on a Zen 4 under load, resnet20_gn's
+ * bf16 dW shapes at batch 128 took 6x (conv1, 3 -> 16) and 3.7-4.6x (the
+ * stride-2 convs) the one-thread time at two threads, with 3.5x (conv1) and
+ * 8.5-11x the CPU time, nearly all of it at one address in the JIT code
+ * (perf). oneDNN
+ * runs a primitive made for one thread inline, without the barrier; the
+ * weight gradient's arithmetic then no longer depends on the thread count. */
 static void make_pass(conv_entry *e, int pass)
 {
     const dt_conv_shape *s = &e->s;
@@ -158,6 +172,11 @@ static void make_pass(conv_entry *e, int pass)
     dnnl_dims_t pad_r = { (s->P - 1) * s->stride + s->R - s->H - s->pad,
                           (s->Q - 1) * s->stride + s->S - s->W - s->pad };
     dnnl_primitive_desc_t pd = NULL;
+#ifdef _OPENMP
+    const int one_thread = e->bf16 && pass == PASS_BWD_WEIGHTS && e->threads > 1;
+    if (one_thread) // oneDNN sizes its thread split by OpenMP's maximum at creation
+        omp_set_num_threads(1);
+#endif
     for (int wino = use_winograd(s, pass, e->bf16); wino >= 0 && !pd; wino--) {
         dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
         dnnl_convolution_desc_t cd;
@@ -188,6 +207,10 @@ static void make_pass(conv_entry *e, int pass)
         pd, pass == PASS_BWD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
     prim_weights(cp, w_md, s, pass != PASS_BWD_WEIGHTS);
     DNNL_CHECK(dnnl_primitive_create(&cp->p, pd));
+#ifdef _OPENMP
+    if (one_thread)
+        omp_set_num_threads(e->threads);
+#endif
     if (pass == PASS_FWD)
         e->fwd_pd = pd;
     else
@@ -333,11 +356,16 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 
 #include "nn/gemm_bf16.h"
 
-/* The bf16 copies of x and dy in the engine's conv scratch: x first, dy
- * after it at a 64-byte boundary. */
+/* Where the bf16 copies of x and dy go: the forward's x in the conv
+ * scratch; the backward's dy at the start of the scratch, and x (read only
+ * by the weight gradient, which runs before the data gradient writes dx) in
+ * dx when the data gradient is a bf16 pass of this call, else in the
+ * scratch after dy at a 64-byte boundary. So a pass's scratch is one
+ * tensor's bf16 copy, two only where no dx is asked for. */
 static size_t x_elems(const dt_conv_shape *s) { return (size_t)s->B * s->C * s->H * s->W; }
 static size_t y_elems(const dt_conv_shape *s) { return (size_t)s->B * s->K * s->P * s->Q; }
-static size_t x16_span(const dt_conv_shape *s) { return (x_elems(s) + 31) / 32 * 32; }
+static size_t y16_span(const dt_conv_shape *s) { return (y_elems(s) + 31) / 32 * 32; }
+static size_t floats_of_bf16(size_t n) { return (n + 1) / 2; }
 
 /* Without AMX, oneDNN's bf16 kernels (AVX512-BF16: a dot product of bf16
  * pairs per fp32 lane) run at most twice fp32's rate, and Winograd F(4x4,
@@ -358,11 +386,27 @@ int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
     return have_amx() || !use_winograd(s, pass, 0);
 }
 
+size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
+{
+    const size_t fp32 = dnnl_conv2d_workspace(s); /* the passes that stay fp32 */
+    size_t mine = 0;
+    if (pass == DT_CONV_WORK_FORWARD) {
+        if (bf16_conv2d_pass_bf16(s, PASS_FWD))
+            mine = floats_of_bf16(x_elems(s));
+    } else {
+        const int dw16 = bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS);
+        const int dx16 = pass == DT_CONV_WORK_BACKWARD && bf16_conv2d_pass_bf16(s, PASS_BWD_DATA);
+        if (dw16 || dx16)
+            mine = floats_of_bf16(y16_span(s) + (dw16 && !dx16 ? x_elems(s) : 0));
+    }
+    return mine > fp32 ? mine : fp32;
+}
+
 size_t bf16_conv2d_workspace(const dt_conv_shape *s)
 {
-    const size_t mine = (x16_span(s) + y_elems(s) + 1) / 2; /* floats: two bf16 each */
-    const size_t fp32 = dnnl_conv2d_workspace(s);
-    return mine > fp32 ? mine : fp32;
+    const size_t f = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_FORWARD);
+    const size_t b = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_BACKWARD_NO_DX);
+    return f > b ? f : b;
 }
 
 /* Every bf16 pass is oneDNN's, whose backward-data writes dx. */
@@ -426,7 +470,8 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
     if (dw && !e->pass[PASS_BWD_WEIGHTS].p)
         make_pass(e, PASS_BWD_WEIGHTS);
     pthread_mutex_unlock(&cache_lock);
-    dt_bf16 *x16 = (dt_bf16 *)work, *dy16 = x16 + x16_span(s);
+    dt_bf16 *dy16 = (dt_bf16 *)work;
+    dt_bf16 *x16 = dx ? (dt_bf16 *)dx : dy16 + y16_span(s);
     bf16_from_f32(y_elems(s), dy, dy16);
     set(e->dst16, dy16);
     if (dw) {

@@ -121,7 +121,8 @@ typedef struct mm_entry {
     mm_key k;
     dnnl_primitive_t p;
     dnnl_memory_t a, b, c; /* handles set per call */
-    dnnl_memory_t scratch; /* the primitive's scratchpad (user mode: one per entry) */
+    dnnl_memory_t scratch; /* the primitive's scratchpad: a view of the shared one */
+    size_t scratch_bytes;
     struct mm_entry *next;
 } mm_entry;
 
@@ -130,6 +131,12 @@ static dnnl_stream_t stream;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static mm_entry *cache;
+/* One scratchpad for every primitive (user mode), grown to the largest any
+ * of them asks for: calls run one at a time, so they can share it, where
+ * oneDNN's default gives each matmul primitive its own (2.5 MB over the
+ * "baby" GPT's shapes, as much again as its bf16 weights). */
+static void *scratch_buf;
+static size_t scratch_cap;
 
 static void engine_init(void)
 {
@@ -177,7 +184,8 @@ static mm_entry *entry_make(const mm_key *k)
     DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
     DNNL_CHECK(dnnl_primitive_create(&e->p, pd));
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    DNNL_CHECK(dnnl_memory_create(&e->scratch, sp, engine, DNNL_MEMORY_ALLOCATE));
+    e->scratch_bytes = dnnl_memory_desc_get_size(sp);
+    DNNL_CHECK(dnnl_memory_create(&e->scratch, sp, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
     DNNL_CHECK(dnnl_memory_create(&e->a, &a, engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(dnnl_memory_create(&e->b, &b, engine, DNNL_MEMORY_NONE));
@@ -236,6 +244,14 @@ void gemm_bf16_pre(int transA, int transB, int M, int N, int K, float alpha, con
     k.threads = 1;
 #endif
     mm_entry *e = entry_get(&k);
+    if (e->scratch_bytes > scratch_cap) {
+        free(scratch_buf); /* 64-byte aligned, as oneDNN's own scratchpads */
+        if (posix_memalign(&scratch_buf, 64, e->scratch_bytes) != 0)
+            DT_FATAL("gemm_bf16: out of memory for a %zu-byte oneDNN scratchpad",
+                     e->scratch_bytes);
+        scratch_cap = e->scratch_bytes;
+    }
+    DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, scratch_buf));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void *)A));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void *)B));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->c, C));

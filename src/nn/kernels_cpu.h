@@ -7,14 +7,15 @@
 
 /* linear.c */
 void cpu_linear_forward(int B, int in, int out, const float *x, const float *W,
-                        const float *b, float *y);
+                        const float *b, float *y, float *work);
 void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
-                         const float *dy, float *dx, float *dW, float *db);
+                         const float *dy, float *dx, float *dW, float *db, float *work);
 /* linear.c, bf16 products (nn/gemm_bf16.h; needs oneDNN) */
+size_t bf16_linear_workspace(int B, int in, int out);
 void bf16_linear_forward(int B, int in, int out, const float *x, const float *W,
-                         const float *b, float *y);
+                         const float *b, float *y, float *work);
 void bf16_linear_backward(int B, int in, int out, const float *x, const float *W,
-                          const float *dy, float *dx, float *dW, float *db);
+                          const float *dy, float *dx, float *dW, float *db, float *work);
 /* conv2d.c */
 size_t cpu_conv2d_workspace(const dt_conv_shape *s);
 int cpu_conv2d_dx_accumulates(const dt_conv_shape *s);
@@ -36,6 +37,7 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
  * runs in bf16 (1) or stays fp32 (0: a Winograd pass on a CPU without AMX) */
 int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass);
 size_t bf16_conv2d_workspace(const dt_conv_shape *s);
+size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass);
 int bf16_conv2d_dx_accumulates(const dt_conv_shape *s);
 void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work);

@@ -224,8 +224,8 @@ static void release_buffers(dt_net *n)
     free(n->act);
     free(n->dact);
     free(n->aux);
-    if (n->work)
-        n->be->mem_free(n->work);
+    free(n->work_fwd);
+    free(n->work_bwd);
     n->arena = NULL;
     n->arena_n = 0;
     n->act_fwd = n->act_rec = NULL;
@@ -233,7 +233,7 @@ static void release_buffers(dt_net *n)
     n->dx_tmp = NULL;
     n->act = n->dact = NULL;
     n->aux = NULL;
-    n->work = NULL;
+    n->work_fwd = n->work_bwd = NULL;
 }
 
 void net_reserve(dt_net *n, int B)
@@ -245,7 +245,6 @@ void net_reserve(dt_net *n, int B)
     n->act = dt_calloc((size_t)n->nnodes, sizeof *n->act);
     n->dact = dt_calloc((size_t)n->nnodes, sizeof *n->dact);
     n->aux = dt_calloc((size_t)n->nnodes, sizeof *n->aux);
-    n->work_n = 0;
     for (int i = 1; i < n->nnodes; i++) {
         const dt_node *d = &n->nodes[i];
         size_t sz = (size_t)B * node_size(d);
@@ -257,14 +256,7 @@ void net_reserve(dt_net *n, int B)
             n->aux[i] = n->be->mem_alloc(sz * sizeof(float));
         else if (d->op == OP_GROUPNORM) /* mean (B, G), rstd (B, G) */
             n->aux[i] = n->be->mem_alloc(2 * (size_t)B * d->groups * sizeof(float));
-        else if (d->op == OP_CONV2D) {
-            dt_conv_shape s = conv_shape(n, d, B);
-            size_t w = n->be->conv2d_workspace(&s);
-            if (w > n->work_n)
-                n->work_n = w;
-        }
     }
-    n->work = n->work_n ? n->be->mem_alloc(n->work_n * sizeof(float)) : NULL;
     net_plan_buffers(n, B);
     n->dlogits = n->dact[n->nnodes - 1];
 }
@@ -287,11 +279,12 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             continue;
         switch (d->op) {
         case OP_LINEAR:
-            be->linear_forward(B, (int)node_size(&n->nodes[d->in0]), d->c, in, W, b, out);
+            be->linear_forward(B, (int)node_size(&n->nodes[d->in0]), d->c, in, W, b, out,
+                               n->work_fwd[i]);
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);
-            be->conv2d_forward(&s, in, W, b, out, n->work);
+            be->conv2d_forward(&s, in, W, b, out, n->work_fwd[i]);
             break;
         }
         case OP_MAXPOOL: {
@@ -390,16 +383,17 @@ void net_backward(dt_net *n, const float *params, float *grads)
         float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
         switch (d->op) {
         case OP_LINEAR:
-            be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db);
+            be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db,
+                                n->work_bwd[i]);
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);
             float *tmp = n->dx_tmp[i];
             if (dx && !dx_fresh && tmp) { // dx += (the kernel's fresh output)
-                be->conv2d_backward(&s, x, W, dy, tmp, 1, dW, db, n->work);
+                be->conv2d_backward(&s, x, W, dy, tmp, 1, dW, db, n->work_bwd[i]);
                 be->add_backward((size_t)B * node_size(xi), tmp, dx, NULL);
             } else {
-                be->conv2d_backward(&s, x, W, dy, dx, dx_fresh, dW, db, n->work);
+                be->conv2d_backward(&s, x, W, dy, dx, dx_fresh, dW, db, n->work_bwd[i]);
             }
             break;
         }

@@ -76,8 +76,10 @@ typedef struct dt_net {
                             * gradient writes there first (a gradient buffer free at
                             * that step), NULL: none needed */
     void **aux;            /* per node: pool argmax, dropout mask, GroupNorm mean/rstd */
-    float *work;           /* conv scratch */
-    size_t work_n;
+    float **work_fwd, **work_bwd; /* per conv or linear node: its kernel's scratch
+                            * (conv2d_workspace, linear_workspace) at its forward and its backward
+                            * step, buffers in the arena live for that step only;
+                            * NULL: none needed */
     float *dlogits;        /* (B, classes) */
     int fwd_train;         /* last forward was in training mode */
     int last_B;            /* batch of the last forward */

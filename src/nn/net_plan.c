@@ -308,7 +308,12 @@ static size_t spans_pack(spans *a)
  * the fused GroupNorm's backward. Gradients live from their first consumer's
  * backward (dlogits: written by the forward's loss) to their own backward; a
  * ReLU's input gradient continues its output's (masked in place); a conv that
- * cannot add into its input's gradient gets a span for its own step. */
+ * cannot add into its input's gradient gets a span for its own step, and
+ * a conv or linear layer whose kernel needs scratch (conv2d_workspace:
+ * im2col columns, the bf16 copies of x and dy; linear_workspace: the bf16
+ * copies of x, W and dy) one for its forward step and one for its backward
+ * step: placed in what is free at that step, rather than one
+ * buffer the size of the largest beside the arena. */
 void net_plan_buffers(dt_net *n, int B)
 {
     const int N = n->nnodes, last = N - 1, END = 2 * N;
@@ -316,10 +321,11 @@ void net_plan_buffers(dt_net *n, int B)
     int *bread = dt_calloc((size_t)N, sizeof *bread); /* earliest backward reader, 0: none */
     int *aspan = dt_malloc((size_t)N * sizeof *aspan), *rspan = dt_malloc((size_t)N * sizeof *rspan);
     int *gspan = dt_malloc((size_t)N * sizeof *gspan), *tspan = dt_malloc((size_t)N * sizeof *tspan);
+    int *wfspan = dt_malloc((size_t)N * sizeof *wfspan), *wbspan = dt_malloc((size_t)N * sizeof *wbspan);
     spans a = { NULL, 0 };
     for (int j = 0; j < N; j++) {
         first[j] = j;
-        aspan[j] = rspan[j] = gspan[j] = tspan[j] = -1;
+        aspan[j] = rspan[j] = gspan[j] = tspan[j] = wfspan[j] = wbspan[j] = -1;
     }
     for (int i = 1; i < N; i++) {
         const dt_node *d = &n->nodes[i];
@@ -394,6 +400,32 @@ void net_plan_buffers(dt_net *n, int B)
         if (needs_dx_tmp(n, i, B))
             tspan[i] = span_add(&a, (size_t)B * node_size(&n->nodes[n->nodes[i].in0]), END - i,
                                 END - i);
+    for (int i = 1; i < N; i++) {
+        const dt_node *d = &n->nodes[i];
+        if (d->op == OP_LINEAR && n->be->linear_workspace) {
+            const size_t w = n->be->linear_workspace(B, (int)node_size(&n->nodes[d->in0]), d->c);
+            if (w) {
+                wfspan[i] = span_add(&a, w, i, i);
+                wbspan[i] = span_add(&a, w, END - i, END - i);
+            }
+            continue;
+        }
+        if (d->op != OP_CONV2D)
+            continue;
+        const dt_conv_shape cs = conv_shape(n, d, B);
+        // net_backward passes dx exactly when the input's gradient has a buffer
+        const int has_dx = d->in0 > 0 && gspan[net_base_of(n, d->in0)] >= 0;
+        size_t wf = n->be->conv2d_workspace(&cs), wb = wf;
+        if (n->be->conv2d_pass_workspace) {
+            wf = n->be->conv2d_pass_workspace(&cs, DT_CONV_WORK_FORWARD);
+            wb = n->be->conv2d_pass_workspace(&cs, has_dx ? DT_CONV_WORK_BACKWARD
+                                                          : DT_CONV_WORK_BACKWARD_NO_DX);
+        }
+        if (wf)
+            wfspan[i] = span_add(&a, wf, i, i);
+        if (wb)
+            wbspan[i] = span_add(&a, wb, END - i, END - i);
+    }
 
     const size_t total = spans_pack(&a);
     n->arena = total ? n->be->mem_alloc(total * sizeof(float)) : NULL; // one device allocation on a GPU
@@ -401,6 +433,8 @@ void net_plan_buffers(dt_net *n, int B)
     n->act_fwd = dt_calloc((size_t)N, sizeof *n->act_fwd);
     n->act_rec = dt_calloc((size_t)N, sizeof *n->act_rec);
     n->dx_tmp = dt_calloc((size_t)N, sizeof *n->dx_tmp);
+    n->work_fwd = dt_calloc((size_t)N, sizeof *n->work_fwd);
+    n->work_bwd = dt_calloc((size_t)N, sizeof *n->work_bwd);
     for (int j = 1; j < N; j++) {
         if (aspan[j] >= 0)
             n->act[j] = n->arena + a.s[aspan[j]].off;
@@ -410,6 +444,10 @@ void net_plan_buffers(dt_net *n, int B)
         }
         if (tspan[j] >= 0)
             n->dx_tmp[j] = n->arena + a.s[tspan[j]].off;
+        if (wfspan[j] >= 0)
+            n->work_fwd[j] = n->arena + a.s[wfspan[j]].off;
+        if (wbspan[j] >= 0)
+            n->work_bwd[j] = n->arena + a.s[wbspan[j]].off;
     }
     for (int j = 1; j < N; j++) {
         n->act[j] = n->act[act_owner(n, j)];
@@ -423,5 +461,7 @@ void net_plan_buffers(dt_net *n, int B)
     free(rspan);
     free(gspan);
     free(tspan);
+    free(wfspan);
+    free(wbspan);
     free(a.s);
 }

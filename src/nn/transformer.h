@@ -65,8 +65,8 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
                      float *dx, float *dW, float *db);
 
 /* The same layer with bf16 products and fp32 accumulation (compute.precision =
- * bf16, nn/gemm_bf16.h): the weight comes already rounded (W16 (out, in), one
- * conversion per step serves the forward and both backward products), the
+ * bf16, nn/gemm_bf16.h): the weight comes already rounded (W16 (out, in);
+ * the backward reads it only for dx, and takes NULL without dx), the
  * activation x and the gradient dy are rounded into the caller's scratch x16
  * (N, in) and dy16 (N, out); y, dx, dW stay fp32, the bias is added and db
  * summed in fp32 (db: the fp32 kernel's bits). x NULL (both passes): x16
@@ -79,13 +79,13 @@ void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 
 
 /* ---- gelu.c: GELU with the tanh approximation (PyTorch approximate='tanh') ---- */
 /* y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); x, y (n) */
-void gelu_forward(size_t n, const float *x, float *y);
+void gelu_forward(size_t n, const float *x, float *y); /* y may be x */
 /* dx = dy * gelu'(x); dx may be dy (in place). x, dy, dx (n) */
 void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
 /* The backward pass's pair, one exp per element for both: y = gelu(x) (the
  * next layer's weight gradient needs it) and d = gelu'(x); then, once the
  * output's gradient dy is known, dy *= d in place. x, y, d, dy (n) */
-void gelu_forward_deriv(size_t n, const float *x, float *y, float *d);
+void gelu_forward_deriv(size_t n, const float *x, float *y, float *d); /* y may be x */
 void gelu_backward_deriv(size_t n, const float *d, float *dy);
 
 /* ---- attention.c: causal multi-head self-attention ---- */
