@@ -174,15 +174,6 @@ momentum = 0.9
 EOF
 }
 
-# every process below PID, children first
-descendants() {
-    local c
-    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-        descendants "$c"
-        echo "$c"
-    done
-}
-
 veth_tx_total() {
     net_stats | awk '{ s += $2 } END { printf "%.0f\n", s }'
 }

@@ -34,6 +34,15 @@ NETNS_LO_SHAPED=0
 
 net_log() { echo "netns: $*" >&2; }
 
+# every process below PID, children first (the drivers end a run's whole tree)
+descendants() {
+    local c
+    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+        descendants "$c"
+        echo "$c"
+    done
+}
+
 net_can_isolate() {
     [ "$(id -u)" = 0 ] || return 1
     command -v ip >/dev/null && command -v tc >/dev/null || return 1

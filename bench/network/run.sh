@@ -109,15 +109,6 @@ done
 JOB_PID=        # /usr/bin/time wrapping the running mpiexec
 PROBE_PIDS=
 
-# every process below PID (children first)
-descendants() {
-    local c
-    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-        descendants "$c"
-        echo "$c"
-    done
-}
-
 kill_job() {
     [ -n "$JOB_PID" ] || return 0
     local p i r
