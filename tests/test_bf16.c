@@ -38,35 +38,17 @@
 #include "nn/kernels_cpu.h"
 #include "nn/layout.h"
 #include "nn/net.h"
+#include "bf16_bound.h"
 #include "tap.h"
+#include "testvec.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define U (1.0 / 256.0) /* bf16's unit roundoff, 2^-8 */
-
 static dt_rng rng;
 
-static double gamma_k(double K) { return K * 0x1p-24 / (1.0 - K * 0x1p-24); }
-static double bound_k(double K) { return 2 * U + U * U + gamma_k(K) * (1 + 2 * U + U * U); }
-
-static float *vec_rand(size_t n, double scale)
-{
-    float *v = dt_calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(scale * rng_normal(&rng));
-    return v;
-}
-
-static float *vec_const(size_t n, float a)
-{
-    float *v = dt_calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = a;
-    return v;
-}
 
 static float *vec_abs(const float *x, size_t n)
 {
@@ -141,8 +123,8 @@ static void test_gemm(int ta, int tb, int M, int N, int K, float alpha, float be
 {
     const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
     const int ar = ta ? K : M, br = tb ? N : K;
-    float *A = vec_rand((size_t)ar * lda, 1.0), *B = vec_rand((size_t)br * ldb, 1.0);
-    float *C = vec_rand((size_t)M * ldc, 1.0), *C0 = dt_malloc((size_t)M * ldc * sizeof(float));
+    float *A = vec_rand(&rng, (size_t)ar * lda, 1.0), *B = vec_rand(&rng, (size_t)br * ldb, 1.0);
+    float *C = vec_rand(&rng, (size_t)M * ldc, 1.0), *C0 = dt_malloc((size_t)M * ldc * sizeof(float));
     memcpy(C0, C, (size_t)M * ldc * sizeof(float));
     double *want = dt_calloc((size_t)M * N, sizeof(double));
     double *want16 = dt_calloc((size_t)M * N, sizeof(double));
@@ -187,7 +169,7 @@ static void test_gemm(int ta, int tb, int M, int N, int K, float alpha, float be
 static void test_gemm_pre(void)
 {
     const int M = 33, N = 70, K = 129;
-    float *A = vec_rand((size_t)M * K, 1.0), *B = vec_rand((size_t)N * K, 1.0);
+    float *A = vec_rand(&rng, (size_t)M * K, 1.0), *B = vec_rand(&rng, (size_t)N * K, 1.0);
     dt_bf16 *a = dt_malloc((size_t)M * K * 2), *b = dt_malloc((size_t)N * K * 2);
     bf16_from_f32((size_t)M * K, A, a);
     bf16_from_f32((size_t)N * K, B, b);
@@ -206,8 +188,8 @@ static void test_gemm_pre(void)
 
 static void test_linear(const dt_backend *be, int B, int in, int out, int bias)
 {
-    float *x = vec_rand((size_t)B * in, 1.0), *W = vec_rand((size_t)out * in, 0.1);
-    float *b = bias ? vec_rand(out, 1.0) : NULL, *dy = vec_rand((size_t)B * out, 1.0);
+    float *x = vec_rand(&rng, (size_t)B * in, 1.0), *W = vec_rand(&rng, (size_t)out * in, 0.1);
+    float *b = bias ? vec_rand(&rng, out, 1.0) : NULL, *dy = vec_rand(&rng, (size_t)B * out, 1.0);
     const size_t ny = (size_t)B * out, nx = (size_t)B * in, nw = (size_t)out * in;
     double *want = dt_calloc(nx + ny + nw, sizeof(double)), *S = dt_calloc(nx + ny + nw, sizeof(double));
     double *slack = dt_calloc(nx + ny + nw, sizeof(double));
@@ -316,8 +298,8 @@ static void test_conv(const dt_backend *be, const dt_backend *fp, dt_conv_shape 
     const int HWx = s.H * s.W, HWy = s.P * s.Q;
     const size_t nx = (size_t)s.B * s.C * HWx, ny = (size_t)s.B * s.K * HWy;
     const size_t nw = (size_t)s.K * s.C * s.R * s.S;
-    float *x = vec_rand(nx, 1.0), *w = vec_rand(nw, 0.3), *b = bias ? vec_rand(s.K, 1.0) : NULL;
-    float *dy = vec_rand(ny, 1.0);
+    float *x = vec_rand(&rng, nx, 1.0), *w = vec_rand(&rng, nw, 0.3), *b = bias ? vec_rand(&rng, s.K, 1.0) : NULL;
+    float *dy = vec_rand(&rng, ny, 1.0);
     float *ax = vec_abs(x, nx), *aw = vec_abs(w, nw), *ady = vec_abs(dy, ny);
     float *work_ref = vec_const(ref->conv2d_workspace(&sp), 0.0f);
     float *work = vec_const(be->conv2d_workspace(&s), 0.0f);

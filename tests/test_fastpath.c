@@ -18,6 +18,7 @@
 #include "nn/layout.h"
 #include "nn/net.h"
 #include "tap.h"
+#include "testvec.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -26,21 +27,6 @@
 
 static dt_rng rng;
 
-static float *vec_rand(size_t n, double scale)
-{
-    float *v = dt_calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(scale * rng_normal(&rng));
-    return v;
-}
-
-static float *vec_const(size_t n, float a)
-{
-    float *v = dt_calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = a;
-    return v;
-}
 
 /* ||a - b|| / ||b|| in double (NaN anywhere gives infinity) */
 static double rel(const float *a, const float *b, size_t n)
@@ -75,7 +61,7 @@ static float *relayout(int to_blk, int blk, int B, int C, int HW, const float *s
 static void layout_roundtrip(void)
 {
     const int B = 2, C = 32, HW = 5;
-    float *x = vec_rand((size_t)B * C * HW, 1.0);
+    float *x = vec_rand(&rng, (size_t)B * C * HW, 1.0);
     float *b = to_layout(16, B, C, HW, x), *p = from_layout(16, B, C, HW, b);
     int ok = memcmp(x, p, (size_t)B * C * HW * sizeof(float)) == 0;
     // element (1, 17, 3) sits in block 1 of sample 1, pixel 3, lane 1
@@ -109,8 +95,8 @@ static void test_conv(const dt_backend *fast, dt_conv_shape s, int bias)
     const int HWx = s.H * s.W, HWy = s.P * s.Q;
     const size_t nx = (size_t)s.B * s.C * HWx, ny = (size_t)s.B * s.K * HWy;
     const size_t nw = (size_t)s.K * s.C * s.R * s.S;
-    float *x = vec_rand(nx, 1.0), *w = vec_rand(nw, 0.3), *b = bias ? vec_rand(s.K, 1.0) : NULL;
-    float *dy = vec_rand(ny, 1.0);
+    float *x = vec_rand(&rng, nx, 1.0), *w = vec_rand(&rng, nw, 0.3), *b = bias ? vec_rand(&rng, s.K, 1.0) : NULL;
+    float *dy = vec_rand(&rng, ny, 1.0);
     float *work_ref = vec_const(ref->conv2d_workspace(&sp), 0.0f);
     float *work = vec_const(fast->conv2d_workspace(&s), 0.0f);
 
@@ -193,8 +179,8 @@ static void test_groupnorm_blocked(int B, int C, int HW, int G)
     char name[96];
     snprintf(name, sizeof name, "groupnorm B=%d C=%d HW=%d G=%d", B, C, HW, G);
     const size_t n = (size_t)B * C * HW, ns = (size_t)B * G;
-    float *x = vec_rand(n, 2.0), *gamma = vec_rand(C, 0.5), *beta = vec_rand(C, 0.5);
-    float *dy = vec_rand(n, 1.0);
+    float *x = vec_rand(&rng, n, 2.0), *gamma = vec_rand(&rng, C, 0.5), *beta = vec_rand(&rng, C, 0.5);
+    float *dy = vec_rand(&rng, n, 1.0);
     for (size_t i = 0; i < n; i++)
         x[i] += 3.0f; // off-centre
     float *y = vec_const(n, 0.0f), *m = vec_const(ns, 0), *r = vec_const(ns, 0);
@@ -230,8 +216,8 @@ static void test_groupnorm_fused(int B, int C, int HW, int G, int blk, int with_
     snprintf(name, sizeof name, "groupnorm + %sReLU fused, %s, B=%d C=%d HW=%d G=%d",
              with_skip ? "add + " : "", blk ? "blocked" : "plain", B, C, HW, G);
     const size_t n = (size_t)B * C * HW, ns = (size_t)B * G;
-    float *x = vec_rand(n, 1.0), *gamma = vec_rand(C, 0.5), *beta = vec_rand(C, 0.5);
-    float *skip = vec_rand(n, 1.0), *dy = vec_rand(n, 1.0);
+    float *x = vec_rand(&rng, n, 1.0), *gamma = vec_rand(&rng, C, 0.5), *beta = vec_rand(&rng, C, 0.5);
+    float *skip = vec_rand(&rng, n, 1.0), *dy = vec_rand(&rng, n, 1.0);
     // separate layers, plain
     float *t = vec_const(n, 0), *y = vec_const(n, 0), *m = vec_const(ns, 0), *r = vec_const(ns, 0);
     be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, NULL, 0, t, m, r);
@@ -281,13 +267,13 @@ static void test_pools_blocked(void)
     const dt_backend *be = backend_cpu();
     const int B = 2, C = 32, H = 7, W = 6, HW = H * W;
     const size_t n = (size_t)B * C * HW;
-    float *x = vec_rand(n, 1.0), *xb = to_layout(16, B, C, HW, x);
+    float *x = vec_rand(&rng, n, 1.0), *xb = to_layout(16, B, C, HW, x);
 
     // average pooling: the same bits in both layouts
     float *y = vec_const((size_t)B * C, 0), *y2 = vec_const((size_t)B * C, 0);
     be->avgpool_forward(B, C, HW, 0, x, y);
     be->avgpool_forward(B, C, HW, 16, xb, y2);
-    float *g = vec_rand((size_t)B * C, 1.0), *dx = vec_const(n, 1.0f), *ones = vec_const(n, 1.0f);
+    float *g = vec_rand(&rng, (size_t)B * C, 1.0), *dx = vec_const(n, 1.0f), *ones = vec_const(n, 1.0f);
     float *dxb = to_layout(16, B, C, HW, ones);
     be->avgpool_backward(B, C, HW, 0, g, dx);
     be->avgpool_backward(B, C, HW, 16, g, dxb);
@@ -301,7 +287,7 @@ static void test_pools_blocked(void)
     s.P = (H - 3) / 2 + 1;
     s.Q = (W - 3) / 2 + 1;
     const size_t ny = (size_t)B * C * s.P * s.Q;
-    float *py = vec_const(ny, 0), *py2 = vec_const(ny, 0), *pg = vec_rand(ny, 1.0);
+    float *py = vec_const(ny, 0), *py2 = vec_const(ny, 0), *pg = vec_rand(&rng, ny, 1.0);
     int32_t *arg = dt_calloc(ny, sizeof *arg), *arg2 = dt_calloc(ny, sizeof *arg2);
     be->maxpool_forward(&s, x, py, arg);
     float *pdx = vec_const(n, 1.0f), *pdxb = to_layout(16, B, C, HW, ones);

@@ -36,30 +36,12 @@
 #include "models/gpt.h"
 #include "nn/gemm_bf16.h"
 #include "nn/transformer.h"
+#include "bf16_bound.h"
 #include "tap.h"
-
-#define U (1.0 / 256.0) /* bf16's unit roundoff, 2^-8 */
+#include "testvec.h"
 
 static dt_rng rng;
 
-static double gamma_k(double K) { return K * 0x1p-24 / (1.0 - K * 0x1p-24); }
-static double bound_k(double K) { return 2 * U + U * U + gamma_k(K) * (1 + 2 * U + U * U); }
-
-static float *vec_rand(size_t n, double scale)
-{
-    float *v = dt_calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(scale * rng_normal(&rng));
-    return v;
-}
-
-static float *vec_const(size_t n, float a)
-{
-    float *v = dt_calloc(n ? n : 1, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = a;
-    return v;
-}
 
 /* Worst |got - want| / (c S + slack) over n outputs, and the largest
  * |got - want| / S */
@@ -86,8 +68,8 @@ static int ran(errs e, double K) { return e.rel > 0x1p-10 / sqrt(K); }
 static void test_linear(const char *name, int N, int in, int out, int bias)
 {
     const size_t nx = (size_t)N * in, ny = (size_t)N * out, nw = (size_t)out * in;
-    float *x = vec_rand(nx, 1.0), *W = vec_rand(nw, 0.02), *dy = vec_rand(ny, 1e-3);
-    float *b = bias ? vec_rand(out, 0.1) : NULL;
+    float *x = vec_rand(&rng, nx, 1.0), *W = vec_rand(&rng, nw, 0.02), *dy = vec_rand(&rng, ny, 1e-3);
+    float *b = bias ? vec_rand(&rng, out, 0.1) : NULL;
     dt_bf16 *W16 = dt_malloc(nw * sizeof *W16), *x16 = dt_malloc(nx * sizeof *x16);
     dt_bf16 *dy16 = dt_malloc(ny * sizeof *dy16);
     bf16_from_f32(nw, W, W16);
