@@ -101,10 +101,14 @@ void eval_run(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, t->comm));
     *mean_acc = sum / t->nranks;
     if (t->rank == 0) {
-        say("eval  step %lld  epoch %.2f  test accuracy %.2f%% (mean over ranks)  "
-               "averaged model %.2f%%  test loss %.4f  consensus %.3g\n",
-               (long long)row.step, row.epoch, 100 * *mean_acc, 100 * avg_acc,
-               row.loss, dist);
+        /* a language model's evaluation is next-token accuracy and
+         * validation loss in nats */
+        const int lm = t->data.tokens != 0;
+        say("eval  step %lld  epoch %.2f  %s %.2f%% (mean over ranks)  "
+               "averaged model %.2f%%  %s %.4f  consensus %.3g\n",
+               (long long)row.step, row.epoch, lm ? "next-token accuracy" : "test accuracy",
+               100 * *mean_acc, 100 * avg_acc, lm ? "validation loss" : "test loss", row.loss,
+               dist);
         fflush(stdout);
     }
 }

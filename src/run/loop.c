@@ -471,8 +471,9 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
                      (long long)t->step);
         else
             snprintf(steps, sizeof steps, "%lld steps", (long long)t->step);
-        say("done: %s in %.1f s, final test accuracy %.2f%% (mean over ranks); record %s\n",
-            steps, trainer_clock() - t->wall_start, 100 * mean_acc, rec);
+        say("done: %s in %.1f s, final %s %.2f%% (mean over ranks); record %s\n", steps,
+            trainer_clock() - t->wall_start,
+            t->data.tokens ? "next-token accuracy" : "test accuracy", 100 * mean_acc, rec);
         fflush(stdout);
     }
     trainer_free(t);
