@@ -363,6 +363,63 @@ static void test_attention(int T, float p, int keep)
     free(c.qkv); free(c.y); free(c.lse); free(c.work); free(c.probs);
 }
 
+/* max |a - b| / max |b| over floats */
+static double max_rel_f(const float *a, const float *b, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - b[i]));
+        den = fmax(den, fabs((double)b[i]));
+    }
+    return den > 0.0 ? num / den : num;
+}
+
+/* The tiled attention (what attention_forward/backward take at these shapes:
+ * T a multiple of 16, head size hs a multiple of 16 up to 64) against the
+ * blocked sgemm path (any shape; the finite-difference cases above reach it):
+ * y, lse, the kept probabilities (row i's columns 0 .. i) and dqkv agree to
+ * rounding. Row blocks, causal tiles and dropout masks are exercised at
+ * GPT shapes (T 64 and 256, hs 32 and 64) that the float64 reference would
+ * make slow; two threads split the (batch, head) pairs. */
+static void test_attention_paths(int T, int hs, float p, int keep)
+{
+    const int B = 2, NH = 3, C = NH * hs, nwork = 2;
+    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T,
+                 np = (size_t)B * NH * T * T;
+    float *qkv = vec_new(nq), *dy = vec_new(ny), *work = vec_new(nwork * attention_work(T));
+    float *y[2], *lse[2], *probs[2], *dqkv[2];
+    vec_normal(qkv, nq, 1.0);
+    vec_normal(dy, ny, 1.0);
+    for (int k = 0; k < 2; k++) {
+        y[k] = vec_new(ny);
+        lse[k] = vec_new(nl);
+        dqkv[k] = vec_new(nq);
+        probs[k] = keep ? vec_new(np) : NULL;
+        for (size_t i = 0; i < nq; i++)
+            dqkv[k][i] = NAN;
+    }
+    attention_forward(B, T, C, NH, qkv, y[0], lse[0], probs[0], p, 77, work, nwork);
+    attention_backward(B, T, C, NH, qkv, lse[0], probs[0], dy, p, 77, dqkv[0], work, nwork);
+    attention_forward_blocked(B, T, C, NH, qkv, y[1], lse[1], probs[1], p, 77, work, nwork);
+    attention_backward_blocked(B, T, C, NH, qkv, lse[1], probs[1], dy, p, 77, dqkv[1], work,
+                               nwork);
+    double ep = 0.0;
+    if (keep)
+        for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+            const size_t i = r % (size_t)T;
+            ep = fmax(ep, max_rel_f(probs[0] + r * T, probs[1] + r * T, i + 1));
+        }
+    const double ey = max_rel_f(y[0], y[1], ny), el = max_rel_f(lse[0], lse[1], nl),
+                 eg = max_rel_f(dqkv[0], dqkv[1], nq);
+    CHECK(ey < 1e-5 && el < 1e-6 && ep < 1e-5 && eg < 1e-5,
+          "tiled attention = blocked (T %d, hs %d, dropout %.1f, %s): y %.1e lse %.1e probs %.1e "
+          "dqkv %.1e", T, hs, (double)p, keep ? "kept probabilities" : "recomputed", ey, el, ep, eg);
+    for (int k = 0; k < 2; k++) {
+        free(y[k]); free(lse[k]); free(dqkv[k]); free(probs[k]);
+    }
+    free(qkv); free(dy); free(work);
+}
+
 /* ---- embedding ---------------------------------------------------------------- */
 
 typedef struct emb_ctx {
@@ -969,5 +1026,14 @@ int main(int argc, char **argv)
     test_model_fd(12, 0.2f);
     test_causality();
     test_torch_reference(argv[0]);
+    /* last: its random draws would change the models' above */
+    for (int keep = 0; keep < 2; keep++)
+        for (int d = 0; d < 2; d++) {
+            const float p = d ? 0.3f : 0.0f;
+            test_attention_paths(64, 32, p, keep);
+            test_attention_paths(256, 64, p, keep);
+            test_attention_paths(32, 16, p, keep);
+            test_attention_paths(48, 48, p, keep);
+        }
     return tap_done();
 }

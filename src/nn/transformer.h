@@ -107,6 +107,17 @@ void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, 
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
                         const float *probs, const float *dy, float p, uint64_t key, float *dqkv,
                         float *work, int nwork);
+/* The two paths attention_forward/backward choose between by shape, for the
+ * tests that compare them: the tiled one (hand-vectorized register tiles,
+ * taken when T is a multiple of 16 and the head size is 16, 32, 48 or 64)
+ * and the blocked one (OpenBLAS sgemms per block of 16 query rows, any
+ * shape). Same arguments and results, to rounding. */
+void attention_forward_blocked(int B, int T, int C, int NH, const float *qkv, float *y,
+                               float *lse, float *probs, float p, uint64_t key, float *work,
+                               int nwork);
+void attention_backward_blocked(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                                const float *probs, const float *dy, float p, uint64_t key,
+                                float *dqkv, float *work, int nwork);
 
 /* ---- xent_seq.c: softmax cross-entropy over every position ---- */
 /* logits (N, V), targets (N) in [0, V). Returns the SUM of -log p(target);
