@@ -407,6 +407,13 @@ int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
     return have_amx() || !use_winograd(s, pass, 0);
 }
 
+/* The weight gradient reads x only as its bf16 copy where it is a bf16
+ * pass: there the engine may keep x in bf16 for the backward (backend.h) */
+int bf16_conv2d_reads_x_bf16(const dt_conv_shape *s)
+{
+    return bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS);
+}
+
 size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
 {
     const size_t fp32 = dnnl_conv2d_workspace(s); /* the passes that stay fp32 */
