@@ -186,8 +186,40 @@ static void test_gemm_pre(void)
 
 /* ---- linear ---------------------------------------------------------------- */
 
+/* A layer too small for bf16 to pay (bf16_linear_is_bf16) runs the fp32
+ * kernels: their bits, forward and backward, with no scratch. */
+static void test_linear_small(const dt_backend *be, int B, int in, int out, int bias)
+{
+    const dt_backend *fp = backend_cpu();
+    float *x = vec_rand(&rng, (size_t)B * in, 1.0), *W = vec_rand(&rng, (size_t)out * in, 0.1);
+    float *b = bias ? vec_rand(&rng, out, 1.0) : NULL, *dy = vec_rand(&rng, (size_t)B * out, 1.0);
+    const size_t ny = (size_t)B * out, nx = (size_t)B * in, nw = (size_t)out * in;
+    float *y[2], *dx[2], *dW[2], *db[2];
+    for (int k = 0; k < 2; k++) {
+        const dt_backend *e = k ? fp : be;
+        y[k] = vec_const(ny, NAN), dx[k] = vec_const(nx, 1.0f), dW[k] = vec_const(nw, 1e3f);
+        db[k] = vec_const(out, 1e3f);
+        e->linear_forward(B, in, out, x, W, b, y[k], NULL);
+        e->linear_backward(B, in, out, x, W, dy, dx[k], dW[k], bias ? db[k] : NULL, NULL);
+    }
+    CHECK(be->linear_workspace(B, in, out) == 0 && !bf16_linear_is_bf16(in, out) &&
+              memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
+              memcmp(dx[0], dx[1], nx * sizeof(float)) == 0 &&
+              memcmp(dW[0], dW[1], nw * sizeof(float)) == 0 &&
+              memcmp(db[0], db[1], (size_t)out * sizeof(float)) == 0,
+          "bf16 linear B %d %d->%d%s (weight below the bf16 size): the fp32 kernels' bits", B,
+          in, out, bias ? " bias" : "");
+    for (int k = 0; k < 2; k++)
+        free(y[k]), free(dx[k]), free(dW[k]), free(db[k]);
+    free(x), free(W), free(b), free(dy);
+}
+
 static void test_linear(const dt_backend *be, int B, int in, int out, int bias)
 {
+    if (!bf16_linear_is_bf16(in, out)) {
+        test_linear_small(be, B, in, out, bias);
+        return;
+    }
     float *x = vec_rand(&rng, (size_t)B * in, 1.0), *W = vec_rand(&rng, (size_t)out * in, 0.1);
     float *b = bias ? vec_rand(&rng, out, 1.0) : NULL, *dy = vec_rand(&rng, (size_t)B * out, 1.0);
     const size_t ny = (size_t)B * out, nx = (size_t)B * in, nw = (size_t)out * in;
@@ -560,7 +592,9 @@ int main(void)
     test_gemm(0, 1, 128, 384, 128, 1.0f, 0.0f, 0); /* a GPT shape, scaled down */
     test_gemm_pre();
     test_linear(bf, 8, 9216 / 16, 128, 1); /* mnist_cnn dense1, narrower */
-    test_linear(bf, 32, 128, 10, 1);
+    test_linear(bf, 32, 128, 64, 1);
+    test_linear(bf, 3, 37, 111, 0);
+    test_linear(bf, 32, 128, 10, 1); /* the image models' heads: fp32 */
     test_linear(bf, 3, 37, 5, 0);
     // first layers: plain input with 1 or 3 channels, blocked output
     test_conv(bf, fp, shape(3, 1, 28, 28, 32, 3, 1, 0, 0, 16), 1);

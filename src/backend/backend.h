@@ -162,7 +162,7 @@ typedef struct dt_backend {
      * activation kept in bf16 makes the copy in the same pass:
      * y = relu(x) (y == x allowed), y16 = y rounded. */
     int (*conv2d_reads_x_bf16)(const dt_conv_shape *s);
-    int linear_reads_x_bf16;
+    int (*linear_reads_x_bf16)(int in, int out);
     void (*to_bf16)(size_t n, const float *x, uint16_t *y);
     void (*from_bf16)(size_t n, const uint16_t *y, float *x);
     void (*relu_backward_bf16)(size_t n, const uint16_t *y, const float *dy, float *dx);

@@ -12,6 +12,7 @@ void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
                          const float *dy, float *dx, float *dW, float *db, float *work);
 /* linear.c, bf16 products (nn/gemm_bf16.h; needs oneDNN) */
 size_t bf16_linear_workspace(int B, int in, int out);
+int bf16_linear_is_bf16(int in, int out);
 void bf16_linear_forward(int B, int in, int out, const float *x, const float *W,
                          const float *b, float *y, float *work);
 void bf16_linear_backward(int B, int in, int out, const float *x, const float *W,

@@ -382,7 +382,8 @@ static void bf16_readers(const dt_net *n, int B, int *maxread, char *bad, char *
                 const dt_conv_shape cs = conv_shape(n, d, B);
                 ok[0] = be->conv2d_reads_x_bf16 && be->conv2d_reads_x_bf16(&cs);
             } else if (d->op == OP_LINEAR) {
-                ok[0] = be->linear_reads_x_bf16;
+                ok[0] = be->linear_reads_x_bf16 &&
+                        be->linear_reads_x_bf16((int)node_size(&n->nodes[d->in0]), d->c);
             }
         }
         if (d->op == OP_RELU) {
