@@ -24,10 +24,13 @@
  * Winograd stays fp32 (bf16_conv2d_pass_bf16), fixed by shape and ISA. The flat vector's
  * weights are reordered to bf16 per pass; x and dy are rounded to bf16 into
  * the engine's conv scratch (work; x in dx where the backward allows it,
- * bf16_conv2d_pass_workspace) on each call, so no activation is stored
+ * bf16_conv2d_pass_workspace) on each call, so the kernels keep nothing
  * in bf16 between the forward and the backward: x is rounded again in the
  * weight-gradient pass, which costs a pass over x against the C R S
- * multiply-adds per element the convolution does. dx, dw, db and y are fp32. */
+ * multiply-adds per element the convolution does. (The engine may keep x
+ * in bf16 where the weight gradient is a bf16 pass, widened back to floats
+ * before the call: bf16_conv2d_reads_x_bf16, nn/net_plan.c.) dx, dw, db and
+ * y are fp32. */
 #include "config.h"
 
 #include "nn/kernels_cpu.h"
