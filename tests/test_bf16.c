@@ -186,8 +186,40 @@ static void test_gemm_pre(void)
 
 /* ---- linear ---------------------------------------------------------------- */
 
+/* A layer too small for bf16 to pay (bf16_linear_is_bf16) runs the fp32
+ * kernels: their bits, forward and backward, with no scratch. */
+static void test_linear_small(const dt_backend *be, int B, int in, int out, int bias)
+{
+    const dt_backend *fp = backend_cpu();
+    float *x = vec_rand(&rng, (size_t)B * in, 1.0), *W = vec_rand(&rng, (size_t)out * in, 0.1);
+    float *b = bias ? vec_rand(&rng, out, 1.0) : NULL, *dy = vec_rand(&rng, (size_t)B * out, 1.0);
+    const size_t ny = (size_t)B * out, nx = (size_t)B * in, nw = (size_t)out * in;
+    float *y[2], *dx[2], *dW[2], *db[2];
+    for (int k = 0; k < 2; k++) {
+        const dt_backend *e = k ? fp : be;
+        y[k] = vec_const(ny, NAN), dx[k] = vec_const(nx, 1.0f), dW[k] = vec_const(nw, 1e3f);
+        db[k] = vec_const(out, 1e3f);
+        e->linear_forward(B, in, out, x, W, b, y[k], NULL);
+        e->linear_backward(B, in, out, x, W, dy, dx[k], dW[k], bias ? db[k] : NULL, NULL);
+    }
+    CHECK(be->linear_workspace(B, in, out) == 0 && !bf16_linear_is_bf16(in, out) &&
+              memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
+              memcmp(dx[0], dx[1], nx * sizeof(float)) == 0 &&
+              memcmp(dW[0], dW[1], nw * sizeof(float)) == 0 &&
+              memcmp(db[0], db[1], (size_t)out * sizeof(float)) == 0,
+          "bf16 linear B %d %d->%d%s (weight below the bf16 size): the fp32 kernels' bits", B,
+          in, out, bias ? " bias" : "");
+    for (int k = 0; k < 2; k++)
+        free(y[k]), free(dx[k]), free(dW[k]), free(db[k]);
+    free(x), free(W), free(b), free(dy);
+}
+
 static void test_linear(const dt_backend *be, int B, int in, int out, int bias)
 {
+    if (!bf16_linear_is_bf16(in, out)) {
+        test_linear_small(be, B, in, out, bias);
+        return;
+    }
     float *x = vec_rand(&rng, (size_t)B * in, 1.0), *W = vec_rand(&rng, (size_t)out * in, 0.1);
     float *b = bias ? vec_rand(&rng, out, 1.0) : NULL, *dy = vec_rand(&rng, (size_t)B * out, 1.0);
     const size_t ny = (size_t)B * out, nx = (size_t)B * in, nw = (size_t)out * in;
@@ -460,6 +492,65 @@ static void test_models(const dt_backend *bf, const dt_backend *fp)
     }
 }
 
+/* Activations kept in bf16 for the backward (nn/net_plan.c): on mnist_cnn
+ * the conv2 ReLU output, read back as the ReLU's mask; on resnet20_gn the
+ * stage outputs the stride-2 convs read, widened back to floats before
+ * their backward. The step must give the bits of the plan without them
+ * (the kernels read the same bf16 values, the masks the same signs), in a
+ * smaller arena, and again on a second step (the forward buffers are back). */
+static void test_keep_bf16(const dt_backend *bf)
+{
+    struct { const char *name; int c, hw, B; } m[] = {
+        { "mnist_cnn", 1, 28, 8 }, { "resnet20_gn", 3, 32, 8 },
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        const size_t nx = (size_t)m[i].B * m[i].c * m[i].hw * m[i].hw;
+        float *g[3] = { NULL, NULL, NULL }, *x = dt_falloc(nx), *p = NULL;
+        int32_t *y = dt_calloc((size_t)m[i].B, sizeof *y);
+        dt_rng r = rng_make(6, 0, 0, 0);
+        for (size_t k = 0; k < nx; k++)
+            x[k] = (float)rng_normal(&r);
+        for (int k = 0; k < m[i].B; k++)
+            y[k] = (int32_t)rng_below(&r, 10);
+        double loss[3];
+        size_t arena[2], np = 0;
+        int kept = 0, widened = 0, masks = 0;
+        for (int run = 0; run < 2; run++) {
+            dt_net *n = model_build(bf, m[i].name, "100", "relu", 2, m[i].c, m[i].hw, m[i].hw, 10);
+            if (!n)
+                DT_FATAL("model_build(%s): %s", m[i].name, dt_err_msg());
+            np = n->nparams;
+            n->no_keep_bf16 = run;
+            if (!p) {
+                p = dt_falloc(np);
+                net_init_params(n, p, 3);
+            }
+            for (int step = 0; step < (run ? 1 : 2); step++) {
+                float *gs = dt_falloc(np);
+                loss[run ? 2 : step] = net_forward(n, p, x, y, m[i].B, 1, 77, NULL);
+                net_backward(n, p, gs);
+                g[run ? 2 : step] = gs;
+            }
+            arena[run] = n->arena_n;
+            for (int j = 1; j < n->nnodes && !run; j++) {
+                kept += n->stash[j] != NULL;
+                widened += n->stash[j] && n->widen_at[j];
+                masks += n->mask16[j] != NULL;
+            }
+            net_free(n);
+        }
+        CHECK(kept > 0 && arena[0] < arena[1],
+              "%s: %d activations kept in bf16 (%d widened back, %d ReLU masks read in bf16); "
+              "arena %.2f MB against %.2f", m[i].name, kept, widened, masks, arena[0] * 4e-6,
+              arena[1] * 4e-6);
+        CHECK(loss[0] == loss[2] && memcmp(g[0], g[2], np * sizeof(float)) == 0 &&
+                  loss[1] == loss[2] && memcmp(g[1], g[2], np * sizeof(float)) == 0,
+              "%s: the step with activations kept in bf16 gives the bits of the step without, "
+              "twice", m[i].name);
+        free(g[0]), free(g[1]), free(g[2]), free(x), free(y), free(p);
+    }
+}
+
 static void test_refusals(void)
 {
     dt_err_clear();
@@ -501,7 +592,9 @@ int main(void)
     test_gemm(0, 1, 128, 384, 128, 1.0f, 0.0f, 0); /* a GPT shape, scaled down */
     test_gemm_pre();
     test_linear(bf, 8, 9216 / 16, 128, 1); /* mnist_cnn dense1, narrower */
-    test_linear(bf, 32, 128, 10, 1);
+    test_linear(bf, 32, 128, 64, 1);
+    test_linear(bf, 3, 37, 111, 0);
+    test_linear(bf, 32, 128, 10, 1); /* the image models' heads: fp32 */
     test_linear(bf, 3, 37, 5, 0);
     // first layers: plain input with 1 or 3 channels, blocked output
     test_conv(bf, fp, shape(3, 1, 28, 28, 32, 3, 1, 0, 0, 16), 1);
@@ -517,5 +610,6 @@ int main(void)
     test_conv(bf, fp, shape(2, 16, 6, 5, 5, 3, 1, 1, 16, 0), 1);
     test_conv(bf, fp, shape(2, 5, 6, 7, 3, 3, 2, 1, 0, 0), 1);
     test_models(bf, fp);
+    test_keep_bf16(bf);
     return tap_done();
 }

@@ -150,6 +150,25 @@ typedef struct dt_backend {
                                const float *y, const float *dy, float *dx, float *dskip,
                                float *dgamma, float *dbeta);
 
+    /* Optional (NULL / 0 on the fp32 backends): activations kept for the
+     * backward in bf16 (nn/net_plan.c: a span of half the size from the
+     * last forward reader to the first backward one). Only where every
+     * backward reader takes no more than bf16 of them: a conv whose weight
+     * gradient reads x only rounded to bf16 (conv2d_reads_x_bf16), a linear
+     * layer whose kernels round x (linear_reads_x_bf16), a ReLU mask.
+     * to_bf16 rounds to nearest even (nn/gemm_bf16.h), from_bf16 widens
+     * exactly; the ReLU backward takes the stored output in bf16:
+     * dx += dy * (y > 0), d = d * (y > 0) in place; the ReLU that writes an
+     * activation kept in bf16 makes the copy in the same pass:
+     * y = relu(x) (y == x allowed), y16 = y rounded. */
+    int (*conv2d_reads_x_bf16)(const dt_conv_shape *s);
+    int (*linear_reads_x_bf16)(int in, int out);
+    void (*to_bf16)(size_t n, const float *x, uint16_t *y);
+    void (*from_bf16)(size_t n, const uint16_t *y, float *x);
+    void (*relu_backward_bf16)(size_t n, const uint16_t *y, const float *dy, float *dx);
+    void (*relu_backward_inplace_bf16)(size_t n, const uint16_t *y, float *d);
+    void (*relu_forward_bf16)(size_t n, const float *x, float *y, uint16_t *y16);
+
     /* y = a + b (n floats); backward: da += dy, db += dy (either may be NULL) */
     void (*add_forward)(size_t n, const float *a, const float *b, float *y);
     void (*add_backward)(size_t n, const float *dy, float *da, float *db);

@@ -163,6 +163,13 @@ static const dt_backend cpu_dnnl_bf16 = {
     .linear_workspace = bf16_linear_workspace,
     .linear_forward = bf16_linear_forward,
     .linear_backward = bf16_linear_backward,
+    .conv2d_reads_x_bf16 = bf16_conv2d_reads_x_bf16,
+    .linear_reads_x_bf16 = bf16_linear_is_bf16,
+    .to_bf16 = bf16_from_f32,
+    .from_bf16 = bf16_to_f32,
+    .relu_backward_bf16 = cpu_relu_backward_bf16,
+    .relu_backward_inplace_bf16 = cpu_relu_backward_inplace_bf16,
+    .relu_forward_bf16 = cpu_relu_forward_bf16,
     CPU_KERNELS,
 };
 #else

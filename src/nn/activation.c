@@ -8,9 +8,11 @@
 #include "nn/kernels_cpu.h"
 
 #include "core/simd.h"
+#include "nn/bf16_round.h"
 #include "nn/cuda/activation.h"
 
 #include <math.h>
+#include <string.h>
 
 /* NaN < 0 is false, so a NaN passes through as in PyTorch instead of being hidden. */
 static inline float relu1(float v) { return v < 0.0f ? 0.0f : v; }
@@ -74,6 +76,82 @@ void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx)
 void cpu_relu_backward_inplace(size_t n, const float *y, float *d)
 {
     DT_PARALLEL_CHUNKS(n, i0, len, relu_inplace_range(len, y + i0, d + i0));
+}
+
+/* The ReLU backward on the output kept in bf16 (backend.h: relu_backward_bf16):
+ * the same comparison on the widened value, NaN included. */
+static inline float widen(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* in blocks of four, every load before any store, as the float loops above */
+DT_CLONES static void relu_backward16_range(size_t n, const uint16_t *y, const float *dy,
+                                            float *dx)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float y0 = widen(y[i]), y1 = widen(y[i + 1]), y2 = widen(y[i + 2]),
+                    y3 = widen(y[i + 3]);
+        const float g0 = dy[i], g1 = dy[i + 1], g2 = dy[i + 2], g3 = dy[i + 3];
+        const float d0 = dx[i], d1 = dx[i + 1], d2 = dx[i + 2], d3 = dx[i + 3];
+        dx[i] = d0 + (y0 > 0.0f ? g0 : 0.0f);
+        dx[i + 1] = d1 + (y1 > 0.0f ? g1 : 0.0f);
+        dx[i + 2] = d2 + (y2 > 0.0f ? g2 : 0.0f);
+        dx[i + 3] = d3 + (y3 > 0.0f ? g3 : 0.0f);
+    }
+    for (; i < n; i++)
+        dx[i] += widen(y[i]) > 0.0f ? dy[i] : 0.0f;
+}
+
+DT_CLONES static void relu_inplace16_range(size_t n, const uint16_t *y, float *d)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float y0 = widen(y[i]), y1 = widen(y[i + 1]), y2 = widen(y[i + 2]),
+                    y3 = widen(y[i + 3]);
+        const float g0 = d[i], g1 = d[i + 1], g2 = d[i + 2], g3 = d[i + 3];
+        d[i] = y0 > 0.0f ? g0 : 0.0f;
+        d[i + 1] = y1 > 0.0f ? g1 : 0.0f;
+        d[i + 2] = y2 > 0.0f ? g2 : 0.0f;
+        d[i + 3] = y3 > 0.0f ? g3 : 0.0f;
+    }
+    for (; i < n; i++)
+        d[i] = widen(y[i]) > 0.0f ? d[i] : 0.0f;
+}
+
+/* AVX-512 with its 16-bit lanes (x86-64-v4) where the CPU has it, as
+ * nn/gemm_bf16.c's conversion: the rounding's integer steps vectorize there */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("arch=x86-64-v4", "default")))
+#endif
+static void relu_forward16_range(size_t n, const float *x, float *y, uint16_t *y16)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        const float v = relu1(x[i]);
+        y[i] = v;
+        y16[i] = bf16_round(v);
+    }
+}
+
+void cpu_relu_forward_bf16(size_t n, const float *x, float *y, uint16_t *y16)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, relu_forward16_range(len, x + i0, y + i0, y16 + i0));
+}
+
+void cpu_relu_backward_bf16(size_t n, const uint16_t *y, const float *dy, float *dx)
+{
+    if (dx)
+        DT_PARALLEL_CHUNKS(n, i0, len, relu_backward16_range(len, y + i0, dy + i0, dx + i0));
+}
+
+void cpu_relu_backward_inplace_bf16(size_t n, const uint16_t *y, float *d)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, relu_inplace16_range(len, y + i0, d + i0));
 }
 
 /* Sigmoid: the per-element bodies the CUDA kernels run (nn/cuda/activation.h). */

@@ -24,10 +24,13 @@
  * Winograd stays fp32 (bf16_conv2d_pass_bf16), fixed by shape and ISA. The flat vector's
  * weights are reordered to bf16 per pass; x and dy are rounded to bf16 into
  * the engine's conv scratch (work; x in dx where the backward allows it,
- * bf16_conv2d_pass_workspace) on each call, so no activation is stored
+ * bf16_conv2d_pass_workspace) on each call, so the kernels keep nothing
  * in bf16 between the forward and the backward: x is rounded again in the
  * weight-gradient pass, which costs a pass over x against the C R S
- * multiply-adds per element the convolution does. dx, dw, db and y are fp32. */
+ * multiply-adds per element the convolution does. (The engine may keep x
+ * in bf16 where the weight gradient is a bf16 pass, widened back to floats
+ * before the call: bf16_conv2d_reads_x_bf16, nn/net_plan.c.) dx, dw, db and
+ * y are fp32. */
 #include "config.h"
 
 #include "nn/kernels_cpu.h"
@@ -141,8 +144,9 @@ static void run_reorder(conv_prim *cp, int to_prim)
     DNNL_CHECK(dnnl_primitive_execute(cp->reorder, stream, 2, a));
 }
 
-/* Create the primitive of one pass; Winograd where chosen and available (it
- * needs AVX-512), else direct.
+/* The primitive descriptor of one pass; Winograd where chosen and available
+ * (it needs AVX-512), else direct. The backward passes take the forward's as
+ * their hint.
  *
  * A bf16 weight gradient is created for one thread whatever compute.threads
  * is: oneDNN's AVX512-BF16 backward-weights kernel transposes x and dy
@@ -156,7 +160,7 @@ static void run_reorder(conv_prim *cp, int to_prim)
  * (perf). oneDNN
  * runs a primitive made for one thread inline, without the barrier; the
  * weight gradient's arithmetic then no longer depends on the thread count. */
-static void make_pass(conv_entry *e, int pass)
+static dnnl_primitive_desc_t pass_pd(const conv_entry *e, int pass)
 {
     const dt_conv_shape *s = &e->s;
     /* bf16: what the pass reads is bf16 (x; w; dy), what it writes fp32 (y; dx; dw, db) */
@@ -172,11 +176,6 @@ static void make_pass(conv_entry *e, int pass)
     dnnl_dims_t pad_r = { (s->P - 1) * s->stride + s->R - s->H - s->pad,
                           (s->Q - 1) * s->stride + s->S - s->W - s->pad };
     dnnl_primitive_desc_t pd = NULL;
-#ifdef _OPENMP
-    const int one_thread = e->bf16 && pass == PASS_BWD_WEIGHTS && e->threads > 1;
-    if (one_thread) // oneDNN sizes its thread split by OpenMP's maximum at creation
-        omp_set_num_threads(1);
-#endif
     for (int wino = use_winograd(s, pass, e->bf16); wino >= 0 && !pd; wino--) {
         dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
         dnnl_convolution_desc_t cd;
@@ -202,19 +201,44 @@ static void make_pass(conv_entry *e, int pass)
         DT_FATAL("oneDNN has no %s convolution (pass %d) for B %d, %dx%dx%d -> %dx%dx%d, %dx%d "
                  "stride %d pad %d", e->bf16 ? "bf16" : "fp32", pass, s->B, s->C, s->H, s->W, s->K, s->P, s->Q, s->R, s->S,
                  s->stride, s->pad);
+    return pd;
+}
+
+/* Create the primitive of one pass, with its weights memory and reorder, on
+ * the pass's first call. The forward's descriptor is made with the entry
+ * (the backward passes' hint), its primitive only where a forward runs: in
+ * bf16 a pass that stays fp32 (bf16_conv2d_pass_bf16) may be a backward one
+ * whose forward is bf16, and a primitive costs its JIT code and weights
+ * buffer whether or not it is executed. */
+static void make_pass(conv_entry *e, int pass)
+{
+#ifdef _OPENMP
+    const int one_thread = e->bf16 && pass == PASS_BWD_WEIGHTS && e->threads > 1;
+    if (one_thread) // oneDNN sizes its thread split by OpenMP's maximum at creation
+        omp_set_num_threads(1);
+#endif
+    dnnl_primitive_desc_t pd = pass == PASS_FWD ? e->fwd_pd : pass_pd(e, pass);
     conv_prim *cp = &e->pass[pass];
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(
         pd, pass == PASS_BWD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
-    prim_weights(cp, w_md, s, pass != PASS_BWD_WEIGHTS);
+    prim_weights(cp, w_md, &e->s, pass != PASS_BWD_WEIGHTS);
     DNNL_CHECK(dnnl_primitive_create(&cp->p, pd));
 #ifdef _OPENMP
     if (one_thread)
         omp_set_num_threads(e->threads);
 #endif
-    if (pass == PASS_FWD)
-        e->fwd_pd = pd;
-    else
+    if (pass != PASS_FWD)
         DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+}
+
+/* The entry's pass, created on first use */
+static conv_prim *entry_pass(conv_entry *e, int pass)
+{
+    pthread_mutex_lock(&cache_lock);
+    if (!e->pass[pass].p)
+        make_pass(e, pass);
+    pthread_mutex_unlock(&cache_lock);
+    return &e->pass[pass];
 }
 
 static conv_entry *entry_get(const dt_conv_shape *s, int bias, int bf16)
@@ -250,7 +274,7 @@ static conv_entry *entry_get(const dt_conv_shape *s, int bias, int bf16)
             DNNL_CHECK(dnnl_memory_create(&e->src16, &src, engine, DNNL_MEMORY_NONE));
             DNNL_CHECK(dnnl_memory_create(&e->dst16, &dst, engine, DNNL_MEMORY_NONE));
         }
-        make_pass(e, PASS_FWD);
+        e->fwd_pd = pass_pd(e, PASS_FWD);
         e->next = cache;
         cache = e;
     }
@@ -284,7 +308,7 @@ void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
     if (s->B == 0)
         return;
     conv_entry *e = entry_get(s, b != NULL, 0);
-    conv_prim *cp = &e->pass[PASS_FWD];
+    conv_prim *cp = entry_pass(e, PASS_FWD);
     set(cp->w_user, w);
     run_reorder(cp, 1);
     set(e->src, x);
@@ -386,6 +410,13 @@ int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
     return have_amx() || !use_winograd(s, pass, 0);
 }
 
+/* The weight gradient reads x only as its bf16 copy where it is a bf16
+ * pass: there the engine may keep x in bf16 for the backward (backend.h) */
+int bf16_conv2d_reads_x_bf16(const dt_conv_shape *s)
+{
+    return bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS);
+}
+
 size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
 {
     const size_t fp32 = dnnl_conv2d_workspace(s); /* the passes that stay fp32 */
@@ -422,7 +453,7 @@ void bf16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
         return;
     }
     conv_entry *e = entry_get(s, b != NULL, 1);
-    conv_prim *cp = &e->pass[PASS_FWD];
+    conv_prim *cp = entry_pass(e, PASS_FWD);
     dt_bf16 *x16 = (dt_bf16 *)work;
     bf16_from_f32(x_elems(s), x, x16);
     set(cp->w_user, w);
@@ -452,14 +483,18 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
     }
     if (db && !dw) // a bias without a weight gradient does not occur in the engine
         DT_FATAL("bf16_conv2d_backward: a bias gradient needs the weight gradient");
-    /* the passes that stay fp32 (bf16_conv2d_pass_bf16), then the rest here */
-    if (dw && !bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS)) {
-        dnnl_conv2d_backward(s, x, w, dy, NULL, 0, dw, db, work);
-        dw = db = NULL;
-    }
-    if (dx && !bf16_conv2d_pass_bf16(s, PASS_BWD_DATA)) {
-        dnnl_conv2d_backward(s, x, w, dy, dx, 1, NULL, NULL, work);
-        dx = NULL;
+    /* the passes that stay fp32 (bf16_conv2d_pass_bf16) in one call, so that
+     * they share one fp32 entry (with the bias the weight gradient has), then
+     * the rest here */
+    const int dw32 = dw && !bf16_conv2d_pass_bf16(s, PASS_BWD_WEIGHTS);
+    const int dx32 = dx && !bf16_conv2d_pass_bf16(s, PASS_BWD_DATA);
+    if (dw32 || dx32) {
+        dnnl_conv2d_backward(s, x, w, dy, dx32 ? dx : NULL, 1, dw32 ? dw : NULL,
+                             dw32 ? db : NULL, work);
+        if (dw32)
+            dw = db = NULL;
+        if (dx32)
+            dx = NULL;
     }
     if (!dw && !dx)
         return;

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "nn/gemm_bf16.h"
+#include "nn/bf16_round.h"
 
 #include "core/error.h"
 #include "core/simd.h"
@@ -9,19 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Round to nearest even on the bit pattern: adding 0x7fff plus the lowest
- * kept bit carries into the kept half exactly when the dropped half is above
- * one half ulp, or equal to it with an odd kept half. NaNs keep a quiet bit
- * so that rounding cannot turn one into infinity. Branch-free, so that the
- * loops below vectorize: a conversion costs a pass over memory, no more. */
-static inline dt_bf16 bf16_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t quiet = (u >> 16) | 0x40u;
-    return (dt_bf16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
-}
+/* the rounding of one float (nn/bf16_round.h) */
+static inline dt_bf16 bf16_of(float f) { return bf16_round(f); }
 
 /* AVX-512 where the CPU has it (the integer steps above, 16 at a time; the
  * same bits as the default clone), else the baseline build */

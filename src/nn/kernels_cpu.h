@@ -12,6 +12,7 @@ void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
                          const float *dy, float *dx, float *dW, float *db, float *work);
 /* linear.c, bf16 products (nn/gemm_bf16.h; needs oneDNN) */
 size_t bf16_linear_workspace(int B, int in, int out);
+int bf16_linear_is_bf16(int in, int out);
 void bf16_linear_forward(int B, int in, int out, const float *x, const float *W,
                          const float *b, float *y, float *work);
 void bf16_linear_backward(int B, int in, int out, const float *x, const float *W,
@@ -36,6 +37,7 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
  * whether pass (0 forward, 1 backward-data, 2 weight gradient) of shape s
  * runs in bf16 (1) or stays fp32 (0: a Winograd pass on a CPU without AMX) */
 int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass);
+int bf16_conv2d_reads_x_bf16(const dt_conv_shape *s);
 size_t bf16_conv2d_workspace(const dt_conv_shape *s);
 size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass);
 int bf16_conv2d_dx_accumulates(const dt_conv_shape *s);
@@ -54,6 +56,9 @@ void cpu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float 
 void cpu_relu_forward(size_t n, const float *x, float *y);
 void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx);
 void cpu_relu_backward_inplace(size_t n, const float *y, float *d);
+void cpu_relu_backward_bf16(size_t n, const uint16_t *y, const float *dy, float *dx);
+void cpu_relu_backward_inplace_bf16(size_t n, const uint16_t *y, float *d);
+void cpu_relu_forward_bf16(size_t n, const float *x, float *y, uint16_t *y16);
 void cpu_sigmoid_forward(size_t n, const float *x, float *y);
 void cpu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx);
 /* dropout.c */

@@ -219,6 +219,11 @@ static void release_buffers(dt_net *n)
         n->be->mem_free(n->arena);
     free(n->act_fwd);
     free(n->act_rec);
+    free(n->owner);
+    free(n->stash);
+    free(n->stash_at);
+    free(n->widen_at);
+    free(n->mask16);
     free(n->first_use);
     free(n->dx_tmp);
     free(n->act);
@@ -229,6 +234,8 @@ static void release_buffers(dt_net *n)
     n->arena = NULL;
     n->arena_n = 0;
     n->act_fwd = n->act_rec = NULL;
+    n->owner = n->stash_at = n->widen_at = NULL;
+    n->stash = n->mask16 = NULL;
     n->first_use = NULL;
     n->dx_tmp = NULL;
     n->act = n->dact = NULL;
@@ -261,6 +268,47 @@ void net_reserve(dt_net *n, int B)
     n->dlogits = n->dact[n->nnodes - 1];
 }
 
+/* Whether ReLU node i writes the bf16 copy of its output (a training
+ * forward: the backward reads it) */
+static int relu_keeps_bf16(const dt_net *n, int i)
+{
+    const int o = n->owner[i];
+    return n->nodes[i].op == OP_RELU && o != i && n->stash[o] && n->stash_at[o] == i;
+}
+
+/* The bf16 copies made after forward node i (a training forward), but for
+ * one a ReLU made as it wrote it */
+static void keep_bf16_after(dt_net *n, int i, int B)
+{
+    for (int j = 1; j < n->nnodes; j++)
+        if (n->stash[j] && n->stash_at[j] == i && !relu_keeps_bf16(n, i))
+            n->be->to_bf16((size_t)B * node_size(&n->nodes[j]), n->act[j], n->stash[j]);
+}
+
+/* Before backward node i: the bf16 copies its readers need as floats,
+ * widened into their backward buffers, which every node sharing the
+ * owner's output follows until the backward ends (widen_back). */
+static void widen_before(dt_net *n, int i, int B)
+{
+    for (int j = 1; j < n->nnodes; j++) {
+        if (!n->stash[j] || n->widen_at[j] != i)
+            continue;
+        n->be->from_bf16((size_t)B * node_size(&n->nodes[j]), n->stash[j], n->act_rec[j]);
+        for (int k = 1; k < n->nnodes; k++)
+            if (n->owner[k] == j)
+                n->act[k] = n->act_rec[j];
+    }
+}
+
+static void widen_back(dt_net *n)
+{
+    for (int j = 1; j < n->nnodes; j++)
+        if (n->stash[j] && n->widen_at[j])
+            for (int k = 1; k < n->nnodes; k++)
+                if (n->owner[k] == j)
+                    n->act[k] = n->act_fwd[j];
+}
+
 double net_forward(dt_net *n, const float *params, const float *x, const int32_t *y, int B,
                    int train, uint64_t dropout_key, int *correct)
 {
@@ -269,6 +317,8 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
         net_reserve(n, B);
     n->act[0] = (float *)x; /* read only: no kernel writes its input */
     for (int i = 1; i < n->nnodes; i++) {
+        if (train && i > 1)
+            keep_bf16_after(n, i - 1, B);
         const dt_node *d = &n->nodes[i];
         const float *in = n->act[d->in0];
         float *out = n->act[i];
@@ -297,7 +347,12 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             be->avgpool_forward(B, xi->c, xi->h * xi->w, xi->blk, in, out);
             break;
         }
-        case OP_RELU: be->relu_forward(sz, in, out); break;
+        case OP_RELU:
+            if (train && relu_keeps_bf16(n, i))
+                be->relu_forward_bf16(sz, in, out, n->stash[n->owner[i]]);
+            else
+                be->relu_forward(sz, in, out);
+            break;
         case OP_SIGMOID: be->sigmoid_forward(sz, in, out); break;
         case OP_DROPOUT:
             if (train && !n->no_dropout)
@@ -321,6 +376,8 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
         case OP_INPUT: break;
         }
     }
+    if (train)
+        keep_bf16_after(n, n->nnodes - 1, B);
     n->fwd_train = train;
     int hits = 0;
     double loss = be->softmax_xent(B, n->classes, n->act[n->nnodes - 1], y,
@@ -355,6 +412,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
         for (int g = 1; g < n->nnodes; g++) // before anything reads node g's output
             if (n->nodes[g].recompute_at == i)
                 recompute(n, params, g, B);
+        widen_before(n, i, B);
         const dt_node *d = &n->nodes[i];
         const dt_node *xi = &n->nodes[d->in0];
         const float *x = n->act[d->in0], *dy = n->dact[i];
@@ -408,7 +466,11 @@ void net_backward(dt_net *n, const float *params, float *grads)
                 be->avgpool_backward(B, xi->c, xi->h * xi->w, xi->blk, dy, dx);
             break;
         case OP_RELU:
-            if (in_place)
+            if (n->mask16[i] && in_place)
+                be->relu_backward_inplace_bf16(sz, n->mask16[i], dx);
+            else if (n->mask16[i] && dx)
+                be->relu_backward_bf16(sz, n->mask16[i], dy, dx);
+            else if (in_place)
                 be->relu_backward_inplace(sz, n->act[i], dx);
             else if (dx)
                 be->relu_backward(sz, n->act[i], dy, dx);
@@ -444,6 +506,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
     for (int g = 1; g < n->nnodes; g++)
         if (n->nodes[g].recompute_at)
             n->act[g] = n->act[n->nodes[g].fuse_out] = n->act_fwd[g];
+    widen_back(n);
 }
 
 const float *net_logits(const dt_net *n) { return n->act[n->nnodes - 1]; }

@@ -70,7 +70,18 @@ typedef struct dt_net {
                             * the arena, shared by buffers whose lifetimes do not meet */
     float *arena;          /* every activation and gradient buffer of a batch */
     size_t arena_n;        /* its floats */
-    float **act_fwd, **act_rec; /* recomputed nodes: their forward and backward buffers */
+    float **act_fwd, **act_rec; /* recomputed nodes, and activations kept in bf16 that a
+                            * backward reader needs widened: their forward and backward
+                            * buffers */
+    int *owner;            /* per node: the node whose buffer holds its output */
+    uint16_t **stash;      /* per owner: its bf16 copy kept for the backward (a bf16
+                            * backend, nn/net_plan.c), NULL: none */
+    int *stash_at;         /* per owner: the forward node after which the copy is made
+                            * (by that node itself where it is a ReLU writing the owner) */
+    int *widen_at;         /* per owner: the backward node before which the copy is widened
+                            * into act_rec; 0: never (only ReLUs read it, from mask16) */
+    uint16_t **mask16;     /* per ReLU node: the bf16 copy of its output its backward reads,
+                            * NULL: it reads act */
     int *first_use;        /* per node: the backward step at which dact becomes live */
     float **dx_tmp;        /* per node: a conv whose kernel cannot add into its input's
                             * gradient writes there first (a gradient buffer free at
@@ -84,6 +95,8 @@ typedef struct dt_net {
     int fwd_train;         /* last forward was in training mode */
     int last_B;            /* batch of the last forward */
     int no_dropout;        /* tests: dropout is the identity even in training */
+    int no_keep_bf16;      /* tests: no activation kept in bf16 for the backward (the
+                            * plan before that choice), set before the first forward */
 } dt_net;
 
 dt_net *net_create(const dt_backend *be, int c, int h, int w);
