@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "models/gpt.h"
 #include "nn/transformer.h"
+#include "reference.h"
 #include "tap.h"
 
 /* Relative error of a gradient vector against finite differences. The float
@@ -712,7 +713,6 @@ static void test_causality(void)
 
 /* ---- agreement with PyTorch ---------------------------------------------------------- */
 
-#define REF_FIRST 4
 #define REF_PARAM_SEED 2024
 #define REF_DATA_SEED 4202
 
@@ -761,41 +761,16 @@ static void ref_batch_free(ref_batch *rb)
     gpt_free(rb->m);
 }
 
-/* Raw little-endian 32-bit words, whatever the host's byte order. */
-static int write_le32(const char *dir, const char *name, const char *ext, const void *words, size_t n)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "test_gpt --dump: cannot create %s\n", path);
-        return -1;
-    }
-    const unsigned char *src = words;
-    int ok = 1;
-    for (size_t i = 0; i < n && ok; i++) {
-        uint32_t u;
-        unsigned char buf[4];
-        memcpy(&u, src + 4 * i, 4);
-        for (int k = 0; k < 4; k++)
-            buf[k] = (unsigned char)(u >> (8 * k));
-        ok = fwrite(buf, 1, 4, f) == 4;
-    }
-    ok = (fclose(f) == 0) && ok;
-    if (!ok)
-        fprintf(stderr, "test_gpt --dump: write to %s failed\n", path);
-    return ok ? 0 : -1;
-}
-
 static int ref_dump(const char *dir)
 {
     for (size_t k = 0; k < REF_NCASES; k++) {
         const struct ref_case *rc = &ref_cases[k];
         ref_batch rb = ref_batch_make(k);
         const size_t n = (size_t)rc->B * rc->cfg.block;
-        int err = write_le32(dir, rc->name, "params.f32", rb.params, gpt_nparams(rb.m));
-        err |= write_le32(dir, rc->name, "tokens.i32", rb.tok, n);
-        err |= write_le32(dir, rc->name, "targets.i32", rb.tgt, n);
+        int err = ref_write_le32("test_gpt", dir, rc->name, "params.f32", rb.params,
+                                 gpt_nparams(rb.m));
+        err |= ref_write_le32("test_gpt", dir, rc->name, "tokens.i32", rb.tok, n);
+        err |= ref_write_le32("test_gpt", dir, rc->name, "targets.i32", rb.tgt, n);
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.tensors.txt", dir, rc->name);
         FILE *f = fopen(path, "w");
@@ -822,86 +797,6 @@ static int ref_dump(const char *dir)
             return 1;
     }
     return 0;
-}
-
-typedef struct ref_vals {
-    char name[40];
-    double norm, first[REF_FIRST];
-} ref_vals;
-
-typedef struct ref_model {
-    char name[32];
-    double loss;
-    ref_vals logits;
-    int ngrads;
-    ref_vals *grads;
-} ref_model;
-
-static FILE *ref_open(const char *argv0, char *path, size_t len)
-{
-    const char *rel = "tests/fixtures/gpt_reference.txt";
-    const char *top = getenv("top_srcdir");
-    if (top && *top) {
-        snprintf(path, len, "%s/%s", top, rel);
-        FILE *f = fopen(path, "r");
-        if (f)
-            return f;
-    }
-    const char *slash = strrchr(argv0, '/');
-    if (slash) {
-        snprintf(path, len, "%.*s/../%s", (int)(slash - argv0), argv0, rel);
-        FILE *f = fopen(path, "r");
-        if (f)
-            return f;
-    }
-    snprintf(path, len, "%s", rel);
-    return fopen(path, "r");
-}
-
-/* Returns the number of models, or -1 with a message naming the file and line. */
-static int ref_parse(FILE *f, const char *path, ref_model **out)
-{
-    ref_model *models = NULL;
-    int nm = 0;
-    char line[1024];
-    long lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
-        char name[64];
-        double loss, g[1 + REF_FIRST];
-        if (sscanf(line, "model %63s loss %lf", name, &loss) == 2 && strlen(name) < 32) {
-            models = dt_realloc(models, (size_t)(nm + 1) * sizeof *models);
-            models[nm] = (ref_model){ .loss = loss };
-            snprintf(models[nm].name, sizeof models[nm].name, "%s", name);
-            nm++;
-        } else if (nm > 0 && sscanf(line, "logits l2 %lf first %lf %lf %lf %lf", &g[0], &g[1],
-                                    &g[2], &g[3], &g[4]) == 1 + REF_FIRST) {
-            ref_vals *v = &models[nm - 1].logits;
-            snprintf(v->name, sizeof v->name, "logits");
-            v->norm = g[0];
-            memcpy(v->first, g + 1, sizeof v->first);
-        } else if (nm > 0 &&
-                   sscanf(line, "grad %63s l2 %lf first %lf %lf %lf %lf", name, &g[0], &g[1], &g[2],
-                          &g[3], &g[4]) == 2 + REF_FIRST && strlen(name) < 40) {
-            ref_model *md = &models[nm - 1];
-            md->grads = dt_realloc(md->grads, (size_t)(md->ngrads + 1) * sizeof *md->grads);
-            ref_vals *v = &md->grads[md->ngrads++];
-            snprintf(v->name, sizeof v->name, "%s", name);
-            v->norm = g[0];
-            memcpy(v->first, g + 1, sizeof v->first);
-        } else {
-            printf("# %s:%ld: expected 'model NAME loss X', 'logits l2 X first A B C D' or "
-                   "'grad NAME l2 X first A B C D'\n", path, lineno);
-            for (int i = 0; i < nm; i++)
-                free(models[i].grads);
-            free(models);
-            return -1;
-        }
-    }
-    *out = models;
-    return nm;
 }
 
 /* Norm relative error and the worst leading entry in units of the allowed
@@ -973,7 +868,7 @@ static void ref_compare(size_t k, const ref_model *want)
 static void test_torch_reference(const char *argv0)
 {
     char path[4096];
-    FILE *f = ref_open(argv0, path, sizeof path);
+    FILE *f = ref_open(argv0, "tests/fixtures/gpt_reference.txt", path, sizeof path);
     CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
           path);
     if (!f)
@@ -992,9 +887,7 @@ static void test_torch_reference(const char *argv0)
         else
             CHECK(0, "%s has reference values for %s", path, ref_cases[k].name);
     }
-    for (int i = 0; i < nm; i++)
-        free(models[i].grads);
-    free(models);
+    ref_models_free(models, nm);
 }
 
 int main(int argc, char **argv)

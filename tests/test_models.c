@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "models/models.h"
+#include "reference.h"
 #include "tap.h"
 
 /* The backend under test: the native one, then oneDNN's when built in (the
@@ -148,7 +149,6 @@ static void gradcheck(const char *name, int c, int h, int w, int B, int probes, 
 #define REF_B 4                  /* batch of every case */
 #define REF_PARAM_SEED 1234      /* net_init_params seed */
 #define REF_DATA_SEED 4321       /* rng_make(REF_DATA_SEED, case index, 0, 0) */
-#define REF_FIRST 4              /* leading gradient entries in the fixture */
 
 static const struct ref_case { const char *name; int c, h, w; } ref_cases[] = {
     { "logreg", 1, 28, 28 },     /* the mlp is "100" sigmoid, resnet gn_groups 2: see build() */
@@ -191,34 +191,6 @@ static void ref_batch_free(ref_batch *rb)
     net_free(rb->net);
 }
 
-/* Raw little-endian 32-bit words, whatever the host's byte order, so the
- * dump reads the same in numpy's '<f4' / '<i4'. */
-static int ref_write_le32(const char *dir, const char *name, const char *ext, const void *words,
-                          size_t n)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "test_models --dump: cannot create %s\n", path);
-        return -1;
-    }
-    const unsigned char *src = words;
-    unsigned char buf[4];
-    int ok = 1;
-    for (size_t i = 0; i < n && ok; i++) {
-        uint32_t u;
-        memcpy(&u, src + 4 * i, 4);
-        for (int k = 0; k < 4; k++)
-            buf[k] = (unsigned char)(u >> (8 * k));
-        ok = fwrite(buf, 1, 4, f) == 4;
-    }
-    ok = (fclose(f) == 0) && ok;
-    if (!ok)
-        fprintf(stderr, "test_models --dump: write to %s failed\n", path);
-    return ok ? 0 : -1;
-}
-
 static int ref_dump(const char *dir)
 {
     for (size_t m = 0; m < REF_NCASES; m++) {
@@ -227,9 +199,10 @@ static int ref_dump(const char *dir)
         if (!rb.net)
             return 1;
         size_t in = (size_t)REF_B * rc->c * rc->h * rc->w;
-        int err = ref_write_le32(dir, rc->name, "params.f32", rb.params, rb.net->nparams);
-        err |= ref_write_le32(dir, rc->name, "x.f32", rb.x, in);
-        err |= ref_write_le32(dir, rc->name, "y.i32", rb.y, REF_B);
+        int err = ref_write_le32("test_models", dir, rc->name, "params.f32", rb.params,
+                                 rb.net->nparams);
+        err |= ref_write_le32("test_models", dir, rc->name, "x.f32", rb.x, in);
+        err |= ref_write_le32("test_models", dir, rc->name, "y.i32", rb.y, REF_B);
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.tensors.txt", dir, rc->name);
         FILE *f = fopen(path, "w");
@@ -254,82 +227,6 @@ static int ref_dump(const char *dir)
             return 1;
     }
     return 0;
-}
-
-typedef struct ref_grad {
-    char name[32];
-    double norm, first[REF_FIRST];
-} ref_grad;
-
-typedef struct ref_model {
-    char name[32];
-    double loss;
-    int ngrads;
-    ref_grad *grads;
-} ref_model;
-
-/* The fixture: first $top_srcdir (exported by `make check`), then beside the
- * binary's directory (../tests/fixtures), then relative to the cwd. */
-static FILE *ref_open(const char *argv0, char *path, size_t len)
-{
-    const char *rel = "tests/fixtures/models_reference.txt";
-    const char *top = getenv("top_srcdir");
-    if (top && *top) {
-        snprintf(path, len, "%s/%s", top, rel);
-        FILE *f = fopen(path, "r");
-        if (f)
-            return f;
-    }
-    const char *slash = strrchr(argv0, '/');
-    if (slash) {
-        snprintf(path, len, "%.*s/../%s", (int)(slash - argv0), argv0, rel);
-        FILE *f = fopen(path, "r");
-        if (f)
-            return f;
-    }
-    snprintf(path, len, "%s", rel);
-    return fopen(path, "r");
-}
-
-/* Parse the fixture; returns the number of models, or -1 with a message
- * naming the file and line. */
-static int ref_parse(FILE *f, const char *path, ref_model **out)
-{
-    ref_model *models = NULL;
-    int nm = 0;
-    char line[1024];
-    long lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
-        char name[64];
-        double loss, g[1 + REF_FIRST];
-        if (sscanf(line, "model %63s loss %lf", name, &loss) == 2 && strlen(name) < 32) {
-            models = dt_realloc(models, (size_t)(nm + 1) * sizeof *models);
-            models[nm] = (ref_model){ .loss = loss };
-            snprintf(models[nm].name, sizeof models[nm].name, "%s", name);
-            nm++;
-        } else if (nm > 0 &&
-                   sscanf(line, "grad %63s l2 %lf first %lf %lf %lf %lf", name, &g[0], &g[1], &g[2],
-                          &g[3], &g[4]) == 2 + REF_FIRST && strlen(name) < 32) {
-            ref_model *md = &models[nm - 1];
-            md->grads = dt_realloc(md->grads, (size_t)(md->ngrads + 1) * sizeof *md->grads);
-            ref_grad *rg = &md->grads[md->ngrads++];
-            snprintf(rg->name, sizeof rg->name, "%s", name);
-            rg->norm = g[0];
-            memcpy(rg->first, g + 1, sizeof rg->first);
-        } else {
-            printf("# %s:%ld: expected 'model NAME loss X' or 'grad NAME l2 X first A B C D'\n",
-                   path, lineno);
-            for (int i = 0; i < nm; i++)
-                free(models[i].grads);
-            free(models);
-            return -1;
-        }
-    }
-    *out = models;
-    return nm;
 }
 
 static void ref_compare(size_t m, const ref_model *want)
@@ -362,7 +259,7 @@ static void ref_compare(size_t m, const ref_model *want)
         int bad_norm = -1, bad_first = -1;
         for (int t = 0; t < n->ntensors; t++) {
             const dt_tensor_view *v = &n->tensors[t];
-            const ref_grad *rg = &want->grads[t];
+            const ref_vals *rg = &want->grads[t];
             double ss = 0;
             for (size_t i = 0; i < v->count; i++)
                 ss += (double)g[v->offset + i] * g[v->offset + i];
@@ -401,7 +298,7 @@ static void ref_compare(size_t m, const ref_model *want)
 static void test_torch_reference(const char *argv0)
 {
     char path[4096];
-    FILE *f = ref_open(argv0, path, sizeof path);
+    FILE *f = ref_open(argv0, "tests/fixtures/models_reference.txt", path, sizeof path);
     CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
           path);
     if (!f)
@@ -420,9 +317,7 @@ static void test_torch_reference(const char *argv0)
         else
             CHECK(0, "%s has reference values for %s", path, ref_cases[m].name);
     }
-    for (int i = 0; i < nm; i++)
-        free(models[i].grads);
-    free(models);
+    ref_models_free(models, nm);
 }
 
 int main(int argc, char **argv)
