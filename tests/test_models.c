@@ -322,8 +322,10 @@ static void test_torch_reference(const char *argv0)
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && strcmp(argv[1], "--dump") == 0)
+    if (argc == 3 && strcmp(argv[1], "--dump") == 0) {
+        be = backend_cpu(); /* the parameters and batch do not depend on it */
         return ref_dump(argv[2]);
+    }
     if (argc != 1) {
         fprintf(stderr, "usage: %s [--dump DIR]\n", argv[0]);
         return 2;
