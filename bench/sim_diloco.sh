@@ -10,6 +10,9 @@
 # A diloco run takes exactly one outer loop (run.max_steps = H): its time
 # per step is (H compute + one exchange) / H, the steady state, since the
 # ranks are in step at every outer step. allreduce and sgp take one step.
+# The deck's epochs are many so that run.max_steps ends every run: one epoch
+# of the synthetic set is 1,000,000 / (32 ranks) steps, 30 at 1,024 ranks,
+# fewer than H = 50 (such a run would take no outer step).
 #
 # 512 and 1,024 nodes need the launcher's huge pages (a hugetlbfs mount with
 # 2 MiB pages and vm.max_map_count of about 2 M: doc/simulator.md); on 4 KiB
@@ -53,6 +56,7 @@ cat >"$deck" <<DECK
 [run]
 output_dir = $out/unused
 max_steps = 1
+epochs = 1000
 log_every = 1000
 [algorithm]
 mode = diloco
