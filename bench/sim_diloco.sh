@@ -10,6 +10,15 @@
 # A diloco run takes exactly one outer loop (run.max_steps = H): its time
 # per step is (H compute + one exchange) / H, the steady state, since the
 # ranks are in step at every outer step. allreduce and sgp take one step.
+# The deck's epochs are many so that run.max_steps ends every run: one epoch
+# of the synthetic set is 1,000,000 / (32 ranks) steps, 30 at 1,024 ranks,
+# fewer than H = 50 (such a run would take no outer step).
+#
+# 512 and 1,024 nodes need the launcher's huge pages (a hugetlbfs mount with
+# 2 MiB pages and vm.max_map_count of about 2 M: doc/simulator.md); on 4 KiB
+# pages the shared vectors' page tables make a 512-node run take more than
+# 30 minutes here. Each run's CPU time (/usr/bin/time, where installed)
+# ends its log.
 #
 # Environment (all optional):
 #   DTRAIN_SIM, DTRAIN_POST  the launcher and dtrain-post (default: this tree's src/)
@@ -17,7 +26,7 @@
 #   PLATFORMS   default "eth1g eth10g eth25g ib-hdr"
 #   VARIANTS    default "allreduce sgp d10 d50 d200 i50": dH = fp32 diloco with
 #               H inner steps, iH = int8, sH = streaming (5 fragments, overlap 5)
-#   RANKS       default "8 32 128 512" (empty: only gather the records and draw)
+#   RANKS       default "8 32 128 512 1024" (empty: only gather the records and draw)
 #   PARAMS      flat vector length (default 124000000: GPT-2 small, 124 M)
 #   COMPUTE     seconds of compute per inner step (default 0.3)
 #   JOBS        simulations run at once (default 1; each is one process)
@@ -31,7 +40,7 @@ DTRAIN_POST=${DTRAIN_POST:-$REPO/src/dtrain-post}
 BENCH_OUT=${BENCH_OUT:-/tmp/dtrain-bench}
 PLATFORMS=${PLATFORMS:-eth1g eth10g eth25g ib-hdr}
 VARIANTS=${VARIANTS:-allreduce sgp d10 d50 d200 i50}
-RANKS=${RANKS-8 32 128 512}
+RANKS=${RANKS-8 32 128 512 1024}
 PARAMS=${PARAMS:-124000000}
 COMPUTE=${COMPUTE:-0.3}
 JOBS=${JOBS:-1}
@@ -47,6 +56,7 @@ cat >"$deck" <<DECK
 [run]
 output_dir = $out/unused
 max_steps = 1
+epochs = 1000
 log_every = 1000
 [algorithm]
 mode = diloco
@@ -80,12 +90,14 @@ one() {
     local d=$out/$p/$v-$n
     rm -rf "$d"
     mkdir -p "$d"
+    local tm=()
+    [ -x /usr/bin/time ] && tm=(/usr/bin/time -f "cpu: %U s user, %S s system, %e s wall, %M KB peak RSS")
     # shellcheck disable=SC2086
-    timeout --kill-after=10 "$TIMEOUT" nice -n "$NICE" "$DTRAIN_SIM" --ranks "$n" --platform "$p" \
+    timeout --kill-after=10 "$TIMEOUT" nice -n "$NICE" "${tm[@]}" "$DTRAIN_SIM" --ranks "$n" --platform "$p" \
         "$deck" run.output_dir="$d" sim.params="$PARAMS" sim.compute_time="$COMPUTE" $a \
         >"$d.log" 2>&1
     local rc=$?
-    echo "== $p $v $n ranks: exit $rc, $(date -u +%H:%M:%S), $(grep -h 'per iteration' "$d.log" | cut -c 13-)"
+    echo "== $p $v $n ranks: exit $rc, $(date -u +%H:%M:%S), $(grep -h 'per iteration' "$d.log" | cut -c 13-) $(grep -h '^cpu: ' "$d.log")"
 }
 export -f one args
 export out deck DTRAIN_SIM PARAMS COMPUTE TIMEOUT NICE
