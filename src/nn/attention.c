@@ -354,12 +354,15 @@ static int tiled_fits(int T, int hs) { return T % 16 == 0 && hs % 16 == 0 && hs 
 
 static inline int round16(int n) { return (n + 15) & ~15; }
 
-/* out[r][16 v + c] = alpha sum_d a[r lda + d] bt[d ldb + 16 v + c], r < ATT_R,
- * v < nv: ATT_R rows of q k^T (a = q, bt = k^T) over nv vectors of keys. */
-static inline __attribute__((always_inline)) void tile_dot(int nv, int hs, float alpha,
-                                                           const float *a, int lda,
-                                                           const float *bt, int ldb, float *out,
-                                                           int ldo)
+/* One register tile of a product: out[r][16 v + c] = alpha sum_k a[r lda + k]
+ * b[k ldb + 16 v + c] for r < ATT_R rows and nv < 5 vectors of 16 columns.
+ * Serves every product here: ATT_R rows of q k^T (a = q, b = k^T, K = hs,
+ * the columns keys), of P v or dS k (a = P or dS, K = the keys a row sees,
+ * the columns the head's). */
+static inline __attribute__((always_inline)) void tile_mm(int nv, int K, float alpha,
+                                                          const float *a, int lda,
+                                                          const float *b, int ldb, float *out,
+                                                          int ldo)
 {
     v16f acc[ATT_R][4];
     #pragma GCC unroll 4
@@ -367,17 +370,17 @@ static inline __attribute__((always_inline)) void tile_dot(int nv, int hs, float
         #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             acc[r][v] = v16_splat(0);
-    for (int d = 0; d < hs; d++) {
-        v16f b[4];
+    for (int k = 0; k < K; k++) {
+        v16f bk[4];
         #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
-            b[v] = v16_ld(bt + (size_t)d * ldb + 16 * v);
+            bk[v] = v16_ld(b + (size_t)k * ldb + 16 * v);
         #pragma GCC unroll 4
         for (int r = 0; r < ATT_R; r++) {
-            const float s = a[(size_t)r * lda + d];
+            const float s = a[(size_t)r * lda + k];
             #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
-                acc[r][v] += s * b[v];
+                acc[r][v] += s * bk[v];
         }
     }
     #pragma GCC unroll 4
@@ -398,47 +401,14 @@ ATT_CLONES static void block_dot(int r0, int hs, float alpha, const float *a, in
         const int cols = round16(r0 + i + ATT_R);
         int j = 0;
         for (; j + 64 <= cols; j += 64)
-            tile_dot(4, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
+            tile_mm(4, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
         switch ((cols - j) / 16) {
-        case 3: tile_dot(3, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
-        case 2: tile_dot(2, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
-        case 1: tile_dot(1, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
+        case 3: tile_mm(3, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
+        case 2: tile_mm(2, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
+        case 1: tile_mm(1, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
         default: break;
         }
     }
-}
-
-/* out[r][:] = alpha sum_{j < n} p[r ldp + j] v[j ldv + :], r < ATT_R, over
- * nv vectors of the head: ATT_R rows of P v (or dS k). */
-static inline __attribute__((always_inline)) void tile_pv(int nv, int n, float alpha,
-                                                          const float *p, int ldp,
-                                                          const float *v, int ldv, float *out,
-                                                          int ldo)
-{
-    v16f acc[ATT_R][4];
-    #pragma GCC unroll 4
-    for (int r = 0; r < ATT_R; r++)
-        #pragma GCC unroll 4
-        for (int e = 0; e < nv; e++)
-            acc[r][e] = v16_splat(0);
-    for (int j = 0; j < n; j++) {
-        v16f b[4];
-        #pragma GCC unroll 4
-        for (int e = 0; e < nv; e++)
-            b[e] = v16_ld(v + (size_t)j * ldv + 16 * e);
-        #pragma GCC unroll 4
-        for (int r = 0; r < ATT_R; r++) {
-            const float s = p[(size_t)r * ldp + j];
-            #pragma GCC unroll 4
-            for (int e = 0; e < nv; e++)
-                acc[r][e] += s * b[e];
-        }
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < ATT_R; r++)
-        #pragma GCC unroll 4
-        for (int e = 0; e < nv; e++)
-            v16_st(out + (size_t)r * ldo + 16 * e, alpha * acc[r][e]);
 }
 
 /* out[r0 ..] (TB, hs) stride ldo = alpha P (TB, ·) v (·, hs): the tile of
@@ -451,10 +421,10 @@ ATT_CLONES static void block_pv(int r0, int hs, float alpha, const float *p, int
         float *o = out + (size_t)(r0 + i) * ldo;
         const int n = r0 + i + ATT_R;
         switch (hs / 16) {
-        case 4: tile_pv(4, n, alpha, pr, ldp, v, ldv, o, ldo); break;
-        case 3: tile_pv(3, n, alpha, pr, ldp, v, ldv, o, ldo); break;
-        case 2: tile_pv(2, n, alpha, pr, ldp, v, ldv, o, ldo); break;
-        default: tile_pv(1, n, alpha, pr, ldp, v, ldv, o, ldo); break;
+        case 4: tile_mm(4, n, alpha, pr, ldp, v, ldv, o, ldo); break;
+        case 3: tile_mm(3, n, alpha, pr, ldp, v, ldv, o, ldo); break;
+        case 2: tile_mm(2, n, alpha, pr, ldp, v, ldv, o, ldo); break;
+        default: tile_mm(1, n, alpha, pr, ldp, v, ldv, o, ldo); break;
         }
     }
 }
