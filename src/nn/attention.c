@@ -243,6 +243,18 @@ ATT_CLONES static void softmax_row_backward(int n, int cols, const float *p, flo
     memset(d + z, 0, (size_t)(cols - z) * sizeof *d);
 }
 
+/* Where head h of sequence b starts, bh = b NH + h: in the fused qkv (B, T,
+ * 3C) (its q; k and v follow at + C and + 2C) and in a (B, T, C) tensor. */
+static inline size_t head_qkv(int bh, int T, int C, int NH)
+{
+    return (size_t)(bh / NH) * T * 3 * C + (size_t)(bh % NH) * (C / NH);
+}
+
+static inline size_t head_out(int bh, int T, int C, int NH)
+{
+    return (size_t)(bh / NH) * T * C + (size_t)(bh % NH) * (C / NH);
+}
+
 void attention_forward_blocked(int B, int T, int C, int NH, const float *qkv, float *y,
                                float *lse, float *probs, float p, uint64_t key, float *work,
                                int nwork)
@@ -251,10 +263,9 @@ void attention_forward_blocked(int B, int T, int C, int NH, const float *qkv, fl
     const float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
         float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T)
-        const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *k = q + C, *v = q + 2 * C;
-        float *yh = y + (size_t)b * T * C + (size_t)h * hs, *l = lse + (size_t)bh * T;
+        const float *q = qkv + head_qkv(bh, T, C, NH), *k = q + C, *v = q + 2 * C;
+        float *yh = y + head_out(bh, T, C, NH), *l = lse + (size_t)bh * T;
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
             const int rows = T - r0 < ATT_TB ? T - r0 : ATT_TB, cols = r0 + rows;
             // S (rows, cols) = scale q[r0..] (rows, hs) k[0..cols)^T (hs, cols)
@@ -284,13 +295,12 @@ void attention_backward_blocked(int B, int T, int C, int NH, const float *qkv, c
     const float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
         float *Pw = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
         float *dP = Pw + (size_t)ATT_TB * T, *Pd = Pw + (size_t)2 * ATT_TB * T;
-        const size_t o = (size_t)b * T * C3 + (size_t)h * hs;
+        const size_t o = head_qkv(bh, T, C, NH);
         const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dyh = dy + (size_t)b * T * C + (size_t)h * hs; // (T, hs), stride C
+        const float *dyh = dy + head_out(bh, T, C, NH); // (T, hs), stride C
         const float *l = lse + (size_t)bh * T;
         // dk and dv gather from every later query block: zero, then add
         for (int t = 0; t < T; t++) {
@@ -500,11 +510,10 @@ static void attention_forward_tiled(int B, int T, int C, int NH, const float *qk
     const float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
         float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T)
         float *kt = P + (size_t)3 * ATT_TB * T;                    // (hs, T)
-        const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *k = q + C, *v = q + 2 * C;
-        float *yh = y + (size_t)b * T * C + (size_t)h * hs, *l = lse + (size_t)bh * T;
+        const float *q = qkv + head_qkv(bh, T, C, NH), *k = q + C, *v = q + 2 * C;
+        float *yh = y + head_out(bh, T, C, NH), *l = lse + (size_t)bh * T;
         pack_t(T, hs, k, C3, kt);
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
             const int cols = r0 + ATT_TB;
@@ -532,14 +541,13 @@ static void attention_backward_tiled(int B, int T, int C, int NH, const float *q
     const float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
         float *Pw = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
         float *dP = Pw + (size_t)ATT_TB * T, *Pd = Pw + (size_t)2 * ATT_TB * T;
         float *vt = Pw + (size_t)3 * ATT_TB * T, *kt = vt + (size_t)ATT_HS_MAX * T; // (hs, T)
-        const size_t o = (size_t)b * T * C3 + (size_t)h * hs;
+        const size_t o = head_qkv(bh, T, C, NH);
         const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dyh = dy + (size_t)b * T * C + (size_t)h * hs; // (T, hs), stride C
+        const float *dyh = dy + head_out(bh, T, C, NH); // (T, hs), stride C
         const float *l = lse + (size_t)bh * T;
         for (int t = 0; t < T; t++) {
             memset(dk + (size_t)t * C3, 0, (size_t)hs * sizeof *dk);
