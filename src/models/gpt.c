@@ -30,7 +30,8 @@
  * pre-activation (fch16, 4 C a token, the largest kept tensor): c_fc's
  * fp32 output is rounded to bf16 as PyTorch's autocast stores a linear
  * layer's output, and GELU, forward and backward, reads the rounded values
- * widened back to fp32, so both passes see the same input ("baby", 1,500
+ * widened back to fp32, so both passes see the same input (nn/gelu.c's bf16
+ * passes: each reads and writes bf16 in one pass; "baby", 1,500
  * steps: validation loss 2.1140 against fp32's 2.1141). It is what puts
  * "baby"'s peak RSS below fp32's (oneDNN's bf16 kernels add code); "small"
  * keeps 38 MB less. The rest of what the forward keeps is the fp32 list
@@ -394,16 +395,18 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
         layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
                                    rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
                                    W(T_LN2B), m->mid[l], m->ln, m->ln2m[l], m->ln2r[l]);
-        if (m->w16) { // h4 = c_fc's output rounded (kept in fch16), then gelu of it
+        if (m->w16) {
+            // c_fc's output rounded is kept (fch16); gelu of it, rounded, is c_proj's
+            // operand, in dln as linear_fwd's own rounding would be
             linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->h4);
-            bf16_from_f32((size_t)N * 4 * C, m->h4, m->fch16[l]);
-            bf16_to_f32((size_t)N * 4 * C, m->fch16[l], m->h4);
-            gelu_forward((size_t)N * 4 * C, m->h4, m->h4);
+            gelu_forward_bf16((size_t)N * 4 * C, m->h4, m->fch16[l], (dt_bf16 *)m->dln);
+            matmul_forward_bf16(N, 4 * C, C, NULL, w16_of(m, W(T_FPW), 4 * C, C), W(T_FPB),
+                                m->res[l + 1], (dt_bf16 *)m->dln);
         } else {
             linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->fch[l]);
             gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
+            linear_fwd(m, N, 4 * C, C, m->h4, W(T_FPW), W(T_FPB), m->res[l + 1]);
         }
-        linear_fwd(m, N, 4 * C, C, m->h4, W(T_FPW), W(T_FPB), m->res[l + 1]);
         // the next LayerNorm: the next block's ln_1, or ln_f
         const int last = l == L - 1;
         const float *g = last ? tensor(m, params, m->ntensors - 2) : blockp(m, params, l + 1, T_LN1W);
@@ -459,15 +462,13 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
         float *gd = m->dln; // (N, 4C): dln and dqkv, free until c_fc's input gradient
         if (m->w16) {
-            // gelu of the rounded pre-activation (widened into h4, in place), rounded
-            // into gd for c_proj's dW, dbr rounded into ln (free until ln_2 below);
-            // then gd holds the pre-activation again for gelu's backward
-            bf16_to_f32(4 * NC, m->fch16[l], m->h4);
-            gelu_forward(4 * NC, m->h4, m->h4);
-            linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB),
+            // gelu of the rounded pre-activation, rounded, into gd for c_proj's dW;
+            // dbr rounded into ln (free until ln_2 below); the input gradient into
+            // h4, then through gelu's backward from the kept pre-activation
+            gelu_forward_bf16(4 * NC, NULL, m->fch16[l], (dt_bf16 *)gd);
+            linear_bwd(m, N, 4 * C, C, NULL, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB),
                        (dt_bf16 *)gd, (dt_bf16 *)m->ln);
-            bf16_to_f32(4 * NC, m->fch16[l], gd);
-            gelu_backward(4 * NC, gd, m->h4, m->h4);
+            gelu_backward_bf16(4 * NC, m->fch16[l], m->h4, m->h4);
         } else {
             gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
             // dW first, then the input gradient overwrites the GELU output in h4

@@ -6,7 +6,10 @@
 #include "nn/transformer.h"
 
 #include "core/simd.h"
+#include "nn/bf16_round.h"
 #include "nn/fast_exp.h"
+
+#include <string.h>
 
 #define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_A 0.044715f
@@ -94,4 +97,64 @@ void gelu_forward(size_t n, const float *x, float *y)
 void gelu_backward(size_t n, const float *x, const float *dy, float *dx)
 {
     DT_PARALLEL_CHUNKS(n, i0, len, gelu_bwd_chunk(len, x + i0, dy + i0, dx + i0));
+}
+
+/* ---- bf16 (compute.precision = bf16) ----------------------------------------
+ * The pre-activation is kept as its bf16 rounding and the GELU output feeds
+ * a bf16 product, so each pass below reads and writes bf16 directly instead
+ * of widening into a float buffer, computing, and rounding again in three
+ * passes over (N, 4C). Each runs its chunk through gelu_fwd_chunk /
+ * gelu_bwd_chunk in spans of GELU_SPAN floats on the stack: the same
+ * elements take the vector or the scalar path as in the float functions, so
+ * the results are theirs bit for bit. */
+#define GELU_SPAN 256 /* a multiple of 16 */
+
+DT_CLONES static void widen_span(size_t n, const dt_bf16 *x, float *y)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)x[i] << 16;
+        memcpy(&y[i], &u, sizeof u);
+    }
+}
+
+DT_CLONES static void round_span(size_t n, const float *x, dt_bf16 *y)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = bf16_round(x[i]);
+}
+
+static void gelu_fwd16_chunk(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y16)
+{
+    float t[GELU_SPAN];
+    for (size_t j = 0; j < n; j += GELU_SPAN) {
+        const size_t m = n - j < GELU_SPAN ? n - j : GELU_SPAN;
+        if (x)
+            round_span(m, x + j, x16 + j);
+        widen_span(m, x16 + j, t);
+        gelu_fwd_chunk(m, t, t);
+        round_span(m, t, y16 + j);
+    }
+}
+
+static void gelu_bwd16_chunk(size_t n, const dt_bf16 *x16, const float *dy, float *dx)
+{
+    float t[GELU_SPAN];
+    for (size_t j = 0; j < n; j += GELU_SPAN) {
+        const size_t m = n - j < GELU_SPAN ? n - j : GELU_SPAN;
+        widen_span(m, x16 + j, t);
+        gelu_bwd_chunk(m, t, dy + j, dx + j);
+    }
+}
+
+void gelu_forward_bf16(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y16)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len,
+                       gelu_fwd16_chunk(len, x ? x + i0 : NULL, x16 + i0, y16 + i0));
+}
+
+void gelu_backward_bf16(size_t n, const dt_bf16 *x16, const float *dy, float *dx)
+{
+    DT_PARALLEL_CHUNKS(n, i0, len, gelu_bwd16_chunk(len, x16 + i0, dy + i0, dx + i0));
 }

@@ -87,6 +87,13 @@ void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
  * output's gradient dy is known, dy *= d in place. x, y, d, dy (n) */
 void gelu_forward_deriv(size_t n, const float *x, float *y, float *d); /* y may be x */
 void gelu_backward_deriv(size_t n, const float *d, float *dy);
+/* The same on a pre-activation kept in bf16 (compute.precision = bf16), the
+ * results bit for bit those of rounding, widening and the float functions:
+ * forward, x16 (n) = x rounded (x NULL: x16 already holds it) and y16 (n) =
+ * gelu(x16) rounded, the next product's operand; backward, dx = dy *
+ * gelu'(x16) (dx may be dy). */
+void gelu_forward_bf16(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y16);
+void gelu_backward_bf16(size_t n, const dt_bf16 *x16, const float *dy, float *dx);
 
 /* ---- attention.c: causal multi-head self-attention ---- */
 /* Scratch floats attention_forward/backward need in `work` per thread. */
