@@ -3,6 +3,7 @@
  * ("section.key=value"), one per line. Parsed for a job of 1..8 ranks (the
  * first byte of the input picks the count: groups must add up to it). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,8 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (deck_parse_job(path, nov, args, world, &job) == 0) {
         /* every rank belongs to exactly one group */
         for (int r = 0; r < world; r++)
-            if (!deck_job_group(&job, r))
+            if (!deck_job_group(&job, r)) {
+                fprintf(stderr, "fuzz_deck: rank %d of %d is in no group\n", r, world);
                 abort();
+            }
         deck_job_free(&job);
     }
     dt_config cfg;
@@ -44,9 +47,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* the effective deck parses again to the same effective deck */
         char *eff2 = NULL;
         dt_config cfg2;
-        if (deck_parse_string("effective", eff, 0, NULL, &cfg2, &eff2) != 0 ||
-            strcmp(eff, eff2) != 0)
+        if (deck_parse_string("effective", eff, 0, NULL, &cfg2, &eff2) != 0) {
+            fprintf(stderr, "fuzz_deck: the effective deck does not read back: %s\n%s\n",
+                    dt_err_msg(), eff);
             abort();
+        }
+        if (strcmp(eff, eff2) != 0) {
+            size_t i = 0;
+            while (eff[i] == eff2[i])
+                i++;
+            fprintf(stderr, "fuzz_deck: the effective deck reads back to another one, from "
+                    "byte %zu: '%.80s' became '%.80s'\n", i, eff + i, eff2 + i);
+            abort();
+        }
         free(eff2);
     }
     free(eff);

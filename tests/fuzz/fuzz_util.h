@@ -3,6 +3,7 @@
 #ifndef DT_FUZZ_UTIL_H
 #define DT_FUZZ_UTIL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,8 +35,10 @@ static inline const char *fuzz_dir(void)
     if (!dir[0]) {
         const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(dir, sizeof fuzz_dir_path, "%.40s/dtfuzz.XXXXXX", base);
-        if (!mkdtemp(dir))
+        if (!mkdtemp(dir)) {
+            fprintf(stderr, "fuzz: mkdtemp %s: %s\n", dir, strerror(errno));
             abort();
+        }
         atexit(fuzz_dir_remove);
     }
     return dir;
@@ -47,8 +50,11 @@ static inline const char *fuzz_file(int slot, const char *name, const uint8_t *d
     static char paths[4][256];
     snprintf(paths[slot], sizeof paths[slot], "%s/%s", fuzz_dir(), name);
     FILE *f = fopen(paths[slot], "wb");
-    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f) != 0)
+    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f) != 0) {
+        fprintf(stderr, "fuzz: cannot write %zu bytes to %s: %s\n", n, paths[slot],
+                strerror(errno));
         abort();
+    }
     return paths[slot];
 }
 
