@@ -468,7 +468,8 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
             gelu_forward_bf16(4 * NC, NULL, m->fch16[l], (dt_bf16 *)gd);
             linear_bwd(m, N, 4 * C, C, NULL, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB),
                        (dt_bf16 *)gd, (dt_bf16 *)m->ln);
-            gelu_backward_bf16(4 * NC, m->fch16[l], m->h4, m->h4);
+            // ... and rounded into dqkv for c_fc's products below (gd's data is dead)
+            gelu_backward_bf16(4 * NC, m->fch16[l], m->h4, m->h4, (dt_bf16 *)m->dqkv);
         } else {
             gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
             // dW first, then the input gradient overwrites the GELU output in h4
@@ -477,9 +478,15 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
             gelu_backward_deriv(4 * NC, gd, m->h4);
         }
         layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
-        // bf16: h4's gradient into dqkv (free until the attention's backward), ln after it
-        linear_bwd(m, N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB),
-                   b16_at(m->dqkv, 2 * NC), (dt_bf16 *)m->dqkv);
+        // bf16: h4's gradient is in dqkv already (free until the attention's
+        // backward), ln rounded after it
+        if (m->w16) {
+            matmul_bias_backward(N, 4 * C, m->h4, G(T_FCB));
+            matmul_backward_bf16(N, C, 4 * C, m->ln, w16_of(m, W(T_FCW), C, 4 * C), NULL,
+                                 m->dln, G(T_FCW), NULL, b16_at(m->dqkv, 2 * NC),
+                                 (dt_bf16 *)m->dqkv);
+        } else
+            matmul_backward(N, C, 4 * C, m->ln, W(T_FCW), m->h4, m->dln, G(T_FCW), G(T_FCB));
         layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), m->dln, m->dres, 1,
                            G(T_LN2W), G(T_LN2B));
         // attention branch: mid[l] = res[l] + dropout(c_proj(attn(c_attn(ln_1(res[l])))))

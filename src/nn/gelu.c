@@ -138,13 +138,16 @@ static void gelu_fwd16_chunk(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y1
     }
 }
 
-static void gelu_bwd16_chunk(size_t n, const dt_bf16 *x16, const float *dy, float *dx)
+static void gelu_bwd16_chunk(size_t n, const dt_bf16 *x16, const float *dy, float *dx,
+                             dt_bf16 *dx16)
 {
     float t[GELU_SPAN];
     for (size_t j = 0; j < n; j += GELU_SPAN) {
         const size_t m = n - j < GELU_SPAN ? n - j : GELU_SPAN;
         widen_span(m, x16 + j, t);
         gelu_bwd_chunk(m, t, dy + j, dx + j);
+        if (dx16)
+            round_span(m, dx + j, dx16 + j);
     }
 }
 
@@ -154,7 +157,9 @@ void gelu_forward_bf16(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y16)
                        gelu_fwd16_chunk(len, x ? x + i0 : NULL, x16 + i0, y16 + i0));
 }
 
-void gelu_backward_bf16(size_t n, const dt_bf16 *x16, const float *dy, float *dx)
+void gelu_backward_bf16(size_t n, const dt_bf16 *x16, const float *dy, float *dx,
+                        dt_bf16 *dx16)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, gelu_bwd16_chunk(len, x16 + i0, dy + i0, dx + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len,
+                       gelu_bwd16_chunk(len, x16 + i0, dy + i0, dx + i0, dx16 ? dx16 + i0 : NULL));
 }

@@ -99,6 +99,11 @@ void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *
     gemm_bf16_pre(0, 1, N, out, in, 1.0f, x16, in, W16, in, beta, y, out);
 }
 
+void matmul_bias_backward(int N, int out, const float *dy, float *db)
+{
+    column_sums(N, out, dy, db);
+}
+
 void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
                           const float *dy, float *dx, float *dW, float *db, dt_bf16 *x16,
                           dt_bf16 *dy16)
@@ -107,7 +112,8 @@ void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 
         column_sums(N, out, dy, db);
     if (x)
         bf16_from_f32((size_t)N * in, x, x16);
-    bf16_from_f32((size_t)N * out, dy, dy16);
+    if (dy)
+        bf16_from_f32((size_t)N * out, dy, dy16);
     // dW (out, in) = dy16^T (out, N) x16 (N, in)
     gemm_bf16_pre(1, 0, out, in, N, 1.0f, dy16, out, x16, in, 0.0f, dW, in);
     if (dx)

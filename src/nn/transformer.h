@@ -70,12 +70,16 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
  * activation x and the gradient dy are rounded into the caller's scratch x16
  * (N, in) and dy16 (N, out); y, dx, dW stay fp32, the bias is added and db
  * summed in fp32 (db: the fp32 kernel's bits). x NULL (both passes): x16
- * already holds x rounded (an activation kept in bf16). */
+ * already holds x rounded (an activation kept in bf16); likewise dy NULL
+ * (then db NULL: matmul_bias_backward takes the fp32 dy): dy16 holds dy
+ * rounded by the pass that computed it. */
 void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
                          const float *b, float *y, dt_bf16 *x16);
 void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
                           const float *dy, float *dx, float *dW, float *db, dt_bf16 *x16,
                           dt_bf16 *dy16);
+/* db (out) = column sums of dy (N, out), as the backward passes sum them */
+void matmul_bias_backward(int N, int out, const float *dy, float *db);
 
 /* ---- gelu.c: GELU with the tanh approximation (PyTorch approximate='tanh') ---- */
 /* y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); x, y (n) */
@@ -93,7 +97,8 @@ void gelu_backward_deriv(size_t n, const float *d, float *dy);
  * gelu(x16) rounded, the next product's operand; backward, dx = dy *
  * gelu'(x16) (dx may be dy). */
 void gelu_forward_bf16(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y16);
-void gelu_backward_bf16(size_t n, const dt_bf16 *x16, const float *dy, float *dx);
+void gelu_backward_bf16(size_t n, const dt_bf16 *x16, const float *dy, float *dx,
+                        dt_bf16 *dx16);
 
 /* ---- attention.c: causal multi-head self-attention ---- */
 /* Scratch floats attention_forward/backward need in `work` per thread. */
