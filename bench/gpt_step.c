@@ -153,7 +153,7 @@ static void profile(const bench_cfg *bc, double step_s)
         nr++;                                                                             \
     } while (0)
     ROW("embedding fwd", 1, embedding_forward(B, T, C, tok, wte, wpe, 0, 0, x + NC));
-    ROW("layernorm(+residual) fwd", 2 * L, layernorm_residual_forward(N, C, x, x + NC, 0, 0, g, b, dx, dy + NC, mean, rstd));
+    ROW("layernorm(+residual) fwd", 2 * L, layernorm_residual_forward(N, C, x, x + NC, 0, 0, g, b, dx, dy + NC, NULL, mean, rstd));
     ROW("c_attn fwd (C->3C)", L, matmul_forward(N, C, 3 * C, x, W, b, dx));
     ROW("attention fwd", L, attention_forward(B, T, C, NH, y, x + NC, lse, probs, 0, 0, work, omp_get_max_threads() < 16 ? omp_get_max_threads() : 16));
     ROW("attn.c_proj fwd (C->C)", L, matmul_forward(N, C, C, x, W, b, dx));
@@ -164,7 +164,7 @@ static void profile(const bench_cfg *bc, double step_s)
     ROW("cross-entropy fwd", 1, xent_seq_forward(N, V, logits, tok, mean, NULL));
     ROW("cross-entropy bwd", 1, xent_seq_backward(N, V, logits, mean, tok, 1.0f / N, dx));
     ROW("head bwd", 1, matmul_backward(N, C, V, x, wte, logits, dx, dW, NULL));
-    ROW("layernorm recompute", 2 * L + 1, layernorm_apply(N, C, x, mean, rstd, g, b, dx));
+    ROW("layernorm recompute", 2 * L + 1, layernorm_apply(N, C, x, mean, rstd, g, b, dx, NULL));
     ROW("layernorm bwd", 2 * L + 1, layernorm_backward(N, C, x, mean, rstd, g, dy, dx, 1, db, db + C));
     ROW("mlp.c_proj bwd", L, matmul_backward(N, 4 * C, C, x, W, dy, dx, dW, db));
     ROW("gelu bwd", L, gelu_backward(NC * 4, x, dy, dx));

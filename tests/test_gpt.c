@@ -114,7 +114,7 @@ typedef struct ln_ctx {
 static void ln_fwd(void *p)
 {
     ln_ctx *c = p;
-    layernorm_forward(c->N, c->C, c->x, c->g, c->b, c->y, c->mean, c->rstd);
+    layernorm_forward(c->N, c->C, c->x, c->g, c->b, c->y, NULL, c->mean, c->rstd);
 }
 
 static void test_layernorm(void)
@@ -165,7 +165,7 @@ static void test_layernorm(void)
 
     /* layernorm_apply recomputes the output from the kept statistics */
     float *y2 = vec_new(n);
-    layernorm_apply(N, C, c.x, c.mean, c.rstd, c.g, c.b, y2);
+    layernorm_apply(N, C, c.x, c.mean, c.rstd, c.g, c.b, y2, NULL);
     CHECK(memcmp(y2, c.y, n * sizeof *y2) == 0, "layernorm_apply reproduces the forward bit for bit");
 
     /* the fused residual add: xo = x + dropout(r), y = LayerNorm(xo) */
@@ -173,22 +173,39 @@ static void test_layernorm(void)
     vec_normal(res, n, 1.0);
     const float p = 0.3f;
     const uint64_t key = 77;
-    layernorm_residual_forward(N, C, c.x, res, p, key, c.g, c.b, xo, y3, m3, r3);
+    layernorm_residual_forward(N, C, c.x, res, p, key, c.g, c.b, xo, y3, NULL, m3, r3);
     int sum_ok = 1, dropped = 0;
     for (size_t i = 0; i < n; i++) {
         const float f = dropout_factor(key, i, p);
         sum_ok &= xo[i] == c.x[i] + res[i] * f;
         dropped += f == 0.0f;
     }
-    layernorm_forward(N, C, xo, c.g, c.b, y2, c.mean, c.rstd);
+    layernorm_forward(N, C, xo, c.g, c.b, y2, NULL, c.mean, c.rstd);
     CHECK(sum_ok && dropped > 0 && dropped < (int)n,
           "fused residual add: xo = x + dropout(r) (%d of %zu dropped at p %.1f)", dropped, n, p);
     CHECK(memcmp(y2, y3, n * sizeof *y2) == 0 && memcmp(m3, c.mean, N * sizeof *m3) == 0,
           "fused residual add: its LayerNorm equals layernorm_forward of the sum");
     /* in place: xo aliasing r */
     memcpy(y2, res, n * sizeof *y2);
-    layernorm_residual_forward(N, C, c.x, y2, p, key, c.g, c.b, y2, y3, m3, r3);
+    layernorm_residual_forward(N, C, c.x, y2, p, key, c.g, c.b, y2, y3, NULL, m3, r3);
     CHECK(memcmp(y2, xo, n * sizeof *y2) == 0, "fused residual add in place (xo = r)");
+
+    /* y16: each function's output also rounded to bf16, as bf16_from_f32 rounds it */
+    dt_bf16 *want = dt_malloc(n * sizeof *want), *got = dt_malloc(n * sizeof *got);
+    int same16[3];
+    layernorm_forward(N, C, c.x, c.g, c.b, y2, got, c.mean, c.rstd);
+    bf16_from_f32(n, y2, want);
+    same16[0] = memcmp(got, want, n * sizeof *got) == 0 && memcmp(y2, c.y, n * sizeof *y2) == 0;
+    memset(got, 0, n * sizeof *got);
+    layernorm_apply(N, C, c.x, c.mean, c.rstd, c.g, c.b, y2, got);
+    same16[1] = memcmp(got, want, n * sizeof *got) == 0;
+    layernorm_residual_forward(N, C, c.x, res, p, key, c.g, c.b, xo, y3, got, m3, r3);
+    bf16_from_f32(n, y3, want);
+    same16[2] = memcmp(got, want, n * sizeof *got) == 0;
+    CHECK(same16[0] && same16[1] && same16[2],
+          "layernorm forward/apply/residual: y16 is y rounded to bf16 bit for bit (%d %d %d), "
+          "y unchanged", same16[0], same16[1], same16[2]);
+    free(want); free(got);
 
     free(res); free(xo); free(y3); free(m3); free(r3); free(y2); free(acc);
     free(r); free(dx); free(dg); free(db);

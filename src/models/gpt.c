@@ -333,7 +333,8 @@ static dt_bf16 *b16_at(float *base, size_t off)
 
 /* A linear layer's forward in the model's precision, weight W (out, in). In
  * bf16, x (N, in <= 4C) is rounded into dln and dqkv, which only the
- * backward uses: (N, 4C) floats, twice what the rounding needs. */
+ * backward uses: (N, 4C) floats, twice what the rounding needs; x NULL: the
+ * LayerNorm before it left its output rounded there. */
 static void linear_fwd(dt_gpt *m, int N, int in, int out, const float *x,
                        const float *W, const float *b, float *y)
 {
@@ -376,11 +377,15 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
 
     embedding_forward(B, T, C, m->tok, wte, wpe, p, rng_key(key, (uint64_t)L, SITE_EMB, 0),
                       m->res[0]);
+    // in bf16 each LayerNorm also leaves its output rounded in dln, where the
+    // product after it reads it (lnx NULL), instead of that product rounding it
+    dt_bf16 *ln16 = m->w16 ? (dt_bf16 *)m->dln : NULL;
+    const float *lnx = m->w16 ? NULL : m->ln;
     layernorm_forward(N, C, m->res[0], blockp(m, params, 0, T_LN1W), blockp(m, params, 0, T_LN1B),
-                      m->ln, m->ln1m[0], m->ln1r[0]);
+                      m->ln, ln16, m->ln1m[0], m->ln1r[0]);
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
-        linear_fwd(m, N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
+        linear_fwd(m, N, C, 3 * C, lnx, W(T_QKVW), W(T_QKVB), m->qkv[l]);
         // in bf16 the output passes through ln (free until ln_2) into atty16
         float *att_out = m->w16 ? m->ln : m->atty[l];
         attention_forward(B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
@@ -394,11 +399,11 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
             matmul_forward(N, C, C, att_out, W(T_APW), W(T_APB), m->mid[l]);
         layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
                                    rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
-                                   W(T_LN2B), m->mid[l], m->ln, m->ln2m[l], m->ln2r[l]);
+                                   W(T_LN2B), m->mid[l], m->ln, ln16, m->ln2m[l], m->ln2r[l]);
         if (m->w16) {
             // c_fc's output rounded is kept (fch16); gelu of it, rounded, is c_proj's
             // operand, in dln as linear_fwd's own rounding would be
-            linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->h4);
+            linear_fwd(m, N, C, 4 * C, lnx, W(T_FCW), W(T_FCB), m->h4);
             gelu_forward_bf16((size_t)N * 4 * C, m->h4, m->fch16[l], (dt_bf16 *)m->dln);
             matmul_forward_bf16(N, 4 * C, C, NULL, w16_of(m, W(T_FPW), 4 * C, C), W(T_FPB),
                                 m->res[l + 1], (dt_bf16 *)m->dln);
@@ -413,12 +418,12 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
         const float *b = last ? tensor(m, params, m->ntensors - 1) : blockp(m, params, l + 1, T_LN1B);
         layernorm_residual_forward(N, C, m->mid[l], m->res[l + 1], p,
                                    rng_key(key, (uint64_t)l, SITE_MLP_RES, 0), g, b, m->res[l + 1],
-                                   m->ln, last ? m->lnfm : m->ln1m[l + 1],
+                                   m->ln, ln16, last ? m->lnfm : m->ln1m[l + 1],
                                    last ? m->lnfr : m->ln1r[l + 1]);
 #undef W
     }
     // logits (N, V) = ln_f(x) (N, C) wte^T (C, V)
-    linear_fwd(m, N, C, V, m->ln, wte, NULL, m->logits);
+    linear_fwd(m, N, C, V, lnx, wte, NULL, m->logits);
     const double sum = xent_seq_forward(N, V, m->logits, m->tgt, m->lse, correct);
     return sum / N;
 }
@@ -445,13 +450,16 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
 
     // the logits become their gradient in place
     xent_seq_backward(N, V, m->logits, m->lse, m->tgt, 1.0f / (float)N, m->logits);
+    // in bf16 each recomputed LayerNorm output is left rounded where the product
+    // after it reads it (lnx NULL)
+    const float *lnx = m->w16 ? NULL : m->ln;
     layernorm_apply(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf),
-                    tensor(m, params, kf + 1), m->ln);
+                    tensor(m, params, kf + 1), m->ln, m->w16 ? (dt_bf16 *)m->dtmp : NULL);
     // dwte (V, C) = dlogits^T ln (written; the embedding adds later), dln = dlogits wte.
     // bf16 scratch of the products below, in buffers free at that product: here
     // ln in dtmp, dlogits in h4 ((N, 4C) floats hold (N, 8C) bf16) or head16
     const size_t NC = (size_t)N * C;
-    linear_bwd(m, N, C, V, m->ln, wte, m->logits, m->dln, dwte, NULL, (dt_bf16 *)m->dtmp,
+    linear_bwd(m, N, C, V, lnx, wte, m->logits, m->dln, dwte, NULL, (dt_bf16 *)m->dtmp,
                m->head16 ? m->head16 : (dt_bf16 *)m->h4);
     layernorm_backward(N, C, m->res[L], m->lnfm, m->lnfr, tensor(m, params, kf), m->dln, m->dres,
                        0, grads + m->tv[kf].offset, grads + m->tv[kf + 1].offset);
@@ -477,12 +485,13 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                        NULL);
             gelu_backward_deriv(4 * NC, gd, m->h4);
         }
-        layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln);
+        layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln,
+                        m->w16 ? b16_at(m->dqkv, 2 * NC) : NULL);
         // bf16: h4's gradient is in dqkv already (free until the attention's
         // backward), ln rounded after it
         if (m->w16) {
             matmul_bias_backward(N, 4 * C, m->h4, G(T_FCB));
-            matmul_backward_bf16(N, C, 4 * C, m->ln, w16_of(m, W(T_FCW), C, 4 * C), NULL,
+            matmul_backward_bf16(N, C, 4 * C, NULL, w16_of(m, W(T_FCW), C, 4 * C), NULL,
                                  m->dln, G(T_FCW), NULL, b16_at(m->dqkv, 2 * NC),
                                  (dt_bf16 *)m->dqkv);
         } else
@@ -498,9 +507,10 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
         attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
                            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
-        layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
+        layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln,
+                        m->w16 ? b16_at(m->h4, 2 * NC) : NULL);
         // bf16: dqkv rounded into h4 (free until the next block's MLP), ln after it
-        linear_bwd(m, N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB),
+        linear_bwd(m, N, C, 3 * C, lnx, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB),
                    b16_at(m->h4, 2 * NC), (dt_bf16 *)m->h4);
         layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), m->dln, m->dres, 1,
                            G(T_LN1W), G(T_LN1B));

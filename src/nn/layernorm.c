@@ -3,15 +3,28 @@
  * The output is not kept for backward: the statistics (2 floats a row) and
  * the input are, and layernorm_apply recomputes the output when a layer's
  * weight gradient needs it. Rows are vectorised by sixteen channels
- * (core/simd.h), with a scalar tail when C is not a multiple of 16. */
+ * (core/simd.h), with a scalar tail when C is not a multiple of 16. In bf16
+ * (compute.precision) each output row is also rounded into y16 while it is
+ * in L1, for the product that reads it, instead of in a pass of its own. */
 #include "nn/transformer.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/simd.h"
+#include "nn/bf16_round.h"
 
 #define LN_EPS 1e-5f
+
+/* y16 (C) = y rounded to bf16, where y16 is wanted */
+static inline void ln_round_row(int C, const float *y, dt_bf16 *y16)
+{
+    if (!y16)
+        return;
+#pragma omp simd
+    for (int i = 0; i < C; i++)
+        y16[i] = bf16_round(y[i]);
+}
 
 /* Sum of the sixteen lanes. */
 #define V16_SUM(v) ((v)[0] + (v)[1] + (v)[2] + (v)[3] + (v)[4] + (v)[5] + (v)[6] + (v)[7] + \
@@ -48,27 +61,29 @@ static inline void ln_row(int C, const float *x, const float *g, const float *b,
 }
 
 DT_CLONES static void ln_rows(int n0, int n1, int C, const float *x, const float *g,
-                              const float *b, float *y, float *mean, float *rstd)
+                              const float *b, float *y, dt_bf16 *y16, float *mean, float *rstd)
 {
-    for (int n = n0; n < n1; n++)
+    for (int n = n0; n < n1; n++) {
         ln_row(C, x + (size_t)n * C, g, b, y + (size_t)n * C, mean + n, rstd + n);
+        ln_round_row(C, y + (size_t)n * C, y16 ? y16 + (size_t)n * C : NULL);
+    }
 }
 
 /* Rows per OpenMP chunk: about DT_PAR_CHUNK floats. */
 static int ln_chunk(int C) { return C >= (int)DT_PAR_CHUNK ? 1 : (int)(DT_PAR_CHUNK / (size_t)C); }
 
 void layernorm_forward(int N, int C, const float *x, const float *g, const float *b, float *y,
-                       float *mean, float *rstd)
+                       dt_bf16 *y16, float *mean, float *rstd)
 {
     const int R = ln_chunk(C);
     #pragma omp parallel for schedule(static) if (N > R)
     for (int n0 = 0; n0 < N; n0 += R)
-        ln_rows(n0, n0 + R < N ? n0 + R : N, C, x, g, b, y, mean, rstd);
+        ln_rows(n0, n0 + R < N ? n0 + R : N, C, x, g, b, y, y16, mean, rstd);
 }
 
 DT_CLONES static void ln_res_rows(int n0, int n1, int C, const float *x, const float *r, float p,
                                   uint64_t key, const float *g, const float *b, float *xo,
-                                  float *y, float *mean, float *rstd)
+                                  float *y, dt_bf16 *y16, float *mean, float *rstd)
 {
     for (int n = n0; n < n1; n++) {
         const size_t o = (size_t)n * C;
@@ -83,21 +98,23 @@ DT_CLONES static void ln_res_rows(int n0, int n1, int C, const float *x, const f
                 xo[o + i] = x[o + i] + r[o + i];
         }
         ln_row(C, xo + o, g, b, y + o, mean + n, rstd + n);
+        ln_round_row(C, y + o, y16 ? y16 + o : NULL);
     }
 }
 
 void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                 uint64_t key, const float *g, const float *b, float *xo,
-                                float *y, float *mean, float *rstd)
+                                float *y, dt_bf16 *y16, float *mean, float *rstd)
 {
     const int R = ln_chunk(C);
     #pragma omp parallel for schedule(static) if (N > R)
     for (int n0 = 0; n0 < N; n0 += R)
-        ln_res_rows(n0, n0 + R < N ? n0 + R : N, C, x, r, p, key, g, b, xo, y, mean, rstd);
+        ln_res_rows(n0, n0 + R < N ? n0 + R : N, C, x, r, p, key, g, b, xo, y, y16, mean, rstd);
 }
 
 DT_CLONES static void ln_apply_rows(int n0, int n1, int C, const float *x, const float *mean,
-                                    const float *rstd, const float *g, const float *b, float *y)
+                                    const float *rstd, const float *g, const float *b, float *y,
+                                    dt_bf16 *y16)
 {
     for (int n = n0; n < n1; n++) {
         const float *xr = x + (size_t)n * C;
@@ -108,16 +125,17 @@ DT_CLONES static void ln_apply_rows(int n0, int n1, int C, const float *x, const
             v16_st(yr + i, (v16_ld(xr + i) - m) * r * v16_ld(g + i) + v16_ld(b + i));
         for (; i < C; i++)
             yr[i] = (xr[i] - m) * r * g[i] + b[i];
+        ln_round_row(C, yr, y16 ? y16 + (size_t)n * C : NULL);
     }
 }
 
 void layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
-                     const float *g, const float *b, float *y)
+                     const float *g, const float *b, float *y, dt_bf16 *y16)
 {
     const int R = ln_chunk(C);
     #pragma omp parallel for schedule(static) if (N > R)
     for (int n0 = 0; n0 < N; n0 += R)
-        ln_apply_rows(n0, n0 + R < N ? n0 + R : N, C, x, mean, rstd, g, b, y);
+        ln_apply_rows(n0, n0 + R < N ? n0 + R : N, C, x, mean, rstd, g, b, y, y16);
 }
 
 /* dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat)), xhat = (x - mean) rstd;

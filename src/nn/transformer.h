@@ -36,19 +36,21 @@ void embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx
                         uint64_t key, float *dwte, float *dwpe);
 
 /* ---- layernorm.c (eps 1e-5, biased variance as PyTorch) ---- */
+/* Each takes y16 (N, C) or NULL: where given, y rounded to bf16 as
+ * bf16_from_f32 would (compute.precision = bf16: the next product's operand). */
 /* y = (x - mean) * rstd * g + b, per row. x, y (N, C); g, b (C); mean, rstd (N) */
 void layernorm_forward(int N, int C, const float *x, const float *g, const float *b, float *y,
-                       float *mean, float *rstd);
+                       dt_bf16 *y16, float *mean, float *rstd);
 /* The residual add fused with the LayerNorm that follows it:
  * xo = x + dropout(r); y = LayerNorm(xo). x, r, xo, y (N, C); xo may be r
  * (updated in place); mean, rstd (N) */
 void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                 uint64_t key, const float *g, const float *b, float *xo,
-                                float *y, float *mean, float *rstd);
+                                float *y, dt_bf16 *y16, float *mean, float *rstd);
 /* y from the statistics a forward kept (backward recomputes instead of
  * storing the output). x, y (N, C); mean, rstd (N) */
 void layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
-                     const float *g, const float *b, float *y);
+                     const float *g, const float *b, float *y, dt_bf16 *y16);
 /* dx (N, C): written (accumulate 0) or added (1); dg, db (C) written.
  * x the forward's input, dy (N, C) */
 void layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
