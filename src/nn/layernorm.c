@@ -31,9 +31,12 @@ static inline void ln_round_row(int C, const float *y, dt_bf16 *y16)
                     (v)[8] + (v)[9] + (v)[10] + (v)[11] + (v)[12] + (v)[13] + (v)[14] + (v)[15])
 
 /* Statistics and output of one row x (C) into y (C); two passes over x (the
- * mean, then the centred variance) for accuracy when |mean| >> std. */
-static inline void ln_row(int C, const float *x, const float *g, const float *b, float *y,
-                          float *mean, float *rstd)
+ * mean, then the centred variance) for accuracy when |mean| >> std. Always
+ * inlined: called from two clones, GCC kept one out-of-line copy built for
+ * the baseline ISA (SSE2) that both called. */
+static inline __attribute__((always_inline)) void ln_row(int C, const float *x, const float *g,
+                                                        const float *b, float *y, float *mean,
+                                                        float *rstd)
 {
     v16f a = v16_splat(0);
     int i = 0;
