@@ -33,8 +33,11 @@
  * widened back to fp32, so both passes see the same input (nn/gelu.c's bf16
  * passes: each reads and writes bf16 in one pass; "baby", 1,500
  * steps: validation loss 2.1140 against fp32's 2.1141). It is what puts
- * "baby"'s peak RSS below fp32's (oneDNN's bf16 kernels add code); "small"
- * keeps 38 MB less. The rest of what the forward keeps is the fp32 list
+ * "baby"'s peak RSS below fp32's (oneDNN's bf16 kernels add code). GELU's
+ * output rounded (gelu16), c_proj's operand, is kept too, for c_proj's
+ * weight gradient, where the backward recomputed it: 2 bytes a channel of
+ * the MLP, 37 MB on "small" (still about 20 MB under fp32's peak), for
+ * 1.1 % of its step. The rest of what the forward keeps is the fp32 list
  * above.
  * The attention's own products (q k^T, P v and their gradients) stay fp32,
  * a rule by shape: they are blocks of 16 query rows against at most T keys
@@ -85,6 +88,7 @@ struct dt_gpt {
     dt_bf16 **atty16; /* (N, C): the same rounded to bf16 (bf16 only) */
     float **fch;      /* (N, 4C): MLP pre-activation (fp32 only) */
     dt_bf16 **fch16;  /* (N, 4C): the same rounded to bf16 (bf16 only) */
+    dt_bf16 **gelu16; /* (N, 4C): gelu of fch16, rounded: c_proj's operand (bf16 only) */
     float **lse_att;  /* (B, NH, T) */
     float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
     int keep_probs;   /* NH T <= 2 C: they cost at most two (N, C) buffers a layer */
@@ -238,9 +242,10 @@ static size_t layout(dt_gpt *m, int B, float *arena)
             m->atty16[l] = (dt_bf16 *)carve(arena, &at, (N * C + 1) / 2);
         else
             m->atty[l] = carve(arena, &at, N * C);
-        if (m->c.precision == DT_PREC_BF16)
+        if (m->c.precision == DT_PREC_BF16) {
             m->fch16[l] = (dt_bf16 *)carve(arena, &at, N * 4 * C / 2);
-        else
+            m->gelu16[l] = (dt_bf16 *)carve(arena, &at, N * 4 * C / 2);
+        } else
             m->fch[l] = carve(arena, &at, N * 4 * C);
         m->lse_att[l] = carve(arena, &at, N * (size_t)m->c.n_head);
         m->probs[l] = m->keep_probs ? carve(arena, &at, N * (size_t)m->c.n_head * m->c.block) : NULL;
@@ -293,6 +298,7 @@ void gpt_reserve(dt_gpt *m, int B)
             *lists[i] = dt_calloc((size_t)L, sizeof **lists[i]);
         m->atty16 = dt_calloc((size_t)L, sizeof *m->atty16);
         m->fch16 = dt_calloc((size_t)L, sizeof *m->fch16);
+        m->gelu16 = dt_calloc((size_t)L, sizeof *m->gelu16);
     }
     free(m->arena);
     free(m->tok);
@@ -401,12 +407,12 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
                                    rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
                                    W(T_LN2B), m->mid[l], m->ln, ln16, m->ln2m[l], m->ln2r[l]);
         if (m->w16) {
-            // c_fc's output rounded is kept (fch16); gelu of it, rounded, is c_proj's
-            // operand, in dln as linear_fwd's own rounding would be
+            // c_fc's output rounded is kept (fch16), and gelu of it, rounded: c_proj's
+            // operand in the forward and in its weight gradient (gelu16)
             linear_fwd(m, N, C, 4 * C, lnx, W(T_FCW), W(T_FCB), m->h4);
-            gelu_forward_bf16((size_t)N * 4 * C, m->h4, m->fch16[l], (dt_bf16 *)m->dln);
+            gelu_forward_bf16((size_t)N * 4 * C, m->h4, m->fch16[l], m->gelu16[l]);
             matmul_forward_bf16(N, 4 * C, C, NULL, w16_of(m, W(T_FPW), 4 * C, C), W(T_FPB),
-                                m->res[l + 1], (dt_bf16 *)m->dln);
+                                m->res[l + 1], m->gelu16[l]);
         } else {
             linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->fch[l]);
             gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
@@ -470,13 +476,12 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
         const float *dbr = branch_grad(m, (size_t)N * C, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
         float *gd = m->dln; // (N, 4C): dln and dqkv, free until c_fc's input gradient
         if (m->w16) {
-            // gelu of the rounded pre-activation, rounded, into gd for c_proj's dW;
-            // dbr rounded into ln (free until ln_2 below); the input gradient into
-            // h4, then through gelu's backward from the kept pre-activation
-            gelu_forward_bf16(4 * NC, NULL, m->fch16[l], (dt_bf16 *)gd);
+            // c_proj's dW from the kept gelu16, dbr rounded into ln (free until
+            // ln_2 below); the input gradient into h4, then through gelu's backward
+            // from the kept pre-activation, also rounded into dqkv for c_fc's
+            // products below
             linear_bwd(m, N, 4 * C, C, NULL, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB),
-                       (dt_bf16 *)gd, (dt_bf16 *)m->ln);
-            // ... and rounded into dqkv for c_fc's products below (gd's data is dead)
+                       m->gelu16[l], (dt_bf16 *)m->ln);
             gelu_backward_bf16(4 * NC, m->fch16[l], m->h4, m->h4, (dt_bf16 *)m->dqkv);
         } else {
             gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
@@ -537,6 +542,7 @@ void gpt_free(dt_gpt *m)
     free(m->atty16);
     free(m->fch);
     free(m->fch16);
+    free(m->gelu16);
     free(m->lse_att);
     free(m->probs);
     free(m->ln1m);
