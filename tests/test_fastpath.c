@@ -302,6 +302,48 @@ static void test_pools_blocked(void)
           "maxpool blocked input: same maxima, winners and accumulated dx as plain");
     free(x), free(xb), free(y), free(y2), free(g), free(dx), free(ones), free(dxb), free(dx2);
     free(py), free(py2), free(pg), free(arg), free(arg2), free(pdx), free(pdxb), free(pdx2);
+
+    // 2x2 windows of stride 2 (the CNNs' pools, through maxpool_2x2), odd H and W
+    // (an uncovered row and column), ties, a NaN, infinities, and an accumulated
+    // dx that holds -0.0 where no winner lands
+    const int H2 = 9, W2 = 7, HW2 = H2 * W2;
+    const size_t n2 = (size_t)B * C * HW2;
+    float *x2 = vec_rand(&rng, n2, 1.0);
+    for (size_t i = 0; i < n2 / 2; i++)
+        x2[i] = floorf(2.0f * x2[i]); /* the first half: a few values, ties in most windows */
+    x2[(size_t)3 * HW2 + 10] = NAN;       /* plane 3: one window NaN */
+    x2[(size_t)17 * HW2 + 8] = INFINITY;  /* plane 17: an infinity (no NaN) */
+    x2[(size_t)40 * HW2 + 1] = -INFINITY; /* plane 40 */
+    x2[(size_t)41 * HW2 + 62] = NAN;      /* plane 41: in the uncovered corner */
+    float *x2b = to_layout(16, B, C, HW2, x2);
+    dt_pool_shape s2 = { .B = B, .C = C, .H = H2, .W = W2, .k = 2, .stride = 2 };
+    s2.P = (H2 - 2) / 2 + 1;
+    s2.Q = (W2 - 2) / 2 + 1;
+    const size_t ny2 = (size_t)B * C * s2.P * s2.Q;
+    float *qy = vec_const(ny2, 0), *qy2 = vec_const(ny2, 0), *qg = vec_rand(&rng, ny2, 1.0);
+    int32_t *qa = dt_calloc(ny2, sizeof *qa), *qa2 = dt_calloc(ny2, sizeof *qa2);
+    float *d0 = vec_rand(&rng, n2, 1.0);
+    for (size_t i = 0; i < n2; i += 3)
+        d0[i] = -0.0f;
+    float *qdx = vec_const(n2, 0), *qdxb = to_layout(16, B, C, HW2, d0);
+    memcpy(qdx, d0, n2 * sizeof *qdx);
+    be->maxpool_forward(&s2, x2, qy, qa);
+    be->maxpool_backward(&s2, qg, qa, qdx);
+    dt_pool_shape s2b = s2;
+    s2b.blk = 16;
+    be->maxpool_forward(&s2b, x2b, qy2, qa2);
+    be->maxpool_backward(&s2b, qg, qa2, qdxb);
+    float *qdx2 = from_layout(16, B, C, HW2, qdxb);
+    int nan_out = 0;
+    for (size_t i = 0; i < ny2; i++)
+        nan_out += isnan(qy2[i]);
+    CHECK(memcmp(qy, qy2, ny2 * sizeof(float)) == 0 && memcmp(qa, qa2, ny2 * sizeof *qa) == 0 &&
+              memcmp(qdx, qdx2, n2 * sizeof(float)) == 0 && nan_out == 1,
+          "maxpool 2x2 stride 2, blocked input: maxima, winners and accumulated "
+          "dx (-0.0 kept) bit for bit the plain path's, ties, infinities and one NaN window "
+          "(%d NaN outputs)", nan_out);
+    free(x2), free(x2b), free(qy), free(qy2), free(qg), free(qa), free(qa2), free(d0);
+    free(qdx), free(qdxb), free(qdx2);
 }
 
 /* ---- whole models: layouts, threads, reproducibility ---------------------------- */
