@@ -38,7 +38,17 @@
 #endif
 
 #include "core/simd.h"
+#include "nn/bf16_round.h"
 #include "nn/fast_exp.h"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define ATT_HAVE_BF16 1
+/* the bf16 kernels only: the rest of the file keeps its clones */
+#define ATT_BF16 __attribute__((target("avx512f,avx512bf16,avx512bw,avx512vl,fma")))
+#else
+#define ATT_HAVE_BF16 0
+#endif
 
 /* The kernels here are mostly multiply-adds: core/simd.h's clones, but
  * with FMA (x86-64-v4: AVX-512 and FMA; v3: AVX2 and FMA) and contraction
@@ -60,8 +70,16 @@
 #define ATT_TB 16
 #define ATT_HS_MAX 64 /* the largest head size of the tiled path: four vectors a row */
 
-/* three (TB, T) blocks, then k^T and v^T (hs, T) for the tiled path */
-size_t attention_work(int T) { return (size_t)(3 * ATT_TB + 2 * ATT_HS_MAX) * (size_t)T; }
+/* Three (TB, T) float blocks, then k^T and v^T (hs, T) for the fp32 tiled
+ * path, or in the same place the bf16 path's packs: seven of (T, hs) bf16
+ * (q, k, v and dy in the layouts its products read) and a (TB, T) block
+ * twice (P or dS in rows and transposed), counted in floats. */
+#define ATT_W16 (7 * ATT_HS_MAX / 2 + ATT_TB)
+size_t attention_work(int T)
+{
+    return (size_t)(3 * ATT_TB + (2 * ATT_HS_MAX > ATT_W16 ? 2 * ATT_HS_MAX : ATT_W16)) *
+           (size_t)T;
+}
 
 static int thread_id(void)
 {
@@ -589,6 +607,331 @@ static void attention_backward_tiled(int B, int T, int C, int NH, const float *q
             block_ptd(r0, hs, scale, dP, T, q, C3, dk, C3); // dk += scale dS^T q[r0..]
         }
     }
+}
+
+/* ---- the tiled path in bf16 (compute.precision = bf16) ----
+ *
+ * The same blocks, tiles and causal edges as the fp32 tiled path, but every
+ * product is tile_bf: out[r][c] (+)= alpha sum_k a[r][k] b[k][c] with both
+ * operands rounded to bf16 (nn/bf16_round.h, the rounding of every bf16 copy
+ * here) and the products summed in fp32 by vdpbf16ps, two k a lane per
+ * instruction where the fp32 FMA does one. `a` is rows with the k pairs
+ * adjacent (one 32-bit word broadcast per pair), `b` is (K/2, columns) words
+ * holding rows 2k and 2k+1 of a column side by side (the "VNNI" layout).
+ * Per (batch, head) q, k, v and dy are packed once in the layouts their
+ * products read:
+ *     q k^T:   a = q rows,  b = k^T as (hs/2, T) pairs  (also recomputing S)
+ *     P v:     a = P rows,  b = v as (T/2, hs) pairs
+ *     dy v^T:  a = dy rows, b = v^T as (hs/2, T) pairs
+ *     dS k:    a = dS rows, b = k as (T/2, hs) pairs
+ *     P^T dy, dS^T q: a = the block's P or dS transposed, (keys, TB/2)
+ *              pairs, b = the block's dy or q rows as (TB/2, hs) pairs.
+ * The probabilities (after dropout) and dS are rounded to bf16 where they
+ * enter a product, as PyTorch's autocast does; the softmax, its backward,
+ * the log-sum-exp, the dropout masks and every sum stay fp32, and so do y,
+ * dq, dk, dv and the kept probabilities. */
+
+#if ATT_HAVE_BF16
+
+/* two floats rounded to bf16 and paired: lo in the low half */
+static inline uint32_t pair16(float lo, float hi)
+{
+    return (uint32_t)bf16_round(lo) | (uint32_t)bf16_round(hi) << 16;
+}
+
+/* xr (rows, n/2) pairs, stride ldr = x (rows, n) stride ld rounded: rows
+ * with the pairs along n (n even) */
+ATT_CLONES static void pack_rows16(int rows, int n, const float *x, int ld, uint32_t *xr,
+                                   int ldr)
+{
+    for (int t = 0; t < rows; t++)
+        for (int d = 0; d < n / 2; d++)
+            xr[(size_t)t * ldr + d] =
+                pair16(x[(size_t)t * ld + 2 * d], x[(size_t)t * ld + 2 * d + 1]);
+}
+
+/* xt (hs/2, T) pairs = x (T, hs) stride ld transposed, a pair of columns of
+ * x a row of xt, sixteen rows of x at a time as pack_t */
+ATT_CLONES static void pack_t16(int T, int hs, const float *x, int ld, uint32_t *xt)
+{
+    for (int t0 = 0; t0 < T; t0 += 16)
+        for (int d = 0; d < hs / 2; d++)
+            for (int t = 0; t < 16; t++)
+                xt[(size_t)d * T + t0 + t] = pair16(x[(size_t)(t0 + t) * ld + 2 * d],
+                                                    x[(size_t)(t0 + t) * ld + 2 * d + 1]);
+}
+
+/* xv (T/2, hs) pairs = rows 2t and 2t+1 of x (T, hs) stride ld side by side */
+ATT_CLONES static void pack_vnni16(int T, int hs, const float *x, int ld, uint32_t *xv)
+{
+    for (int t = 0; t < T / 2; t++)
+        for (int d = 0; d < hs; d++)
+            xv[(size_t)t * hs + d] =
+                pair16(x[(size_t)2 * t * ld + d], x[(size_t)(2 * t + 1) * ld + d]);
+}
+
+/* pt (n, TB/2) pairs = p (TB, n) stride ldp transposed: column j of the
+ * block a row of pt, the block's rows paired */
+ATT_CLONES static void pack_bt16(int n, const float *p, int ldp, uint32_t *pt)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ATT_TB / 2; i++)
+            pt[(size_t)j * (ATT_TB / 2) + i] =
+                pair16(p[(size_t)2 * i * ldp + j], p[(size_t)(2 * i + 1) * ldp + j]);
+}
+
+/* One register tile: out[r ldo + 16 v + c] = alpha sum_{k = k0 .. k1-1}
+ * (a[r lda + k] . b[k ldb + 16 v + c]) for r < ATT_R, v < nv, where each
+ * operand is a pair of bf16 and . their two products' sum; add: out +=
+ * instead of =. */
+static inline __attribute__((always_inline)) ATT_BF16 void
+tile_bf(int nv, int k0, int k1, float alpha, const uint32_t *a, int lda, const uint32_t *b,
+        int ldb, float *out, int ldo, int add)
+{
+    __m512 acc[ATT_R][4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < ATT_R; r++)
+        #pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int k = k0; k < k1; k++) {
+        __m512i bk[4];
+        #pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            bk[v] = _mm512_loadu_si512(b + (size_t)k * ldb + 16 * v);
+        #pragma GCC unroll 4
+        for (int r = 0; r < ATT_R; r++) {
+            const __m512i ar = _mm512_set1_epi32((int)a[(size_t)r * lda + k]);
+            #pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)ar, (__m512bh)bk[v]);
+        }
+    }
+    const __m512 al = _mm512_set1_ps(alpha);
+    #pragma GCC unroll 4
+    for (int r = 0; r < ATT_R; r++)
+        #pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            float *o = out + (size_t)r * ldo + 16 * v;
+            _mm512_storeu_ps(o, add ? _mm512_fmadd_ps(al, acc[r][v], _mm512_loadu_ps(o))
+                                    : _mm512_mul_ps(al, acc[r][v]));
+        }
+}
+
+/* block_dot in bf16: S (TB, ·) stride T = alpha a[r0 ..] bt, a (T, hs/2)
+ * pairs, bt (hs/2, T) pairs; the same causal tiles */
+ATT_BF16 static void block_dot_bf(int r0, int hs, int T, float alpha, const uint32_t *a,
+                                  const uint32_t *bt, float *out)
+{
+    const int h2 = hs / 2;
+    for (int i = 0; i < ATT_TB; i += ATT_R) {
+        const uint32_t *ar = a + (size_t)(r0 + i) * h2;
+        float *o = out + (size_t)i * T;
+        const int cols = round16(r0 + i + ATT_R);
+        int j = 0;
+        for (; j + 64 <= cols; j += 64)
+            tile_bf(4, 0, h2, alpha, ar, h2, bt + j, T, o + j, T, 0);
+        switch ((cols - j) / 16) {
+        case 3: tile_bf(3, 0, h2, alpha, ar, h2, bt + j, T, o + j, T, 0); break;
+        case 2: tile_bf(2, 0, h2, alpha, ar, h2, bt + j, T, o + j, T, 0); break;
+        case 1: tile_bf(1, 0, h2, alpha, ar, h2, bt + j, T, o + j, T, 0); break;
+        default: break;
+        }
+    }
+}
+
+/* block_pv in bf16: out[r0 ..] (TB, hs) stride ldo = alpha p v, p the
+ * block's rows (TB, ·) pairs, stride ldp, v (T/2, hs) pairs; the tile of
+ * rows i0 .. i0+3 sums keys 0 .. i0+3 */
+ATT_BF16 static void block_pv_bf(int r0, int hs, float alpha, const uint32_t *p, int ldp,
+                                 const uint32_t *v, float *out, int ldo)
+{
+    for (int i = 0; i < ATT_TB; i += ATT_R) {
+        const uint32_t *pr = p + (size_t)i * ldp;
+        float *o = out + (size_t)(r0 + i) * ldo;
+        const int n2 = (r0 + i + ATT_R) / 2;
+        switch (hs / 16) {
+        case 4: tile_bf(4, 0, n2, alpha, pr, ldp, v, hs, o, ldo, 0); break;
+        case 3: tile_bf(3, 0, n2, alpha, pr, ldp, v, hs, o, ldo, 0); break;
+        case 2: tile_bf(2, 0, n2, alpha, pr, ldp, v, hs, o, ldo, 0); break;
+        default: tile_bf(1, 0, n2, alpha, pr, ldp, v, hs, o, ldo, 0); break;
+        }
+    }
+}
+
+/* block_ptd in bf16: out[0 .. r0+TB) (·, hs) stride ldo += alpha P^T a[r0 ..],
+ * pt (r0+TB, TB/2) pairs the block's P transposed (zero past each row's
+ * key), a (TB/2, hs) pairs the block's rows; key j gathers rows
+ * max(j, r0) .. r0+TB-1 (j a multiple of 4: a whole pair on) */
+ATT_BF16 static void block_ptd_bf(int r0, int hs, float alpha, const uint32_t *pt,
+                                  const uint32_t *a, float *out, int ldo)
+{
+    const int b2 = ATT_TB / 2;
+    for (int j = 0; j < r0 + ATT_TB; j += ATT_R) {
+        const int k0 = ((j > r0 ? j : r0) - r0) / 2;
+        const uint32_t *pr = pt + (size_t)j * b2;
+        float *o = out + (size_t)j * ldo;
+        switch (hs / 16) {
+        case 4: tile_bf(4, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
+        case 3: tile_bf(3, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
+        case 2: tile_bf(2, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
+        default: tile_bf(1, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
+        }
+    }
+}
+
+static void attention_forward_tiled_bf16(int B, int T, int C, int NH, const float *qkv,
+                                         float *y, float *lse, float *probs, float p,
+                                         uint64_t key, float *work, int nwork)
+{
+    const int hs = C / NH, C3 = 3 * C;
+    const size_t th = (size_t)T * hs / 2; // pairs in a packed (T, hs)
+    const float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T)
+        uint32_t *qr = (uint32_t *)(P + (size_t)3 * ATT_TB * T);   // (T, hs/2)
+        uint32_t *kt = qr + th, *vv = kt + th, *p16 = vv + th; // (hs/2, T) (T/2, hs) (TB, T/2)
+        const float *q = qkv + head_qkv(bh, T, C, NH), *k = q + C, *v = q + 2 * C;
+        float *yh = y + head_out(bh, T, C, NH), *l = lse + (size_t)bh * T;
+        pack_rows16(T, hs, q, C3, qr, hs / 2);
+        pack_t16(T, hs, k, C3, kt);
+        pack_vnni16(T, hs, v, C3, vv);
+        for (int r0 = 0; r0 < T; r0 += ATT_TB) {
+            const int cols = r0 + ATT_TB;
+            block_dot_bf(r0, hs, T, scale, qr, kt, P); // S (TB, cols), causal tiles
+            for (int i = 0; i < ATT_TB; i += 4)
+                softmax_rows4(r0 + i + 1, cols, P + (size_t)i * T, T, l + r0 + i);
+            for (int i = 0; i < ATT_TB; i++) {
+                float *s = P + (size_t)i * T;
+                if (probs)
+                    memcpy(probs + ((size_t)bh * T + r0 + i) * T, s, (size_t)cols * sizeof *s);
+                if (p > 0.0f)
+                    for (int j = 0; j <= r0 + i; j++)
+                        s[j] *= dropout_factor(key, att_index(bh, T, r0 + i, j), p);
+            }
+            pack_rows16(ATT_TB, cols, P, T, p16, T / 2);
+            block_pv_bf(r0, hs, 1.0f, p16, T / 2, vv, yh, C); // y[r0..] = P v
+        }
+    }
+}
+
+static void attention_backward_tiled_bf16(int B, int T, int C, int NH, const float *qkv,
+                                          const float *lse, const float *probs, const float *dy,
+                                          float p, uint64_t key, float *dqkv, float *work,
+                                          int nwork)
+{
+    const int hs = C / NH, C3 = 3 * C;
+    const size_t th = (size_t)T * hs / 2;
+    const float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        float *Pw = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
+        float *dP = Pw + (size_t)ATT_TB * T, *Pd = Pw + (size_t)2 * ATT_TB * T;
+        // rows (T, hs/2): q, dy; transposed (hs/2, T): k, v; pairs of rows (T/2, hs): q, k, dy
+        uint32_t *qr = (uint32_t *)(Pw + (size_t)3 * ATT_TB * T), *dyr = qr + th;
+        uint32_t *kt = dyr + th, *vt = kt + th, *qv = vt + th, *kv = qv + th, *dyv = kv + th;
+        uint32_t *pt = dyv + th, *ds16 = pt + (size_t)T * ATT_TB / 2; // (T, TB/2), (TB, T/2)
+        const size_t o = head_qkv(bh, T, C, NH);
+        const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
+        const float *dyh = dy + head_out(bh, T, C, NH); // (T, hs), stride C
+        const float *l = lse + (size_t)bh * T;
+        for (int t = 0; t < T; t++) {
+            memset(dk + (size_t)t * C3, 0, (size_t)hs * sizeof *dk);
+            memset(dv + (size_t)t * C3, 0, (size_t)hs * sizeof *dv);
+        }
+        pack_rows16(T, hs, dyh, C, dyr, hs / 2);
+        pack_t16(T, hs, v, C3, vt);
+        pack_vnni16(T, hs, q, C3, qv);
+        pack_vnni16(T, hs, k, C3, kv);
+        pack_vnni16(T, hs, dyh, C, dyv);
+        if (!probs) {
+            pack_rows16(T, hs, q, C3, qr, hs / 2);
+            pack_t16(T, hs, k, C3, kt);
+        }
+        for (int r0 = 0; r0 < T; r0 += ATT_TB) {
+            const int cols = r0 + ATT_TB;
+            const size_t b0 = (size_t)r0 / 2 * hs; // the block's rows in a (T/2, hs) pack
+            const float *P = Pw; // (TB, cols) of the probabilities, stride T
+            if (probs)
+                P = probs + ((size_t)bh * T + r0) * T;
+            else {
+                block_dot_bf(r0, hs, T, scale, qr, kt, Pw);
+                for (int i = 0; i < ATT_TB; i++)
+                    softmax_row_again(r0 + i + 1, cols, l[r0 + i], Pw + (size_t)i * T);
+            }
+            block_dot_bf(r0, hs, T, 1.0f, dyr, vt, dP); // dP = dy v^T, causal tiles
+            const float *Pv = P; // the probabilities v was multiplied by
+            if (p > 0.0f) {
+                for (int i = 0; i < ATT_TB; i++) {
+                    const float *pr = P + (size_t)i * T;
+                    float *dr = dP + (size_t)i * T, *qr_ = Pd + (size_t)i * T;
+                    for (int j = 0; j <= r0 + i; j++) {
+                        const float m = dropout_factor(key, att_index(bh, T, r0 + i, j), p);
+                        qr_[j] = pr[j] * m;
+                        dr[j] *= m;
+                    }
+                    memset(qr_ + r0 + i + 1, 0, (size_t)(cols - r0 - i - 1) * sizeof *qr_);
+                }
+                Pv = Pd;
+            }
+            pack_bt16(cols, Pv, T, pt);
+            block_ptd_bf(r0, hs, 1.0f, pt, dyv + b0, dv, C3); // dv += Pv^T dy[r0..]
+            for (int i = 0; i < ATT_TB; i++)
+                softmax_row_backward(r0 + i + 1, cols, P + (size_t)i * T, dP + (size_t)i * T);
+            pack_rows16(ATT_TB, cols, dP, T, ds16, T / 2);
+            pack_bt16(cols, dP, T, pt);
+            block_pv_bf(r0, hs, scale, ds16, T / 2, kv, dq, C3); // dq[r0..] = scale dS k
+            block_ptd_bf(r0, hs, scale, pt, qv + b0, dk, C3);    // dk += scale dS^T q[r0..]
+        }
+    }
+}
+
+/* the bf16 path runs: built for x86-64 with GCC's intrinsics and the CPU has them */
+static int bf16_fits(int T, int hs)
+{
+    return tiled_fits(T, hs) && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16");
+}
+
+#endif /* ATT_HAVE_BF16 */
+
+void attention_forward_bf16(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
+                            float *probs, float p, uint64_t key, float *work, int nwork)
+{
+#if ATT_HAVE_BF16
+    if (bf16_fits(T, C / NH)) {
+        attention_forward_tiled_bf16(B, T, C, NH, qkv, y, lse, probs, p, key, work, nwork);
+        return;
+    }
+#endif
+    attention_forward(B, T, C, NH, qkv, y, lse, probs, p, key, work, nwork);
+}
+
+void attention_backward_bf16(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                             const float *probs, const float *dy, float p, uint64_t key,
+                             float *dqkv, float *work, int nwork)
+{
+#if ATT_HAVE_BF16
+    if (bf16_fits(T, C / NH)) {
+        attention_backward_tiled_bf16(B, T, C, NH, qkv, lse, probs, dy, p, key, dqkv, work,
+                                      nwork);
+        return;
+    }
+#endif
+    attention_backward(B, T, C, NH, qkv, lse, probs, dy, p, key, dqkv, work, nwork);
+}
+
+int attention_bf16_native(int T, int hs)
+{
+#if ATT_HAVE_BF16
+    return bf16_fits(T, hs);
+#else
+    (void)T, (void)hs;
+    return 0;
+#endif
 }
 
 void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
