@@ -382,8 +382,9 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
         linear_fwd(m, N, C, 3 * C, m->ln, W(T_QKVW), W(T_QKVB), m->qkv[l]);
         // in bf16 the output passes through ln (free until ln_2) into atty16
         float *att_out = m->w16 ? m->ln : m->atty[l];
-        attention_forward(B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
-                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
+        (m->w16 ? attention_forward_bf16 : attention_forward)(
+            B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
+            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
         if (m->w16) {
             bf16_from_f32((size_t)N * C, att_out, m->atty16[l]);
@@ -488,8 +489,9 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                                  G(T_APW), G(T_APB), m->atty16[l], (dt_bf16 *)m->h4);
         else
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
-        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
-                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
+        (m->w16 ? attention_backward_bf16 : attention_backward)(
+            B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
+            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln);
         // bf16: dqkv rounded into h4 (free until the next block's MLP), ln after it
         linear_bwd(m, N, C, 3 * C, m->ln, W(T_QKVW), m->dqkv, m->dln, G(T_QKVW), G(T_QKVB),

@@ -71,10 +71,11 @@
 #define ATT_HS_MAX 64 /* the largest head size of the tiled path: four vectors a row */
 
 /* Three (TB, T) float blocks, then k^T and v^T (hs, T) for the fp32 tiled
- * path, or in the same place the bf16 path's packs: seven of (T, hs) bf16
- * (q, k, v and dy in the layouts its products read) and a (TB, T) block
- * twice (P or dS in rows and transposed), counted in floats. */
-#define ATT_W16 (7 * ATT_HS_MAX / 2 + ATT_TB)
+ * path, or in the same place the bf16 path's: dk^T and dv^T (hs, T) floats,
+ * seven packs of (T, hs) bf16 (q, k, v and dy in the layouts its products
+ * read) and a (TB, T) bf16 block twice (P or dS as rows and as row pairs),
+ * counted in floats. */
+#define ATT_W16 (2 * ATT_HS_MAX + 7 * ATT_HS_MAX / 2 + ATT_TB)
 size_t attention_work(int T)
 {
     return (size_t)(3 * ATT_TB + (2 * ATT_HS_MAX > ATT_W16 ? 2 * ATT_HS_MAX : ATT_W16)) *
@@ -633,51 +634,130 @@ static void attention_backward_tiled(int B, int T, int C, int NH, const float *q
 
 #if ATT_HAVE_BF16
 
-/* two floats rounded to bf16 and paired: lo in the low half */
-static inline uint32_t pair16(float lo, float hi)
+/* Sixteen floats rounded to bf16 exactly as bf16_round (nn/bf16_round.h):
+ * each lane's bf16 in its high half, the low half zero. */
+static inline __attribute__((always_inline)) ATT_BF16 __m512i round_hi(__m512 x)
 {
-    return (uint32_t)bf16_round(lo) | (uint32_t)bf16_round(hi) << 16;
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000)); // quiet NaN
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
 }
 
-/* xr (rows, n/2) pairs, stride ldr = x (rows, n) stride ld rounded: rows
- * with the pairs along n (n even) */
-ATT_CLONES static void pack_rows16(int rows, int n, const float *x, int ld, uint32_t *xr,
-                                   int ldr)
+/* sixteen pairs: lo's bf16 in the low half of each lane, hi's in the high */
+static inline __attribute__((always_inline)) ATT_BF16 __m512i pair_of(__m512 lo, __m512 hi)
+{
+    return _mm512_or_si512(_mm512_srli_epi32(round_hi(lo), 16), round_hi(hi));
+}
+
+/* r[0 .. 15], sixteen rows of sixteen 32-bit words, transposed in place:
+ * pairs of rows interleaved, then pairs of pairs, then 128-bit lanes twice */
+static inline __attribute__((always_inline)) ATT_BF16 void transpose16(__m512i r[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) { // r[4i + c], lane L: rows 4i .. 4i+3, word 4L + c
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88);
+        t[4 + c] = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+        t[8 + c] = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        t[12 + c] = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88);
+        r[8 + c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xdd);
+        r[4 + c] = _mm512_shuffle_i32x4(t[4 + c], t[12 + c], 0x88);
+        r[12 + c] = _mm512_shuffle_i32x4(t[4 + c], t[12 + c], 0xdd);
+    }
+}
+
+/* xr (rows, n) bf16 stride ldr = x (rows, n) stride ld rounded, n a
+ * multiple of 16: rows with their k pairs adjacent (an `a` operand) */
+ATT_BF16 static void pack_rows_bf(int rows, int n, const float *x, int ld, uint16_t *xr, int ldr)
 {
     for (int t = 0; t < rows; t++)
-        for (int d = 0; d < n / 2; d++)
-            xr[(size_t)t * ldr + d] =
-                pair16(x[(size_t)t * ld + 2 * d], x[(size_t)t * ld + 2 * d + 1]);
+        for (int d = 0; d < n; d += 16)
+            _mm256_storeu_si256(
+                (__m256i *)(xr + (size_t)t * ldr + d),
+                _mm512_cvtepi32_epi16(_mm512_srli_epi32(
+                    round_hi(_mm512_loadu_ps(x + (size_t)t * ld + d)), 16)));
 }
 
-/* xt (hs/2, T) pairs = x (T, hs) stride ld transposed, a pair of columns of
- * x a row of xt, sixteen rows of x at a time as pack_t */
-ATT_CLONES static void pack_t16(int T, int hs, const float *x, int ld, uint32_t *xt)
+/* xv (rows/2, n) pairs stride ldv: rows 2t and 2t+1 of x (rows, n) stride
+ * ld side by side (a `b` operand), n a multiple of 16 */
+ATT_BF16 static void pack_vnni_bf(int rows, int n, const float *x, int ld, uint32_t *xv, int ldv)
 {
-    for (int t0 = 0; t0 < T; t0 += 16)
-        for (int d = 0; d < hs / 2; d++)
+    for (int t = 0; t < rows / 2; t++)
+        for (int d = 0; d < n; d += 16)
+            _mm512_storeu_si512(xv + (size_t)t * ldv + d,
+                                pair_of(_mm512_loadu_ps(x + (size_t)2 * t * ld + d),
+                                        _mm512_loadu_ps(x + (size_t)(2 * t + 1) * ld + d)));
+}
+
+/* kt (hs/2, T) pairs = x (T, hs) stride ld with its column pairs as rows:
+ * kt[d][t] = (x[t][2d], x[t][2d+1]), sixteen rows of x at a time through
+ * transpose16 (the `b` of q k^T and dy v^T) */
+ATT_BF16 static void pack_t_bf(int T, int hs, const float *x, int ld, uint32_t *kt)
+{
+    uint16_t row[16][64] = { { 0 } }; // sixteen rows rounded: 32 pairs each
+    for (int t0 = 0; t0 < T; t0 += 16) {
+        pack_rows_bf(16, hs, x + (size_t)t0 * ld, ld, &row[0][0], 64);
+        for (int w0 = 0; w0 < hs / 2; w0 += 16) {
+            __m512i r[16];
             for (int t = 0; t < 16; t++)
-                xt[(size_t)d * T + t0 + t] = pair16(x[(size_t)(t0 + t) * ld + 2 * d],
-                                                    x[(size_t)(t0 + t) * ld + 2 * d + 1]);
+                r[t] = _mm512_loadu_si512(&row[t][2 * w0]);
+            transpose16(r);
+            for (int w = w0; w < hs / 2 && w < w0 + 16; w++)
+                _mm512_storeu_si512(kt + (size_t)w * T + t0, r[w - w0]);
+        }
+    }
 }
 
-/* xv (T/2, hs) pairs = rows 2t and 2t+1 of x (T, hs) stride ld side by side */
-ATT_CLONES static void pack_vnni16(int T, int hs, const float *x, int ld, uint32_t *xv)
+/* xt (hs, T/2) pairs = x (T, hs) stride ld with its row pairs along rows:
+ * xt[d][t] = (x[2t][d], x[2t+1][d]), sixteen row pairs at a time (the `a`
+ * of dy^T P and q^T dS); T/2 a multiple of 8 */
+ATT_BF16 static void pack_tv_bf(int T, int hs, const float *x, int ld, uint32_t *xt)
 {
-    for (int t = 0; t < T / 2; t++)
-        for (int d = 0; d < hs; d++)
-            xv[(size_t)t * hs + d] =
-                pair16(x[(size_t)2 * t * ld + d], x[(size_t)(2 * t + 1) * ld + d]);
+    const int T2 = T / 2;
+    for (int t0 = 0; t0 < T2; t0 += 16) {
+        const int nt = T2 - t0 < 16 ? T2 - t0 : 16;
+        const __mmask16 m = (__mmask16)((1u << nt) - 1);
+        for (int d0 = 0; d0 < hs; d0 += 16) {
+            __m512i r[16];
+            for (int t = 0; t < 16; t++)
+                r[t] = t < nt ? pair_of(_mm512_loadu_ps(x + (size_t)2 * (t0 + t) * ld + d0),
+                                        _mm512_loadu_ps(x + (size_t)(2 * (t0 + t) + 1) * ld + d0))
+                              : _mm512_setzero_si512();
+            transpose16(r);
+            for (int c = 0; c < 16; c++)
+                _mm512_mask_storeu_epi32(xt + (size_t)(d0 + c) * T2 + t0, m, r[c]);
+        }
+    }
 }
 
-/* pt (n, TB/2) pairs = p (TB, n) stride ldp transposed: column j of the
- * block a row of pt, the block's rows paired */
-ATT_CLONES static void pack_bt16(int n, const float *p, int ldp, uint32_t *pt)
+/* out (T, hs) stride ldo = xt (hs, T) transposed, sixteen by sixteen */
+ATT_BF16 static void unpack_t(int T, int hs, const float *xt, float *out, int ldo)
 {
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < ATT_TB / 2; i++)
-            pt[(size_t)j * (ATT_TB / 2) + i] =
-                pair16(p[(size_t)2 * i * ldp + j], p[(size_t)(2 * i + 1) * ldp + j]);
+    for (int j0 = 0; j0 < T; j0 += 16)
+        for (int d0 = 0; d0 < hs; d0 += 16) {
+            __m512i r[16];
+            for (int c = 0; c < 16; c++)
+                r[c] = _mm512_castps_si512(_mm512_loadu_ps(xt + (size_t)(d0 + c) * T + j0));
+            transpose16(r);
+            for (int c = 0; c < 16; c++)
+                _mm512_storeu_ps(out + (size_t)(j0 + c) * ldo + d0, _mm512_castsi512_ps(r[c]));
+        }
 }
 
 /* One register tile: out[r ldo + 16 v + c] = alpha sum_{k = k0 .. k1-1}
@@ -759,23 +839,30 @@ ATT_BF16 static void block_pv_bf(int r0, int hs, float alpha, const uint32_t *p,
     }
 }
 
-/* block_ptd in bf16: out[0 .. r0+TB) (·, hs) stride ldo += alpha P^T a[r0 ..],
- * pt (r0+TB, TB/2) pairs the block's P transposed (zero past each row's
- * key), a (TB/2, hs) pairs the block's rows; key j gathers rows
- * max(j, r0) .. r0+TB-1 (j a multiple of 4: a whole pair on) */
-ATT_BF16 static void block_ptd_bf(int r0, int hs, float alpha, const uint32_t *pt,
-                                  const uint32_t *a, float *out, int ldo)
+
+/* outT (hs, T) += alpha aT[:, r0 ..] pv: the transposed dv (or dk) of the
+ * block, aT (hs, T/2) pairs (dy or q with its row pairs along rows), pv
+ * (TB/2, ·) pairs stride T (the block's P or dS, row pairs side by side,
+ * zero past each row's key); the tile of keys j .. j+63 sums the block's
+ * rows from max(j, r0) on */
+ATT_BF16 static void block_tp_bf(int r0, int hs, int T, float alpha, const uint32_t *aT,
+                                 const uint32_t *pv, float *outT)
 {
-    const int b2 = ATT_TB / 2;
-    for (int j = 0; j < r0 + ATT_TB; j += ATT_R) {
-        const int k0 = ((j > r0 ? j : r0) - r0) / 2;
-        const uint32_t *pr = pt + (size_t)j * b2;
-        float *o = out + (size_t)j * ldo;
-        switch (hs / 16) {
-        case 4: tile_bf(4, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
-        case 3: tile_bf(3, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
-        case 2: tile_bf(2, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
-        default: tile_bf(1, k0, b2, alpha, pr, b2, a, hs, o, ldo, 1); break;
+    const int cols = r0 + ATT_TB, T2 = T / 2, b2 = ATT_TB / 2;
+    for (int d = 0; d < hs; d += ATT_R) {
+        const uint32_t *ar = aT + (size_t)d * T2 + r0 / 2;
+        float *o = outT + (size_t)d * T;
+        int j = 0;
+        for (; j + 64 <= cols; j += 64) {
+            const int k0 = j > r0 ? (j - r0) / 2 : 0;
+            tile_bf(4, k0, b2, alpha, ar, T2, pv + j, T, o + j, T, 1);
+        }
+        const int k0 = j > r0 ? (j - r0) / 2 : 0;
+        switch ((cols - j) / 16) {
+        case 3: tile_bf(3, k0, b2, alpha, ar, T2, pv + j, T, o + j, T, 1); break;
+        case 2: tile_bf(2, k0, b2, alpha, ar, T2, pv + j, T, o + j, T, 1); break;
+        case 1: tile_bf(1, k0, b2, alpha, ar, T2, pv + j, T, o + j, T, 1); break;
+        default: break;
         }
     }
 }
@@ -790,13 +877,13 @@ static void attention_forward_tiled_bf16(int B, int T, int C, int NH, const floa
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         float *P = work + (size_t)thread_id() * attention_work(T); // (TB, T)
-        uint32_t *qr = (uint32_t *)(P + (size_t)3 * ATT_TB * T);   // (T, hs/2)
-        uint32_t *kt = qr + th, *vv = kt + th, *p16 = vv + th; // (hs/2, T) (T/2, hs) (TB, T/2)
+        uint32_t *qr = (uint32_t *)(P + (size_t)3 * ATT_TB * T);   // (T, hs) bf16
+        uint32_t *kt = qr + th, *vv = kt + th, *p16 = vv + th; // (hs/2, T) (T/2, hs) (TB, T) bf16
         const float *q = qkv + head_qkv(bh, T, C, NH), *k = q + C, *v = q + 2 * C;
         float *yh = y + head_out(bh, T, C, NH), *l = lse + (size_t)bh * T;
-        pack_rows16(T, hs, q, C3, qr, hs / 2);
-        pack_t16(T, hs, k, C3, kt);
-        pack_vnni16(T, hs, v, C3, vv);
+        pack_rows_bf(T, hs, q, C3, (uint16_t *)qr, hs);
+        pack_t_bf(T, hs, k, C3, kt);
+        pack_vnni_bf(T, hs, v, C3, vv, hs);
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
             const int cols = r0 + ATT_TB;
             block_dot_bf(r0, hs, T, scale, qr, kt, P); // S (TB, cols), causal tiles
@@ -810,7 +897,7 @@ static void attention_forward_tiled_bf16(int B, int T, int C, int NH, const floa
                     for (int j = 0; j <= r0 + i; j++)
                         s[j] *= dropout_factor(key, att_index(bh, T, r0 + i, j), p);
             }
-            pack_rows16(ATT_TB, cols, P, T, p16, T / 2);
+            pack_rows_bf(ATT_TB, cols, P, T, (uint16_t *)p16, T);
             block_pv_bf(r0, hs, 1.0f, p16, T / 2, vv, yh, C); // y[r0..] = P v
         }
     }
@@ -822,37 +909,35 @@ static void attention_backward_tiled_bf16(int B, int T, int C, int NH, const flo
                                           int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
-    const size_t th = (size_t)T * hs / 2;
+    const size_t th = (size_t)T * hs / 2, tb = (size_t)T * ATT_TB / 2;
     const float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for schedule(dynamic) num_threads(nwork) if (nwork > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         float *Pw = work + (size_t)thread_id() * attention_work(T); // (TB, T) each
         float *dP = Pw + (size_t)ATT_TB * T, *Pd = Pw + (size_t)2 * ATT_TB * T;
-        // rows (T, hs/2): q, dy; transposed (hs/2, T): k, v; pairs of rows (T/2, hs): q, k, dy
-        uint32_t *qr = (uint32_t *)(Pw + (size_t)3 * ATT_TB * T), *dyr = qr + th;
-        uint32_t *kt = dyr + th, *vt = kt + th, *qv = vt + th, *kv = qv + th, *dyv = kv + th;
-        uint32_t *pt = dyv + th, *ds16 = pt + (size_t)T * ATT_TB / 2; // (T, TB/2), (TB, T/2)
+        float *dvt = Pw + (size_t)3 * ATT_TB * T, *dkt = dvt + 2 * th; // (hs, T) each
+        // rows (T, hs) bf16: q, dy; column pairs (hs/2, T): k, v; row pairs (T/2, hs): k;
+        // row pairs along rows (hs, T/2): q, dy; the block's P or dS (TB, T) bf16, (TB/2, T)
+        uint32_t *qr = (uint32_t *)(dkt + 2 * th), *dyr = qr + th, *kt = dyr + th;
+        uint32_t *vt = kt + th, *kv = vt + th, *qtv = kv + th, *dytv = qtv + th;
+        uint32_t *s16 = dytv + th, *sv = s16 + tb;
         const size_t o = head_qkv(bh, T, C, NH);
         const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
         const float *dyh = dy + head_out(bh, T, C, NH); // (T, hs), stride C
         const float *l = lse + (size_t)bh * T;
-        for (int t = 0; t < T; t++) {
-            memset(dk + (size_t)t * C3, 0, (size_t)hs * sizeof *dk);
-            memset(dv + (size_t)t * C3, 0, (size_t)hs * sizeof *dv);
-        }
-        pack_rows16(T, hs, dyh, C, dyr, hs / 2);
-        pack_t16(T, hs, v, C3, vt);
-        pack_vnni16(T, hs, q, C3, qv);
-        pack_vnni16(T, hs, k, C3, kv);
-        pack_vnni16(T, hs, dyh, C, dyv);
+        memset(dvt, 0, 4 * th * sizeof *dvt); // dvt and dkt
+        pack_rows_bf(T, hs, dyh, C, (uint16_t *)dyr, hs);
+        pack_t_bf(T, hs, v, C3, vt);
+        pack_vnni_bf(T, hs, k, C3, kv, hs);
+        pack_tv_bf(T, hs, q, C3, qtv);
+        pack_tv_bf(T, hs, dyh, C, dytv);
         if (!probs) {
-            pack_rows16(T, hs, q, C3, qr, hs / 2);
-            pack_t16(T, hs, k, C3, kt);
+            pack_rows_bf(T, hs, q, C3, (uint16_t *)qr, hs);
+            pack_t_bf(T, hs, k, C3, kt);
         }
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
             const int cols = r0 + ATT_TB;
-            const size_t b0 = (size_t)r0 / 2 * hs; // the block's rows in a (T/2, hs) pack
             const float *P = Pw; // (TB, cols) of the probabilities, stride T
             if (probs)
                 P = probs + ((size_t)bh * T + r0) * T;
@@ -876,15 +961,17 @@ static void attention_backward_tiled_bf16(int B, int T, int C, int NH, const flo
                 }
                 Pv = Pd;
             }
-            pack_bt16(cols, Pv, T, pt);
-            block_ptd_bf(r0, hs, 1.0f, pt, dyv + b0, dv, C3); // dv += Pv^T dy[r0..]
+            pack_vnni_bf(ATT_TB, cols, Pv, T, sv, T);
+            block_tp_bf(r0, hs, T, 1.0f, dytv, sv, dvt); // dv^T += dy[r0..]^T Pv
             for (int i = 0; i < ATT_TB; i++)
                 softmax_row_backward(r0 + i + 1, cols, P + (size_t)i * T, dP + (size_t)i * T);
-            pack_rows16(ATT_TB, cols, dP, T, ds16, T / 2);
-            pack_bt16(cols, dP, T, pt);
-            block_pv_bf(r0, hs, scale, ds16, T / 2, kv, dq, C3); // dq[r0..] = scale dS k
-            block_ptd_bf(r0, hs, scale, pt, qv + b0, dk, C3);    // dk += scale dS^T q[r0..]
+            pack_rows_bf(ATT_TB, cols, dP, T, (uint16_t *)s16, T);
+            pack_vnni_bf(ATT_TB, cols, dP, T, sv, T);
+            block_pv_bf(r0, hs, scale, s16, T / 2, kv, dq, C3); // dq[r0..] = scale dS k
+            block_tp_bf(r0, hs, T, scale, qtv, sv, dkt);        // dk^T += scale q[r0..]^T dS
         }
+        unpack_t(T, hs, dvt, dv, C3);
+        unpack_t(T, hs, dkt, dk, C3);
     }
 }
 
