@@ -35,15 +35,16 @@
  * "baby"'s peak RSS below fp32's (oneDNN's bf16 kernels add code); "small"
  * keeps 38 MB less. The rest of what the forward keeps is the fp32 list
  * above.
- * The attention's own products (q k^T, P v and their gradients) stay fp32,
- * a rule by shape: they are blocks of 16 query rows against at most T keys
- * over a head of at most 64 channels, where a oneDNN call's fixed cost eats
- * the bf16 rate (one thread, Zen 4, CPU time per call: q k^T 16x64x64
- * 1.8 us sgemm vs 2.9 us bf16, 2x faster in bf16 only from 128 keys on; P v
- * with P rounded per block 1.2 vs 2.5 us at 64 keys, 4.8 vs 5.1 at 256);
- * nn/attention.c runs them in its own fp32 register tiles, with no call at
- * all. LayerNorm, GELU, softmax, the loss, the bias sums and the
- * embedding stay fp32. */
+ * The attention's own products (q k^T, P v and their gradients) run in bf16
+ * too, but not through oneDNN: they are blocks of 16 query rows against at
+ * most T keys over a head of at most 64 channels, where a oneDNN call's
+ * fixed cost eats the bf16 rate (one thread, Zen 4, CPU time per call:
+ * q k^T 16x64x64 1.8 us sgemm vs 2.9 us bf16; P v with P rounded per block
+ * 1.2 vs 2.5 us at 64 keys); nn/attention.c's attention_*_bf16 run them in
+ * its own vdpbf16ps register tiles, with no call at all (the fp32 tiles
+ * where the shape or the CPU does not fit them). The softmax and its
+ * backward stay fp32, as do LayerNorm, GELU, the loss, the bias sums and
+ * the embedding. */
 #include "models/gpt.h"
 
 #include <math.h>
