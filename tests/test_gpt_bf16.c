@@ -16,6 +16,11 @@
  * That bf16 really ran is checked as in tests/test_bf16.c: somewhere the
  * error exceeds 2^-10 S / sqrt(K), far above fp32's own ~2^-24 S.
  *
+ * The attention (nn/attention.c's attention_*_bf16) at the GPT's tiled
+ * shapes, with and without dropout and kept probabilities, against exact
+ * arithmetic within a bound composed from the same per-product bound (see
+ * test_attention_bf16); shapes it does not take are the fp32 path's bits.
+ *
  * The whole model: compounded over the layers no sharp bound holds, so the
  * bf16 step is held to stated tolerances against the fp32 step (loss within
  * 0.1 % relative; gradient within 2 % in relative 2-norm) and against the
