@@ -39,15 +39,16 @@
  * the MLP, 37 MB on "small" (still about 20 MB under fp32's peak), for
  * 1.1 % of its step. The rest of what the forward keeps is the fp32 list
  * above.
- * The attention's own products (q k^T, P v and their gradients) stay fp32,
- * a rule by shape: they are blocks of 16 query rows against at most T keys
- * over a head of at most 64 channels, where a oneDNN call's fixed cost eats
- * the bf16 rate (one thread, Zen 4, CPU time per call: q k^T 16x64x64
- * 1.8 us sgemm vs 2.9 us bf16, 2x faster in bf16 only from 128 keys on; P v
- * with P rounded per block 1.2 vs 2.5 us at 64 keys, 4.8 vs 5.1 at 256);
- * nn/attention.c runs them in its own fp32 register tiles, with no call at
- * all. LayerNorm, GELU, softmax, the loss, the bias sums and the
- * embedding stay fp32. */
+ * The attention's own products (q k^T, P v and their gradients) run in bf16
+ * too, but not through oneDNN: they are blocks of 16 query rows against at
+ * most T keys over a head of at most 64 channels, where a oneDNN call's
+ * fixed cost eats the bf16 rate (one thread, Zen 4, CPU time per call:
+ * q k^T 16x64x64 1.8 us sgemm vs 2.9 us bf16; P v with P rounded per block
+ * 1.2 vs 2.5 us at 64 keys); nn/attention.c's attention_*_bf16 run them in
+ * its own vdpbf16ps register tiles, with no call at all (the fp32 tiles
+ * where the shape or the CPU does not fit them). The softmax and its
+ * backward stay fp32, as do LayerNorm, GELU, the loss, the bias sums and
+ * the embedding. */
 #include "models/gpt.h"
 
 #include <math.h>
@@ -394,8 +395,9 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
         linear_fwd(m, N, C, 3 * C, lnx, W(T_QKVW), W(T_QKVB), m->qkv[l]);
         // in bf16 the output passes through ln (free until ln_2) into atty16
         float *att_out = m->w16 ? m->ln : m->atty[l];
-        attention_forward(B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
-                          rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
+        (m->w16 ? attention_forward_bf16 : attention_forward)(
+            B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
+            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
         // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
         if (m->w16) {
             bf16_from_f32((size_t)N * C, att_out, m->atty16[l]);
@@ -510,8 +512,9 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                                  G(T_APW), G(T_APB), m->atty16[l], (dt_bf16 *)m->h4);
         else
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
-        attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
-                           rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
+        (m->w16 ? attention_backward_bf16 : attention_backward)(
+            B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
+            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln,
                         m->w16 ? b16_at(m->h4, 2 * NC) : NULL);
         // bf16: dqkv rounded into h4 (free until the next block's MLP), ln after it

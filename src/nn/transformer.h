@@ -121,6 +121,22 @@ void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, 
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
                         const float *probs, const float *dy, float p, uint64_t key, float *dqkv,
                         float *work, int nwork);
+/* The same with the products in bf16 and fp32 sums (compute.precision =
+ * bf16): q, k, v, dy, the probabilities after dropout and the softmax's
+ * gradient dS are rounded to bf16 where they enter q k^T, P v, dy v^T,
+ * P^T dy, dS k and dS^T q; the softmax, its backward, lse and the kept
+ * probabilities stay fp32, as do y and dqkv. Taken where the tiled path fits
+ * (T a multiple of 16, head size 16, 32, 48 or 64) and the CPU has
+ * AVX512-BF16 (attention_bf16_native says whether); elsewhere these are
+ * attention_forward/backward, in fp32. Same arguments. */
+void attention_forward_bf16(int B, int T, int C, int NH, const float *qkv, float *y,
+                            float *lse, float *probs, float p, uint64_t key, float *work,
+                            int nwork);
+void attention_backward_bf16(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                             const float *probs, const float *dy, float p, uint64_t key,
+                             float *dqkv, float *work, int nwork);
+/* 1 when attention_*_bf16 run in bf16 at sequence length T and head size hs */
+int attention_bf16_native(int T, int hs);
 /* The two paths attention_forward/backward choose between by shape, for the
  * tests that compare them: the tiled one (hand-vectorized register tiles,
  * taken when T is a multiple of 16 and the head size is 16, 32, 48 or 64)
