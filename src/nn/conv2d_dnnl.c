@@ -396,8 +396,9 @@ static size_t floats_of_bf16(size_t n) { return (n + 1) / 2; }
  * 3x3) does a quarter of the direct multiplies in fp32: measured on a Zen 4,
  * bf16 direct took 1.0-1.3x fp32 Winograd's time forward and backward-data
  * and 1.4-1.7x for the weight gradient (C 16-64, batch 32). So there the
- * passes fp32 runs as Winograd stay fp32 (bit for bit the fp32 backend's);
- * with AMX every pass is bf16. Fixed by shape and ISA, never by timing, so a
+ * passes fp32 runs as Winograd stay fp32 (bit for bit the fp32 backend's),
+ * but for the data gradient of an unpadded convolution (below); with AMX
+ * every pass is bf16. Fixed by shape and ISA, never by timing, so a
  * run and its resume on the same kind of machine compute alike. */
 static int have_amx(void)
 {
@@ -407,7 +408,17 @@ static int have_amx(void)
 
 int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
 {
-    return have_amx() || !use_winograd(s, pass, 0);
+    if (have_amx() || !use_winograd(s, pass, 0))
+        return 1;
+    /* The one exception without AMX: the data gradient of an unpadded 3x3
+     * convolution (a convolution of dy padded by 2 on every side) runs
+     * faster as bf16 direct than as fp32 Winograd. mnist_cnn's conv2 (32 ->
+     * 64, 26x26 -> 24x24), one Zen 4 thread, whole bf16 steps, alternating:
+     * batch 128 1,807-1,851 -> 1,980-2,006 and 1,706-1,785 -> 1,923-1,929
+     * img/s; batch 32 1,887-1,933 -> 2,010-2,080 and 1,947-1,979 ->
+     * 1,943-1,954. The padded convolutions of the ResNets keep the rule
+     * (resnet20_gn, batch 128, with them bf16 too: 555-577 -> 537-574). */
+    return pass == PASS_BWD_DATA && s->pad == 0;
 }
 
 /* The weight gradient reads x only as its bf16 copy where it is a bf16
@@ -436,8 +447,10 @@ size_t bf16_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
 size_t bf16_conv2d_workspace(const dt_conv_shape *s)
 {
     const size_t f = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_FORWARD);
-    const size_t b = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_BACKWARD_NO_DX);
-    return f > b ? f : b;
+    const size_t b = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_BACKWARD);
+    const size_t n = bf16_conv2d_pass_workspace(s, DT_CONV_WORK_BACKWARD_NO_DX);
+    const size_t m = f > b ? f : b; /* b < n where dy and x are rounded, b > n where dy alone */
+    return m > n ? m : n;
 }
 
 /* Every bf16 pass is oneDNN's, whose backward-data writes dx. */
