@@ -397,7 +397,8 @@ static size_t floats_of_bf16(size_t n) { return (n + 1) / 2; }
  * bf16 direct took 1.0-1.3x fp32 Winograd's time forward and backward-data
  * and 1.4-1.7x for the weight gradient (C 16-64, batch 32). So there the
  * passes fp32 runs as Winograd stay fp32 (bit for bit the fp32 backend's),
- * but for the data gradient of an unpadded convolution (below); with AMX
+ * but for the data gradient of an unpadded convolution at batch 64 and more
+ * (below); with AMX
  * every pass is bf16. Fixed by shape and ISA, never by timing, so a
  * run and its resume on the same kind of machine compute alike. */
 static int have_amx(void)
@@ -416,9 +417,12 @@ int bf16_conv2d_pass_bf16(const dt_conv_shape *s, int pass)
      * 64, 26x26 -> 24x24), one Zen 4 thread, whole bf16 steps, alternating:
      * batch 128 1,807-1,851 -> 1,980-2,006 and 1,706-1,785 -> 1,923-1,929
      * img/s; batch 32 1,887-1,933 -> 2,010-2,080 and 1,947-1,979 ->
-     * 1,943-1,954. The padded convolutions of the ResNets keep the rule
-     * (resnet20_gn, batch 128, with them bf16 too: 555-577 -> 537-574). */
-    return pass == PASS_BWD_DATA && s->pad == 0;
+     * 1,943-1,954. Batches under 64 keep fp32: there the gain is within the
+     * noise and the copy of dy it needs put bf16's peak RSS above fp32's
+     * (mnist_cnn batch 32: 125.9 against 125.5-125.7 MB). The padded
+     * convolutions of the ResNets keep the rule (resnet20_gn, batch 128,
+     * with them bf16 too: 555-577 -> 537-574). */
+    return pass == PASS_BWD_DATA && s->pad == 0 && s->B >= 64;
 }
 
 /* The weight gradient reads x only as its bf16 copy where it is a bf16
