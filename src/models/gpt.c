@@ -44,7 +44,7 @@
  * most T keys over a head of at most 64 channels, where a oneDNN call's
  * fixed cost eats the bf16 rate (one thread, Zen 4, CPU time per call:
  * q k^T 16x64x64 1.8 us sgemm vs 2.9 us bf16; P v with P rounded per block
- * 1.2 vs 2.5 us at 64 keys); nn/attention.c's attention_*_bf16 run them in
+ * 1.2 vs 2.5 us at 64 keys); nn/attention_bf16.c's attention_*_bf16 run them in
  * its own vdpbf16ps register tiles, with no call at all (the fp32 tiles
  * where the shape or the CPU does not fit them). The softmax and its
  * backward stay fp32, as do LayerNorm, GELU, the loss, the bias sums and
