@@ -131,7 +131,10 @@ set +e  # run (tests/common.sh) leaves -e on
 OUT=from CT= sim allreduce 2 sim.compute_from="$WORK/real/run.h5"
 ct=$(sed -n 's/^dtrain-sim: sim.compute_time = \([^ ]*\) s, the median of .*/\1/p' "$WORK/out-from.txt")
 got=$(col "$WORK/from/sim.csv" compute_s 2>/dev/null)
-if [ "$RC" -eq 0 ] && [ -n "$ct" ] && awk "BEGIN { exit !($ct > 0 && $got > 0.999 * $ct && $got < 1.001 * $ct) }"; then
+# SimGrid charges smpi/wtime (10 ns by default) for each clock read, and the
+# measured compute window holds one: at a 10 us step that is 0.1 %, so allow
+# it on top of the relative tolerance (CI's 9.5 us step came out 9.7 ns long).
+if [ "$RC" -eq 0 ] && [ -n "$ct" ] && awk "BEGIN { exit !($ct > 0 && $got > 0.999 * $ct && $got < 1.001 * $ct + 2e-8) }"; then
     pass "sim.compute_from: the real run's median compute time per step ($ct s) is the simulated one"
 else
     fail "sim.compute_from (exit status $RC, ${ct:-no} s from the record, ${got:-no} s simulated)"
