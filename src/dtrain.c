@@ -17,6 +17,7 @@
 #include "models/models.h"
 #include "run/device.h"
 #include "run/groups.h"
+#include "run/omp_wait.h"
 #include "run/roles.h"
 #include "run/stop.h"
 #include "run/trainer.h"
@@ -98,34 +99,6 @@ static void usage(FILE *f)
                "Postprocess with dtrain-post csv|plot|summary RUN.h5.\n");
 }
 
-/* OpenMP threads (oneDNN's and the engine's, compute.threads > 1) that wait
- * between parallel regions by spinning took a core's share from the thread
- * with serial work on this machine's two cores: resnet20_gn at batch 128 ran
- * 683 img/s on two threads with libgomp's default policy and 861 with
- * OMP_WAIT_POLICY = passive (one thread: 499). libgomp reads the variable when
- * it is loaded, before main, so when it is unset dtrain sets it and executes
- * itself again, before MPI_Init; DTRAIN_OMP_REEXEC stops a second round. A
- * user's own OMP_WAIT_POLICY is left alone. */
-static void omp_wait_passive(char **argv)
-{
-#ifdef DTRAIN_SIM
-    (void)argv; /* the simulator runs no OpenMP region and must not re-execute */
-    return;
-#endif
-    if (getenv("OMP_WAIT_POLICY") || getenv("DTRAIN_OMP_REEXEC"))
-        return;
-    // the binary's own path, so the process keeps its name ("dtrain", not "exe")
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0 || (size_t)len >= sizeof self - 1)
-        return;
-    self[len] = '\0';
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv("DTRAIN_OMP_REEXEC", "1", 1) != 0)
-        return;
-    execv(self, argv);
-    // not re-executed: run on with the default policy
-}
-
 /* compute.precision: the backend the trainer takes (compute.device and
  * .kernels) must run it, else the job is refused before it starts, in one
  * line (from the lowest failing rank; a job may span unlike nodes). Then
@@ -155,7 +128,9 @@ static int precision_open(const dt_config *cfg, MPI_Comm world)
 
 int main(int argc, char **argv)
 {
-    omp_wait_passive(argv);
+#ifndef DTRAIN_SIM /* the simulator runs no OpenMP region and must not re-execute */
+    omp_wait_setup(argv);
+#endif
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;
