@@ -346,6 +346,87 @@ static void test_pools_blocked(void)
     free(qdx), free(qdxb), free(qdx2);
 }
 
+/* ---- element-wise kernels on threads ------------------------------------------- */
+
+/* Max-pool, dropout and the SGD step share their work out over
+ * compute.threads: two threads give one thread's bits, on sizes past the
+ * chunk (DT_PAR_CHUNK) that turns threading on. */
+static void test_threads_elementwise(void)
+{
+    const dt_backend *be = backend_cpu();
+    const int B = 8, C = 32, H = 24, W = 24, HW = H * W;
+    const size_t n = (size_t)B * C * HW;
+    float *x = vec_rand(&rng, n, 1.0);
+    x[777] = NAN; // a plane with a NaN takes the NaN pass
+    for (int blk = 0; blk <= 16; blk += 16) {
+        for (int k = 2; k <= 3; k++) {
+            const int st = 2;
+            dt_pool_shape s = { .B = B, .C = C, .H = H, .W = W, .k = k, .stride = st, .blk = blk };
+            s.P = (H - k) / st + 1;
+            s.Q = (W - k) / st + 1;
+            const size_t ny = (size_t)B * C * s.P * s.Q;
+            float *xin = blk ? to_layout(16, B, C, HW, x) : vec_copy(x, n);
+            float *g = vec_rand(&rng, ny, 1.0);
+            float *y[2], *dx[2];
+            int32_t *arg[2];
+            for (int t = 0; t < 2; t++) {
+                backend_set_threads(t + 1);
+                y[t] = vec_const(ny, 0);
+                arg[t] = dt_calloc(ny, sizeof *arg[t]);
+                dx[t] = vec_const(n, 0.5f);
+                be->maxpool_forward(&s, xin, y[t], arg[t]);
+                be->maxpool_backward(&s, g, arg[t], dx[t]);
+            }
+            backend_set_threads(1);
+            CHECK(memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
+                      memcmp(arg[0], arg[1], ny * sizeof(int32_t)) == 0 &&
+                      memcmp(dx[0], dx[1], n * sizeof(float)) == 0,
+                  "maxpool %dx%d stride 2, %s: two threads give one thread's y, argmax and dx", k,
+                  k, blk ? "blocked" : "plain");
+            for (int t = 0; t < 2; t++)
+                free(y[t]), free(arg[t]), free(dx[t]);
+            free(xin), free(g);
+        }
+    }
+    {
+        float *y[2], *mask[2], *dx[2], *dy = vec_rand(&rng, n, 1.0);
+        for (int t = 0; t < 2; t++) {
+            backend_set_threads(t + 1);
+            y[t] = vec_const(n, 0), mask[t] = vec_const(n, 0), dx[t] = vec_const(n, 0.25f);
+            be->dropout_forward(n, 0.3f, 1234, x, y[t], mask[t]);
+            be->dropout_backward(n, mask[t], dy, dx[t]);
+        }
+        backend_set_threads(1);
+        CHECK(memcmp(y[0], y[1], n * sizeof(float)) == 0 &&
+                  memcmp(mask[0], mask[1], n * sizeof(float)) == 0 &&
+                  memcmp(dx[0], dx[1], n * sizeof(float)) == 0,
+              "dropout: two threads give one thread's mask, y and dx");
+        for (int t = 0; t < 2; t++)
+            free(y[t]), free(mask[t]), free(dx[t]);
+        free(dy);
+    }
+    for (int nest = 0; nest <= 1; nest++) {
+        const size_t np = 100003; // three chunks, the last partial
+        float *g = vec_rand(&rng, np, 1.0), *p0 = vec_rand(&rng, np, 1.0);
+        float *p[2], *v[2];
+        for (int t = 0; t < 2; t++) {
+            backend_set_threads(t + 1);
+            p[t] = vec_copy(p0, np), v[t] = vec_const(np, 0.1f);
+            for (int step = 0; step < 2; step++)
+                be->flat_sgd(np, 0.9f, 1e-4f, nest, 0.05f, p[t], g, v[t]);
+        }
+        backend_set_threads(1);
+        CHECK(memcmp(p[0], p[1], np * sizeof(float)) == 0 &&
+                  memcmp(v[0], v[1], np * sizeof(float)) == 0,
+              "SGD %s: two threads give one thread's parameters and momentum",
+              nest ? "Nesterov" : "momentum");
+        for (int t = 0; t < 2; t++)
+            free(p[t]), free(v[t]);
+        free(g), free(p0);
+    }
+    free(x);
+}
+
 /* ---- whole models: layouts, threads, reproducibility ---------------------------- */
 
 /* One training step's loss and gradient of model name on backend be. */
@@ -414,6 +495,7 @@ int main(void)
         test_groupnorm_fused(3, 16, 70, 4, blk, 1);
     }
     test_pools_blocked();
+    test_threads_elementwise();
     const dt_backend *fast = backend_cpu_dnnl();
     if (!fast) {
         printf("ok %d - # SKIP oneDNN convolutions: dtrain was built without oneDNN\n", ++tap_count_);

@@ -1,5 +1,5 @@
 /* Vectors for the layer tests: normal(0, scale) from a test's stream, or a
- * constant; dt_calloc'd with at least one element (n may be 0). */
+ * constant, or a copy; dt_calloc'd with at least one element (n may be 0). */
 #ifndef DT_TESTVEC_H
 #define DT_TESTVEC_H
 
@@ -21,6 +21,14 @@ static inline float *vec_const(size_t n, float a)
     float *v = dt_calloc(n ? n : 1, sizeof(float));
     for (size_t i = 0; i < n; i++)
         v[i] = a;
+    return v;
+}
+
+static inline float *vec_copy(const float *a, size_t n)
+{
+    float *v = dt_calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = a[i];
     return v;
 }
 

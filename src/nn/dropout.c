@@ -5,8 +5,19 @@
 #include "nn/kernels_cpu.h"
 
 #include "core/rng.h"
+#include "core/simd.h"
 
 #include <string.h>
+
+static void dropout_span(size_t i0, size_t len, float p, float scale, uint64_t key,
+                         const float *x, float *y, float *mask)
+{
+    for (size_t i = i0; i < i0 + len; i++) {
+        const float m = rng_hash_uniform(key, (uint64_t)i) >= p ? scale : 0.0f;
+        mask[i] = m;
+        y[i] = x[i] * m;
+    }
+}
 
 void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y,
                          float *mask)
@@ -20,17 +31,12 @@ void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
     }
     // p >= 1 keeps nothing (u < 1 always), so the infinite scale is never used
     const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        const float m = rng_hash_uniform(key, (uint64_t)i) >= p ? scale : 0.0f;
-        mask[i] = m;
-        y[i] = x[i] * m;
-    }
+    // the mask depends on (key, i) alone: chunks on threads change no bit
+    DT_PARALLEL_CHUNKS(n, i0, len, dropout_span(i0, len, p, scale, key, x, y, mask));
 }
 
-void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+static void dropout_back_span(size_t n, const float *mask, const float *dy, float *dx)
 {
-    if (!dx)
-        return;
     // blocks of four, all loads before the stores, so -O2 emits packed SSE
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -44,4 +50,11 @@ void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *d
     }
     for (; i < n; i++)
         dx[i] += dy[i] * mask[i];
+}
+
+void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+{
+    if (!dx)
+        return;
+    DT_PARALLEL_CHUNKS(n, i0, len, dropout_back_span(len, mask + i0, dy + i0, dx + i0));
 }

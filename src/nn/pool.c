@@ -3,6 +3,9 @@
 #include "nn/kernels_cpu.h"
 #include "nn/layout.h"
 
+#include "core/error.h"
+#include "core/simd.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -86,30 +89,42 @@ static void maxpool_nan(const float *xp, int W, int P, int Q, int k, int st, flo
 
 /* A blocked input is pooled plane by plane through a gathered copy of the
  * plane, so both layouts share the kernels above and pick the same winners. */
+/* One (sample, channel) plane; plane: an H W scratch where x is blocked */
+static void maxpool_plane(const dt_pool_shape *s, const float *x, size_t pl, float *plane,
+                          float *y, int32_t *arg)
+{
+    const int W = s->W, P = s->P, Q = s->Q, k = s->k, st = s->stride;
+    const size_t hw = (size_t)s->H * W, pq = (size_t)P * Q;
+    const float *xp = x + pl * hw;
+    if (s->blk) {
+        const float *xb = x + layout_index(s->blk, s->C, (int)hw, (int)(pl / s->C),
+                                           (int)(pl % s->C), 0);
+        for (size_t j = 0; j < hw; j++)
+            plane[j] = xb[j * s->blk];
+        xp = plane;
+    }
+    float *yp = y + pl * pq;
+    int32_t *ap = arg + pl * pq;
+    if (k == 2 && st == 2)
+        maxpool_2x2(xp, W, P, Q, yp, ap);
+    else
+        maxpool_any(xp, W, P, Q, k, st, yp, ap);
+    if (plane_nonfinite(xp, hw))
+        maxpool_nan(xp, W, P, Q, k, st, yp);
+}
+
+/* Planes are independent: compute.threads > 1 shares them out. */
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
 {
-    const int H = s->H, W = s->W, P = s->P, Q = s->Q, k = s->k, st = s->stride;
-    const size_t planes = (size_t)s->B * s->C, hw = (size_t)H * W, pq = (size_t)P * Q;
-    float *plane = s->blk ? malloc(hw * sizeof *plane) : NULL;
-    for (size_t pl = 0; pl < planes; pl++) {
-        const float *xp = x + pl * hw;
-        if (s->blk) {
-            const float *xb = x + layout_index(s->blk, s->C, (int)hw, (int)(pl / s->C),
-                                               (int)(pl % s->C), 0);
-            for (size_t j = 0; j < hw; j++)
-                plane[j] = xb[j * s->blk];
-            xp = plane;
-        }
-        float *yp = y + pl * pq;
-        int32_t *ap = arg + pl * pq;
-        if (k == 2 && st == 2)
-            maxpool_2x2(xp, W, P, Q, yp, ap);
-        else
-            maxpool_any(xp, W, P, Q, k, st, yp, ap);
-        if (plane_nonfinite(xp, hw))
-            maxpool_nan(xp, W, P, Q, k, st, yp);
+    const size_t planes = (size_t)s->B * s->C, hw = (size_t)s->H * s->W;
+#pragma omp parallel if (planes * hw >= DT_PAR_CHUNK)
+    {
+        float *plane = s->blk ? dt_malloc(hw * sizeof *plane) : NULL;
+#pragma omp for schedule(static)
+        for (size_t pl = 0; pl < planes; pl++)
+            maxpool_plane(s, x, pl, plane, y, arg);
+        free(plane);
     }
-    free(plane);
 }
 
 void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
@@ -121,6 +136,8 @@ void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t
     const size_t hw = (size_t)s->H * s->W, pq = (size_t)s->P * s->Q;
     // overlapping windows (stride < k) can route several outputs to one input
     const size_t step = s->blk ? (size_t)s->blk : 1;
+    // a plane's windows stay on one thread, so overlapping ones add in order
+#pragma omp parallel for if (planes * hw >= DT_PAR_CHUNK) schedule(static)
     for (size_t pl = 0; pl < planes; pl++) {
         float *dxp = dx + (s->blk ? layout_index(s->blk, s->C, (int)hw, (int)(pl / s->C),
                                                  (int)(pl % s->C), 0)

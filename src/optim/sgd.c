@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/simd.h"
 #include "core/vec.h"
 #include "nn/cuda/sgd.h"
 
@@ -23,22 +24,31 @@ void sgd_init(dt_sgd *o, size_t n, double momentum, double weight_decay, bool ne
 
 /* The per-element bodies are nn/cuda/sgd.h's, the device's own; one loop per
  * case keeps the branches out of the loops. */
+static void sgd_span(size_t i0, size_t len, float m, float wd, int nesterov, float lr,
+                     float *restrict x, const float *restrict g, float *restrict v)
+{
+    const size_t e = i0 + len;
+    if (m == 0.0f) {
+        for (size_t i = i0; i < e; i++)
+            sgd_plain_at(i, wd, lr, x, g);
+    } else if (nesterov) {
+        for (size_t i = i0; i < e; i++)
+            sgd_nesterov_at(i, m, wd, lr, x, g, v);
+    } else {
+        for (size_t i = i0; i < e; i++)
+            sgd_momentum_at(i, m, wd, lr, x, g, v);
+    }
+}
+
+/* Elements are independent: compute.threads > 1 shares the chunks out and
+ * changes no bit. */
 void sgd_step_flat(size_t n, float m, float wd, int nesterov, float lr, float *restrict x,
                    const float *restrict g, float *restrict v)
 {
     /* the simulator: x, g and v hold no model; a worker's update is part of
      * sim.compute_time, a parameter server's is not modelled */
     VEC_SKIP_IN_SIM;
-    if (m == 0.0f) {
-        for (size_t i = 0; i < n; i++)
-            sgd_plain_at(i, wd, lr, x, g);
-    } else if (nesterov) {
-        for (size_t i = 0; i < n; i++)
-            sgd_nesterov_at(i, m, wd, lr, x, g, v);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            sgd_momentum_at(i, m, wd, lr, x, g, v);
-    }
+    DT_PARALLEL_CHUNKS(n, i0, len, sgd_span(i0, len, m, wd, nesterov, lr, x, g, v));
 }
 
 void sgd_step(dt_sgd *o, float *restrict x, const float *restrict g, float lr)
