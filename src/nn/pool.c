@@ -87,9 +87,9 @@ static void maxpool_nan(const float *xp, int W, int P, int Q, int k, int st, flo
                         yp[p * Q + q] = NAN;
 }
 
-/* A blocked input is pooled plane by plane through a gathered copy of the
- * plane, so both layouts share the kernels above and pick the same winners. */
-/* One (sample, channel) plane; plane: an H W scratch where x is blocked */
+/* One (sample, channel) plane. A blocked input is pooled through a gathered
+ * copy of the plane (plane: an H W scratch), so both layouts share the
+ * kernels above and pick the same winners. */
 static void maxpool_plane(const dt_pool_shape *s, const float *x, size_t pl, float *plane,
                           float *y, int32_t *arg)
 {
