@@ -70,7 +70,10 @@ int omp_wait_cpus_owned(int cpus_in_mask, const char *slurm_cpus_per_task,
     return cpus_in_mask / local;
 }
 
-int omp_wait_spin(void)
+/* 1 where this process's OpenMP threads should spin (libgomp's default),
+ * 0 where they should wait passively; from the process's affinity mask and
+ * environment. */
+static int omp_wait_spin(void)
 {
     cpu_set_t set;
     int cpus = 0;

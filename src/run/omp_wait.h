@@ -28,11 +28,6 @@ int omp_wait_cpus_owned(int cpus_in_mask, const char *slurm_cpus_per_task,
                         const char *mpi_localnranks, const char *ompi_local_size,
                         const char *slurm_step_tasks_per_node);
 
-/* 1 where this process's OpenMP threads should spin (libgomp's default),
- * 0 where they should wait passively; from the process's affinity mask and
- * environment. */
-int omp_wait_spin(void);
-
 /* Before anything reads OpenMP's environment (first thing in main): where
  * omp_wait_spin says passive and the user set no policy, set
  * OMP_WAIT_POLICY = passive and execute the program again (DTRAIN_OMP_REEXEC
