@@ -271,6 +271,10 @@ static void test_bad_values(void)
         {"optim", "lr", "1e999", "out of range"},
         {"optim", "lr", "1e-400", "out of range"},
         {"optim", "lr", "-1e999", "out of range"},
+        /* an exact denormal reads in, but its decimal form in the effective
+         * deck would not read back */
+        {"optim", "lr", "0x1p-1074", "out of range"},
+        {"optim", "weight_decay", "0x1.8p-1060", "out of range"},
         {"optim", "lr", "0.1 0.2", "expected a number > 0"},
         {"optim", "batch_size", "0", "expected an integer in [1, 2147483647]"},
         {"optim", "batch_size", "2.5", "expected an integer"},
@@ -298,6 +302,8 @@ static void test_bad_values(void)
         {"optim", "decay_epochs", "30,30", "not larger"},
         {"optim", "decay_epochs", "-1", "item 1 ('-1') is not a number >= 0"},
         {"optim", "decay_epochs", "0.5,x", "item 2 ('x') is not a number >= 0"},
+        {"optim", "decay_epochs", "0x1.8p-1070", "item 1 ('0x1.8p-1070') is not a number >= 0"},
+        {"optim", "decay_epochs", "0,", "item 2 is empty"},
         {"optim", "decay_epochs", "0.5,0.25", "item 2 (0.25) is not larger than the one before (0.5)"},
         {"optim", "decay_epochs",
          "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,"

@@ -2,6 +2,7 @@
  * bounds or choices, and format it back as the effective deck writes it. */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -184,7 +185,10 @@ static bool uint_parse(const char *s, uint64_t *out, bool *overflow)
 }
 
 /* Full-string strtod, finite only; underflow to a denormal or zero counts as
- * out of range too, since it silently changes the number. */
+ * out of range too, since it silently changes the number. A denormal spelt
+ * exactly (hex "0x1p-1074": strtod leaves errno alone) is refused as well: the
+ * effective deck writes it in decimal, which strtod would refuse on reading
+ * it back. */
 static bool double_parse(const char *s, double *out, bool *overflow)
 {
     char *end;
@@ -201,6 +205,10 @@ static bool double_parse(const char *s, double *out, bool *overflow)
     }
     if (!isfinite(v))
         return false;
+    if (v != 0 && fabs(v) < DBL_MIN) {
+        *overflow = true;
+        return false;
+    }
     *out = v;
     return true;
 }
@@ -324,10 +332,8 @@ static int epoch_norm(const char *tok, int item, void *state, char *buf, size_t 
                       size_t whycap)
 {
     double *prev = state, v;
-    char *end;
-    errno = 0;
-    v = strtod(tok, &end);
-    if (*end || errno || !isfinite(v) || v < 0) {
+    bool overflow;
+    if (!double_parse(tok, &v, &overflow) || v < 0) {
         snprintf(why, whycap, "item %d ('%s') is not a number >= 0", item, tok);
         return -1;
     }
