@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"
@@ -141,6 +142,8 @@ void *dt_msg_alloc_(size_t bytes, const char *file, int line)
     return dt_malloc_(bytes, file, line);
 }
 
+enum { HUGE_PAGE = 2 << 20, HUGE_MIN = 4 << 20 };
+
 float *dt_falloc_(size_t n, const char *file, int line)
 {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
@@ -155,8 +158,22 @@ float *dt_falloc_(size_t n, const char *file, int line)
     }
 #endif
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+    if (bytes >= HUGE_MIN) {
+        /* big arrays (activations, flat vectors, workspaces) on 2 MiB pages:
+         * the loops that stream them otherwise miss the TLB every 4 KiB, a
+         * page walk that costs most under virtualisation (nested paging).
+         * madvise before the first touch (the memset); it is advice only: a
+         * kernel with transparent huge pages off answers EINVAL and the
+         * array keeps small pages, which is not an error. */
+        bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
+            dt_fatal(file, line, "out of memory allocating %zu floats", n);
+#ifdef MADV_HUGEPAGE
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    } else if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
         dt_fatal(file, line, "out of memory allocating %zu floats", n);
+    }
     memset(p, 0, bytes);
     return p;
 }
