@@ -173,7 +173,7 @@ static void test_dropout(size_t n, float p, uint64_t key)
         if (isnan(dx[i]) || isnan(dy[i]))
             dx[i] = dy[i] = 0.5f;
     float *dx_cpu = vec_dup(dx, n);
-    be->dropout_backward(n, m_cpu, dy, dx_cpu);
+    be->dropout_backward(n, m_cpu, dy, dx_cpu, 0);
     for (size_t i = 0; i < n; i++)
         dropout_backward_at(i, m_at, dy, dx);
     CHECK(mismatches(dx, dx_cpu, n) == 0,
@@ -213,7 +213,7 @@ static void test_maxpool(int B, int C, int H, int W, int k, int st)
         if (isnan(dx[i]))
             dx[i] = 0.5f;
     float *dx_cpu = vec_dup(dx, nx);
-    be->maxpool_backward(&s, dy, a_cpu, dx_cpu);
+    be->maxpool_backward(&s, dy, a_cpu, dx_cpu, 0);
     for (size_t e = 0; e < nx; e++)
         maxpool_backward_at(e, H, W, P, Q, k, st, dy, a_at, dx);
     CHECK(mismatches(dx, dx_cpu, nx) == 0,
@@ -289,7 +289,7 @@ static void test_groupnorm(int B, int C, int HW, int G, int skip, int relu)
         dg_at[c] = db_at[c] = 1234.0f; // overwritten, not accumulated
     const float *yr = relu ? y_cpu : NULL;
     be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m_cpu, r_cpu, yr, dy, dx_cpu,
-                           skip ? ds_cpu : NULL, dg_cpu, db_cpu);
+                           skip ? ds_cpu : NULL, 0, 0, dg_cpu, db_cpu);
     double *sdy = dt_malloc(nbc * sizeof(double)), *sdyx = dt_malloc(nbc * sizeof(double));
     double *sgd = dt_malloc(nbg * sizeof(double)), *sgdx = dt_malloc(nbg * sizeof(double));
     for (size_t bg = 0; bg < nbg; bg++)

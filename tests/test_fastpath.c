@@ -186,14 +186,14 @@ static void test_groupnorm_blocked(int B, int C, int HW, int G)
     float *y = vec_const(n, 0.0f), *m = vec_const(ns, 0), *r = vec_const(ns, 0);
     float *dx = vec_const(n, 0.5f), *dg = vec_const(C, 0), *dbt = vec_const(C, 0);
     be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, NULL, 0, y, m, r);
-    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, NULL, dy, dx, NULL, dg, dbt);
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, NULL, dy, dx, NULL, 0, 0, dg, dbt);
 
     float *xb = to_layout(16, B, C, HW, x), *dyb = to_layout(16, B, C, HW, dy);
     float *half = vec_const(n, 0.5f), *dxb = to_layout(16, B, C, HW, half);
     float *yb = vec_const(n, NAN), *mb = vec_const(ns, 0), *rb = vec_const(ns, 0);
     float *dg2 = vec_const(C, 1e3f), *dbt2 = vec_const(C, 1e3f);
     be->groupnorm_forward(B, C, HW, G, 16, xb, gamma, beta, NULL, 0, yb, mb, rb);
-    be->groupnorm_backward(B, C, HW, G, 16, xb, gamma, mb, rb, NULL, dyb, dxb, NULL, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 16, xb, gamma, mb, rb, NULL, dyb, dxb, NULL, 0, 0, dg2, dbt2);
     float *y2 = from_layout(16, B, C, HW, yb), *dx2 = from_layout(16, B, C, HW, dxb);
     CHECK(rel(y2, y, n) < 1e-6 && rel(mb, m, ns) < 1e-6 && rel(rb, r, ns) < 1e-6,
           "%s blocked: forward and saved statistics as plain (rel err %.2e)", name, rel(y2, y, n));
@@ -229,7 +229,7 @@ static void test_groupnorm_fused(int B, int C, int HW, int G, int blk, int with_
     be->relu_backward(n, y, dy, d_pre);
     if (with_skip)
         be->add_backward(n, d_pre, dskip, NULL);
-    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, NULL, d_pre, dx, NULL, dg, dbt);
+    be->groupnorm_backward(B, C, HW, G, 0, x, gamma, m, r, NULL, d_pre, dx, NULL, 0, 0, dg, dbt);
 
     // fused, in layout blk
     float *xl = to_layout(blk, B, C, HW, x), *sl = to_layout(blk, B, C, HW, skip);
@@ -239,7 +239,7 @@ static void test_groupnorm_fused(int B, int C, int HW, int G, int blk, int with_
     float *m2 = vec_const(ns, 0), *r2 = vec_const(ns, 0), *dg2 = vec_const(C, 7), *dbt2 = vec_const(C, 7);
     be->groupnorm_forward(B, C, HW, G, blk, xl, gamma, beta, with_skip ? sl : NULL, 1, yl, m2, r2);
     be->groupnorm_backward(B, C, HW, G, blk, xl, gamma, m2, r2, yl, dyl, dxl,
-                           with_skip ? dsl : NULL, dg2, dbt2);
+                           with_skip ? dsl : NULL, 0, 0, dg2, dbt2);
     float *y2 = from_layout(blk, B, C, HW, yl), *dx2 = from_layout(blk, B, C, HW, dxl);
     float *ds2 = from_layout(blk, B, C, HW, dsl);
     int zeros = 0;
@@ -256,6 +256,18 @@ static void test_groupnorm_fused(int B, int C, int HW, int G, int blk, int with_
     CHECK(rel(dg2, dg, C) < 1e-5 && rel(dbt2, dbt, C) < 1e-5,
           "%s: dgamma, dbeta as the separate layers (rel err %.2e, %.2e)", name, rel(dg2, dg, C),
           rel(dbt2, dbt, C));
+    // fresh buffers are written whole: the bits of adding to zeros
+    float *z1 = vec_const(n, 0), *z2 = vec_const(n, 0), *f1 = vec_const(n, NAN);
+    float *f2 = vec_const(n, NAN);
+    be->groupnorm_backward(B, C, HW, G, blk, xl, gamma, m2, r2, yl, dyl, z1,
+                           with_skip ? z2 : NULL, 0, 0, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, blk, xl, gamma, m2, r2, yl, dyl, f1,
+                           with_skip ? f2 : NULL, 1, 1, dg2, dbt2);
+    CHECK(memcmp(z1, f1, n * sizeof(float)) == 0 &&
+              (!with_skip || memcmp(z2, f2, n * sizeof(float)) == 0),
+          "%s: dx_fresh%s write what adding to zeros gives", name,
+          with_skip ? " and dskip_fresh" : "");
+    free(z1), free(z2), free(f1), free(f2);
     free(x), free(gamma), free(beta), free(skip), free(dy), free(t), free(y), free(m), free(r);
     free(d_pre), free(dx), free(dskip), free(dg), free(dbt), free(xl), free(sl), free(dyl);
     free(q), free(dxl), free(h), free(dsl), free(yl), free(m2), free(r2), free(dg2), free(dbt2);
@@ -291,15 +303,21 @@ static void test_pools_blocked(void)
     int32_t *arg = dt_calloc(ny, sizeof *arg), *arg2 = dt_calloc(ny, sizeof *arg2);
     be->maxpool_forward(&s, x, py, arg);
     float *pdx = vec_const(n, 1.0f), *pdxb = to_layout(16, B, C, HW, ones);
-    be->maxpool_backward(&s, pg, arg, pdx);
+    be->maxpool_backward(&s, pg, arg, pdx, 0);
     dt_pool_shape sb = s;
     sb.blk = 16;
     be->maxpool_forward(&sb, xb, py2, arg2);
-    be->maxpool_backward(&sb, pg, arg2, pdxb);
+    be->maxpool_backward(&sb, pg, arg2, pdxb, 0);
     float *pdx2 = from_layout(16, B, C, HW, pdxb);
     CHECK(memcmp(py, py2, ny * sizeof(float)) == 0 && memcmp(arg, arg2, ny * sizeof *arg) == 0 &&
               memcmp(pdx, pdx2, n * sizeof(float)) == 0,
           "maxpool blocked input: same maxima, winners and accumulated dx as plain");
+    float *zb = vec_const(n, 0), *fb = vec_const(n, NAN);
+    be->maxpool_backward(&sb, pg, arg2, zb, 0);
+    be->maxpool_backward(&sb, pg, arg2, fb, 1);
+    CHECK(memcmp(zb, fb, n * sizeof(float)) == 0,
+          "maxpool blocked: dx_fresh writes every element, the bits of adding to zeros");
+    free(zb), free(fb);
     free(x), free(xb), free(y), free(y2), free(g), free(dx), free(ones), free(dxb), free(dx2);
     free(py), free(py2), free(pg), free(arg), free(arg2), free(pdx), free(pdxb), free(pdx2);
 
@@ -328,11 +346,11 @@ static void test_pools_blocked(void)
     float *qdx = vec_const(n2, 0), *qdxb = to_layout(16, B, C, HW2, d0);
     memcpy(qdx, d0, n2 * sizeof *qdx);
     be->maxpool_forward(&s2, x2, qy, qa);
-    be->maxpool_backward(&s2, qg, qa, qdx);
+    be->maxpool_backward(&s2, qg, qa, qdx, 0);
     dt_pool_shape s2b = s2;
     s2b.blk = 16;
     be->maxpool_forward(&s2b, x2b, qy2, qa2);
-    be->maxpool_backward(&s2b, qg, qa2, qdxb);
+    be->maxpool_backward(&s2b, qg, qa2, qdxb, 0);
     float *qdx2 = from_layout(16, B, C, HW2, qdxb);
     int nan_out = 0;
     for (size_t i = 0; i < ny2; i++)
@@ -375,7 +393,7 @@ static void test_threads_elementwise(void)
                 arg[t] = dt_calloc(ny, sizeof *arg[t]);
                 dx[t] = vec_const(n, 0.5f);
                 be->maxpool_forward(&s, xin, y[t], arg[t]);
-                be->maxpool_backward(&s, g, arg[t], dx[t]);
+                be->maxpool_backward(&s, g, arg[t], dx[t], 0);
             }
             backend_set_threads(1);
             CHECK(memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
@@ -394,7 +412,7 @@ static void test_threads_elementwise(void)
             backend_set_threads(t + 1);
             y[t] = vec_const(n, 0), mask[t] = vec_const(n, 0), dx[t] = vec_const(n, 0.25f);
             be->dropout_forward(n, 0.3f, 1234, x, y[t], mask[t]);
-            be->dropout_backward(n, mask[t], dy, dx[t]);
+            be->dropout_backward(n, mask[t], dy, dx[t], 0);
         }
         backend_set_threads(1);
         CHECK(memcmp(y[0], y[1], n * sizeof(float)) == 0 &&

@@ -365,9 +365,13 @@ static void test_maxpool(int B, int C, int H, int W, int k, int stride)
 
     float *dx0 = vec_new(nx), *dx1 = vec_new(nx);
     vec_fill(dx1, nx, 1.0f);
-    be->maxpool_backward(&s, c.r, c.arg, dx0);
-    be->maxpool_backward(&s, c.r, c.arg, dx1);
+    be->maxpool_backward(&s, c.r, c.arg, dx0, 0);
+    be->maxpool_backward(&s, c.r, c.arg, dx1, 0);
     CHECK(accumulated(dx0, dx1, nx), "%s: dx accumulates", name);
+    vec_fill(dx1, nx, NAN); // fresh: written whole, whatever it held
+    be->maxpool_backward(&s, c.r, c.arg, dx1, 1);
+    CHECK(memcmp(dx0, dx1, nx * sizeof(float)) == 0, "%s: dx_fresh writes what adding to zero gives",
+          name);
     double e = fd_rel_err(maxpool_obj, &c, c.x, nx, 1e-2, dx0);
     CHECK(e < TOL_FD, "%s: dx vs finite differences (rel err %.2e)", name, e);
     free(c.x), free(c.y), free(c.r), free(c.arg), free(dx0), free(dx1);
@@ -628,9 +632,13 @@ static void test_dropout(void)
     be->dropout_forward(c.n, c.p, c.key, c.x, c.y, c.mask);
     float *dx0 = vec_new(c.n), *dx1 = vec_new(c.n);
     vec_fill(dx1, c.n, 1.0f);
-    be->dropout_backward(c.n, c.mask, c.r, dx0);
-    be->dropout_backward(c.n, c.mask, c.r, dx1);
+    be->dropout_backward(c.n, c.mask, c.r, dx0, 0);
+    be->dropout_backward(c.n, c.mask, c.r, dx1, 0);
     CHECK(accumulated(dx0, dx1, c.n), "dropout: dx accumulates");
+    vec_fill(dx1, c.n, NAN);
+    be->dropout_backward(c.n, c.mask, c.r, dx1, 1);
+    CHECK(memcmp(dx0, dx1, c.n * sizeof(float)) == 0,
+          "dropout: dx_fresh writes what adding to zero gives");
     double e = fd_rel_err(drop_obj, &c, c.x, c.n, 1e-2, dx0);
     CHECK(e < TOL_FD, "dropout n=37 p=0.5: dx vs finite differences (rel err %.2e)", e);
     free(x), free(y), free(m1), free(m2), free(m3);
@@ -697,12 +705,20 @@ static void test_groupnorm(int B, int C, int HW, int G)
     vec_fill(dx1, nx, 1.0f);
     vec_fill(dg, C, 1e3f);
     vec_fill(dbt, C, 1e3f);
-    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx0, NULL, dg, dbt);
-    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx1, NULL, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx0, NULL, 0,
+                           0, dg, dbt);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx1, NULL, 0,
+                           0, dg2, dbt2);
     CHECK(accumulated(dx0, dx1, nx), "%s: dx accumulates", name);
+    vec_fill(dx1, nx, NAN);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, dx1, NULL, 1,
+                           0, dg2, dbt2);
+    CHECK(memcmp(dx0, dx1, nx * sizeof(float)) == 0,
+          "%s: dx_fresh writes what adding to zero gives", name);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: dgamma, dbeta overwritten", name);
-    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, NULL, NULL, dg2, dbt2);
+    be->groupnorm_backward(B, C, HW, G, 0, c.x, c.gamma, c.mean, c.rstd, NULL, c.r, NULL, NULL, 0,
+                           0, dg2, dbt2);
     CHECK(memcmp(dg, dg2, C * sizeof(float)) == 0 && memcmp(dbt, dbt2, C * sizeof(float)) == 0,
           "%s: same dgamma, dbeta with dx NULL", name);
     double e;

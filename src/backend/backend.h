@@ -112,8 +112,10 @@ typedef struct dt_backend {
     /* y (B, C, P, Q) = max over windows; arg (B, C, P, Q) = flat index into the
      * (H, W) plane of the winning input, used by backward. */
     void (*maxpool_forward)(const dt_pool_shape *s, const float *x, float *y, int32_t *arg);
+    /* dx += the routed dy; with dx_fresh (as the conv's) dx = the routed dy,
+     * zero where no window's maximum fell */
     void (*maxpool_backward)(const dt_pool_shape *s, const float *dy, const int32_t *arg,
-                             float *dx);
+                             float *dx, int dx_fresh);
 
     /* y (B, C) = mean over (H, W) of x (B, C, H, W) in layout blk */
     void (*avgpool_forward)(int B, int C, int HW, int blk, const float *x, float *y);
@@ -133,7 +135,9 @@ typedef struct dt_backend {
      * counter-based u = rng_hash_uniform, y = x * mask. */
     void (*dropout_forward)(size_t n, float p, uint64_t key, const float *x, float *y,
                             float *mask);
-    void (*dropout_backward)(size_t n, const float *mask, const float *dy, float *dx);
+    /* dx += dy * mask; with dx_fresh dx = 0 + dy * mask */
+    void (*dropout_backward)(size_t n, const float *mask, const float *dy, float *dx,
+                             int dx_fresh);
 
     /* GroupNorm over (B, C, HW) in layout blk with G groups, eps 1e-5, affine
      * gamma/beta (C), fused with what follows it in a residual block:
@@ -141,14 +145,16 @@ typedef struct dt_backend {
      * mean, rstd (B, G) are saved for backward. Backward takes the fused
      * output y when relu was applied (else NULL) and dy of that output:
      *   g = relu ? dy * (y > 0) : dy;  dskip += g (dskip may be NULL);
-     *   dx += the GroupNorm adjoint of g;  dgamma, dbeta = its parameter gradients. */
+     *   dx += the GroupNorm adjoint of g;  dgamma, dbeta = its parameter gradients.
+     * dx_fresh / dskip_fresh: that buffer holds nothing yet and is written
+     * (dx = ..., dskip = g) instead of added to. */
     void (*groupnorm_forward)(int B, int C, int HW, int G, int blk, const float *x,
                               const float *gamma, const float *beta, const float *skip,
                               int relu, float *y, float *mean, float *rstd);
     void (*groupnorm_backward)(int B, int C, int HW, int G, int blk, const float *x,
                                const float *gamma, const float *mean, const float *rstd,
                                const float *y, const float *dy, float *dx, float *dskip,
-                               float *dgamma, float *dbeta);
+                               int dx_fresh, int dskip_fresh, float *dgamma, float *dbeta);
 
     /* Optional (NULL / 0 on the fp32 backends): activations kept for the
      * backward in bf16 (nn/net_plan.c: a span of half the size from the

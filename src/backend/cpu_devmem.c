@@ -119,9 +119,9 @@ static void dm_maxpool_forward(const dt_pool_shape *s, const float *x, float *y,
     GUARD(CPU->maxpool_forward(s, x, y, arg));
 }
 static void dm_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
-                                float *dx)
+                                float *dx, int dx_fresh)
 {
-    GUARD(CPU->maxpool_backward(s, dy, arg, dx));
+    GUARD(CPU->maxpool_backward(s, dy, arg, dx, dx_fresh));
 }
 static void dm_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y)
 {
@@ -156,9 +156,10 @@ static void dm_dropout_forward(size_t n, float p, uint64_t key, const float *x, 
 {
     GUARD(CPU->dropout_forward(n, p, key, x, y, mask));
 }
-static void dm_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+static void dm_dropout_backward(size_t n, const float *mask, const float *dy, float *dx,
+                                int dx_fresh)
 {
-    GUARD(CPU->dropout_backward(n, mask, dy, dx));
+    GUARD(CPU->dropout_backward(n, mask, dy, dx, dx_fresh));
 }
 static void dm_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
                                  const float *gamma, const float *beta, const float *skip,
@@ -169,10 +170,10 @@ static void dm_groupnorm_forward(int B, int C, int HW, int G, int blk, const flo
 static void dm_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                                   const float *gamma, const float *mean, const float *rstd,
                                   const float *y, const float *dy, float *dx, float *dskip,
-                                  float *dgamma, float *dbeta)
+                                  int dx_fresh, int dskip_fresh, float *dgamma, float *dbeta)
 {
     GUARD(CPU->groupnorm_backward(B, C, HW, G, blk, x, gamma, mean, rstd, y, dy, dx, dskip,
-                                  dgamma, dbeta));
+                                  dx_fresh, dskip_fresh, dgamma, dbeta));
 }
 static void dm_add_forward(size_t n, const float *a, const float *b, float *y)
 {

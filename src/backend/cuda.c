@@ -151,9 +151,12 @@ static void cu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y,
     KERNEL_OK(cuda_maxpool_forward(s->B, s->C, s->H, s->W, s->k, s->stride, s->P, s->Q, x, y,
                                    arg, ST));
 }
+/* The CUDA kernels add into their input gradients: a fresh one is zeroed first. */
 static void cu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
-                                float *dx)
+                                float *dx, int dx_fresh)
 {
+    if (dx && dx_fresh)
+        cu_zero(dx, (size_t)s->B * s->C * s->H * s->W * sizeof(float));
     KERNEL_OK(cuda_maxpool_backward(s->B, s->C, s->H, s->W, s->k, s->stride, s->P, s->Q, dy,
                                     arg, dx, ST));
 }
@@ -190,8 +193,11 @@ static void cu_dropout_forward(size_t n, float p, uint64_t key, const float *x, 
 {
     KERNEL_OK(cuda_dropout_forward(n, p, key, x, y, mask, ST));
 }
-static void cu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+static void cu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx,
+                                int dx_fresh)
 {
+    if (dx && dx_fresh)
+        cu_zero(dx, n * sizeof(float));
     KERNEL_OK(cuda_dropout_backward(n, mask, dy, dx, ST));
 }
 static void cu_add_forward(size_t n, const float *a, const float *b, float *y)
@@ -217,8 +223,13 @@ static void cu_groupnorm_forward(int B, int C, int HW, int G, int blk, const flo
 static void cu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                                   const float *gamma, const float *mean, const float *rstd,
                                   const float *y, const float *dy, float *dx, float *dskip,
-                                  float *dgamma, float *dbeta)
+                                  int dx_fresh, int dskip_fresh, float *dgamma, float *dbeta)
 {
+    const size_t n = (size_t)B * C * HW * sizeof(float);
+    if (dx && dx_fresh)
+        cu_zero(dx, n);
+    if (dskip && dskip_fresh)
+        cu_zero(dskip, n);
     double *work = scratch(&gn_work, &gn_work_have,
                            (2 * (size_t)B * C + 2 * (size_t)B * G) * sizeof(double));
     KERNEL_OK(cuda_groupnorm_backward(B, C, HW, G, x, gamma, mean, rstd, y, dy, dx, dskip, dgamma,

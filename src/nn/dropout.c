@@ -52,9 +52,19 @@ static void dropout_back_span(size_t n, const float *mask, const float *dy, floa
         dx[i] += dy[i] * mask[i];
 }
 
-void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+/* dx = 0 + dy * mask: the bits of adding to a zeroed buffer (-0 becomes +0) */
+static void dropout_back_span_write(size_t n, const float *mask, const float *dy, float *dx)
+{
+    for (size_t i = 0; i < n; i++)
+        dx[i] = 0.0f + dy[i] * mask[i];
+}
+
+void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, int dx_fresh)
 {
     if (!dx)
         return;
-    DT_PARALLEL_CHUNKS(n, i0, len, dropout_back_span(len, mask + i0, dy + i0, dx + i0));
+    if (dx_fresh)
+        DT_PARALLEL_CHUNKS(n, i0, len, dropout_back_span_write(len, mask + i0, dy + i0, dx + i0));
+    else
+        DT_PARALLEL_CHUNKS(n, i0, len, dropout_back_span(len, mask + i0, dy + i0, dx + i0));
 }

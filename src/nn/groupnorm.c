@@ -257,19 +257,22 @@ DT_CLONES static void gn_blk_affine(const float *x, int HW, const float *a, cons
 }
 
 /* With g the masked gradient (GN_DY): dskip += g, and
- * dx += k1 g - k2 (x - m) + k0 over the block's pixels */
+ * dx += k1 g - k2 (x - m) + k0 over the block's pixels; a fresh buffer is
+ * written instead (GN_FRESH_DX, GN_FRESH_SKIP), not read. */
+enum { GN_FRESH_DX = 1, GN_FRESH_SKIP = 2 };
 DT_CLONES static void gn_blk_dx(const float *x, const float *y, const float *dy, int HW,
                                 const float *k0, const float *k1, const float *k2,
-                                const float *m, float *dx, float *dskip)
+                                const float *m, float *dx, float *dskip, int fresh)
 {
-    const v16f v0 = ld(k0), v1 = ld(k1), v2 = ld(k2), vm = ld(m);
+    const v16f v0 = ld(k0), v1 = ld(k1), v2 = ld(k2), vm = ld(m), zero = v16_splat(0.0f);
+    const int dx_fresh = fresh & GN_FRESH_DX, skip_fresh = fresh & GN_FRESH_SKIP;
     for (int j = 0; j < HW; j++) {
         const size_t i = (size_t)j * L;
         const v16f g = GN_DY(dy, y, i);
         if (dskip)
-            st(dskip + i, ld(dskip + i) + g);
+            st(dskip + i, (skip_fresh ? zero : ld(dskip + i)) + g);
         if (dx)
-            st(dx + i, ld(dx + i) + (v1 * g - v2 * (ld(x + i) - vm) + v0));
+            st(dx + i, (dx_fresh ? zero : ld(dx + i)) + (v1 * g - v2 * (ld(x + i) - vm) + v0));
     }
 }
 
@@ -330,7 +333,8 @@ static void groupnorm_forward_blocked(int B, int C, int HW, int G, const float *
 static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float *x,
                                        const float *gamma, const float *mean,
                                        const float *rstd, const float *y, const float *dy,
-                                       float *dx, float *dskip, float *dgamma, float *dbeta)
+                                       float *dx, float *dskip, int fresh, float *dgamma,
+                                       float *dbeta)
 {
     const int Cg = C / G, CB = C / L;
     const double n = (double)Cg * HW;
@@ -372,7 +376,7 @@ static void groupnorm_backward_blocked(int B, int C, int HW, int G, const float 
             }
             const size_t o = off + (size_t)cb * HW * L;
             gn_blk_dx(x + o, y ? y + o : NULL, dy + o, HW, k0, k1, k2, ml, dx ? dx + o : NULL,
-                      dskip ? dskip + o : NULL);
+                      dskip ? dskip + o : NULL, fresh);
         }
     }
     for (int b = 0; b < B; b++)
@@ -406,18 +410,24 @@ void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
 void cpu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                             const float *gamma, const float *mean, const float *rstd,
                             const float *y, const float *dy, float *dx, float *dskip,
-                            float *dgamma, float *dbeta)
+                            int dx_fresh, int dskip_fresh, float *dgamma, float *dbeta)
 {
     if (dgamma)
         memset(dgamma, 0, (size_t)C * sizeof(float));
     if (dbeta)
         memset(dbeta, 0, (size_t)C * sizeof(float));
     if (blk) {
-        groupnorm_backward_blocked(B, C, HW, G, x, gamma, mean, rstd, y, dy, dx, dskip, dgamma,
-                                   dbeta);
+        const int fresh = (dx_fresh ? GN_FRESH_DX : 0) | (dskip_fresh ? GN_FRESH_SKIP : 0);
+        groupnorm_backward_blocked(B, C, HW, G, x, gamma, mean, rstd, y, dy, dx, dskip, fresh,
+                                   dgamma, dbeta);
         return;
     }
     const size_t n = (size_t)B * C * HW;
+    // the reference: fresh buffers zeroed, then added to as always
+    if (dx && dx_fresh)
+        memset(dx, 0, n * sizeof(float));
+    if (dskip && dskip_fresh)
+        memset(dskip, 0, n * sizeof(float));
     float *g = NULL;
     if (y) { // the ReLU's backward into a buffer of its own, as the separate layer
         g = dt_falloc(n);

@@ -49,7 +49,7 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 /* pool.c */
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg);
 void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
-                          float *dx);
+                          float *dx, int dx_fresh);
 void cpu_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y);
 void cpu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float *dx);
 /* activation.c */
@@ -64,7 +64,8 @@ void cpu_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx);
 /* dropout.c */
 void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y,
                          float *mask);
-void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx);
+void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx,
+                          int dx_fresh);
 /* groupnorm.c */
 void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
                            const float *gamma, const float *beta, const float *skip, int relu,
@@ -72,7 +73,7 @@ void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
 void cpu_groupnorm_backward(int B, int C, int HW, int G, int blk, const float *x,
                             const float *gamma, const float *mean, const float *rstd,
                             const float *y, const float *dy, float *dx, float *dskip,
-                            float *dgamma, float *dbeta);
+                            int dx_fresh, int dskip_fresh, float *dgamma, float *dbeta);
 /* add.c */
 void cpu_add_forward(size_t n, const float *a, const float *b, float *y);
 void cpu_add_backward(size_t n, const float *dy, float *da, float *db);

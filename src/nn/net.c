@@ -225,6 +225,7 @@ static void release_buffers(dt_net *n)
     free(n->widen_at);
     free(n->mask16);
     free(n->first_use);
+    free(n->unwritten);
     free(n->dx_tmp);
     free(n->act);
     free(n->dact);
@@ -237,6 +238,7 @@ static void release_buffers(dt_net *n)
     n->owner = n->stash_at = n->widen_at = NULL;
     n->stash = n->mask16 = NULL;
     n->first_use = NULL;
+    n->unwritten = NULL;
     n->dx_tmp = NULL;
     n->act = n->dact = NULL;
     n->aux = NULL;
@@ -298,6 +300,23 @@ static void widen_before(dt_net *n, int i, int B)
             if (n->owner[k] == j)
                 n->act[k] = n->act_rec[j];
     }
+}
+
+/* A gradient buffer (by its base node) live but unwritten: fresh() hands it
+ * to its first writer to write rather than add to; settle() zeroes it for a
+ * kernel that can only add, or before it is read. */
+static int fresh(dt_net *n, int b)
+{
+    if (b <= 0 || !n->unwritten[b])
+        return 0;
+    n->unwritten[b] = 0;
+    return 1;
+}
+
+static void settle(dt_net *n, int b, int B)
+{
+    if (fresh(n, b))
+        n->be->mem_zero(n->dact[b], (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
 }
 
 static void widen_back(dt_net *n)
@@ -406,8 +425,10 @@ void net_backward(dt_net *n, const float *params, float *grads)
     int B = n->last_B;
     if (!n->fwd_train)
         DT_FATAL("net_backward after a forward in evaluation mode");
-    /* dlogits lives in dact[last]; every other gradient accumulates from zero in
-     * a buffer that becomes live (and is zeroed) at its first consumer */
+    /* dlogits lives in dact[last]; every other gradient accumulates in a buffer
+     * that becomes live, unwritten, at its first consumer: the first kernel to
+     * reach it writes it where it can, else it is zeroed first */
+    memset(n->unwritten, 0, (size_t)n->nnodes * sizeof *n->unwritten);
     for (int i = n->nnodes - 1; i >= 1; i--) {
         for (int g = 1; g < n->nnodes; g++) // before anything reads node g's output
             if (n->nodes[g].recompute_at == i)
@@ -420,33 +441,32 @@ void net_backward(dt_net *n, const float *params, float *grads)
         size_t sz = (size_t)B * node_size(d);
         if (d->op == OP_FLATTEN)
             continue;
-        // a gradient buffer becomes live here: zeroed, unless a conv overwrites it or
-        // a ReLU masks it in place (its output's gradient handed on)
+        // a gradient buffer becomes live here, unwritten, unless a ReLU masks it in
+        // place (its output's gradient handed on)
         const int in_place = d->op == OP_RELU && dx && dx == dy;
-        int dx_fresh = 0;
+        const int b0 = d->in0 > 0 ? net_base_of(n, d->in0) : 0;
+        const int b1 = d->in1 > 0 ? net_base_of(n, d->in1) : 0;
         for (int k = 0; k < 2; k++) {
-            int in = k ? d->in1 : d->in0;
-            int b = in > 0 ? net_base_of(n, in) : 0;
-            if (b > 0 && n->first_use[b] == i && !net_grad_unused(n, b)) {
-                if (d->op == OP_CONV2D)
-                    dx_fresh = 1;
-                else if (!in_place)
-                    be->mem_zero(n->dact[b], (size_t)B * node_size(&n->nodes[b]) * sizeof(float));
-            }
+            const int b = k ? b1 : b0;
+            if (b > 0 && n->first_use[b] == i && !net_grad_unused(n, b) && !in_place)
+                n->unwritten[b] = 1;
         }
-        if (d->fuse == FUSE_ABSORBED)
+        if (d->fuse == FUSE_ABSORBED) // its fused GroupNorm, later in backward order
             continue;
+        settle(n, net_base_of(n, i), B); // dy (every consumer has written it)
         const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
         float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
         float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
         switch (d->op) {
         case OP_LINEAR:
+            settle(n, b0, B);
             be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db,
                                 n->work_bwd[i]);
             break;
         case OP_CONV2D: {
             dt_conv_shape s = conv_shape(n, d, B);
             float *tmp = n->dx_tmp[i];
+            const int dx_fresh = fresh(n, b0);
             if (dx && !dx_fresh && tmp) { // dx += (the kernel's fresh output)
                 be->conv2d_backward(&s, x, W, dy, tmp, 1, dW, db, n->work_bwd[i]);
                 be->add_backward((size_t)B * node_size(xi), tmp, dx, NULL);
@@ -458,14 +478,16 @@ void net_backward(dt_net *n, const float *params, float *grads)
         case OP_MAXPOOL:
             if (dx) {
                 dt_pool_shape s = pool_shape(n, d, B);
-                be->maxpool_backward(&s, dy, n->aux[i], dx);
+                be->maxpool_backward(&s, dy, n->aux[i], dx, fresh(n, b0));
             }
             break;
         case OP_AVGPOOL:
+            settle(n, b0, B);
             if (dx)
                 be->avgpool_backward(B, xi->c, xi->h * xi->w, xi->blk, dy, dx);
             break;
         case OP_RELU:
+            settle(n, b0, B);
             if (n->mask16[i] && in_place)
                 be->relu_backward_inplace_bf16(sz, n->mask16[i], dx);
             else if (n->mask16[i] && dx)
@@ -476,28 +498,40 @@ void net_backward(dt_net *n, const float *params, float *grads)
                 be->relu_backward(sz, n->act[i], dy, dx);
             break;
         case OP_SIGMOID:
+            settle(n, b0, B);
             if (dx)
                 be->sigmoid_backward(sz, n->act[i], dy, dx);
             break;
         case OP_DROPOUT:
-            if (dx && n->no_dropout) /* identity: dx += dy */
+            if (dx && n->no_dropout) { /* identity: dx += dy */
+                settle(n, b0, B);
                 be->add_backward(sz, dy, dx, NULL);
-            else if (dx)
-                be->dropout_backward(sz, n->aux[i], dy, dx);
+            } else if (dx) {
+                be->dropout_backward(sz, n->aux[i], dy, dx, fresh(n, b0));
+            }
             break;
         case OP_GROUPNORM: {
             const float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
-            if (d->fuse) // the gradient of the fused output, masked by the ReLU there
+            const int dx_fresh = fresh(n, b0);
+            if (d->fuse) { // the gradient of the fused output, masked by the ReLU there
+                const int add = d->fuse == FUSE_ADD_RELU;
+                const int skip_fresh = add && fresh(n, net_base_of(n, d->fuse_skip));
+                settle(n, net_base_of(n, d->fuse_out), B);
                 be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
                                        n->act[d->fuse_out], n->dact[d->fuse_out], dx,
-                                       d->fuse == FUSE_ADD_RELU ? n->dact[d->fuse_skip] : NULL,
+                                       add ? n->dact[d->fuse_skip] : NULL, dx_fresh, skip_fresh,
                                        dW, db);
-            else
+            } else {
                 be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
-                                       NULL, dy, dx, NULL, dW, db);
+                                       NULL, dy, dx, NULL, dx_fresh, 0, dW, db);
+            }
             break;
         }
-        case OP_ADD: be->add_backward(sz, dy, dx, n->dact[d->in1]); break;
+        case OP_ADD:
+            settle(n, b0, B);
+            settle(n, b1, B);
+            be->add_backward(sz, dy, dx, n->dact[d->in1]);
+            break;
         case OP_FLATTEN:
         case OP_INPUT: break;
         }

@@ -83,6 +83,8 @@ typedef struct dt_net {
     uint16_t **mask16;     /* per ReLU node: the bf16 copy of its output its backward reads,
                             * NULL: it reads act */
     int *first_use;        /* per node: the backward step at which dact becomes live */
+    unsigned char *unwritten; /* per node, during net_backward: dact is live but holds
+                               * nothing yet (its first writer writes, or it is zeroed) */
     float **dx_tmp;        /* per node: a conv whose kernel cannot add into its input's
                             * gradient writes there first (a gradient buffer free at
                             * that step), NULL: none needed */

@@ -513,6 +513,7 @@ void net_plan_buffers(dt_net *n, int B)
     }
 
     n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
+    n->unwritten = dt_calloc((size_t)N, sizeof *n->unwritten);
     for (int i = 1; i < N; i++) {
         const dt_node *d = &n->nodes[i];
         if (d->op == OP_FLATTEN)

@@ -128,7 +128,7 @@ void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32
 }
 
 void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
-                          float *dx)
+                          float *dx, int dx_fresh)
 {
     if (!dx)
         return;
@@ -144,6 +144,9 @@ void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t
                                   : pl * hw);
         const float *dyp = dy + pl * pq;
         const int32_t *ap = arg + pl * pq;
+        if (dx_fresh) // the plane's zeros, on the thread that routes into it
+            for (size_t j = 0; j < hw; j++)
+                dxp[j * step] = 0.0f;
         for (size_t j = 0; j < pq; j++)
             dxp[(size_t)ap[j] * step] += dyp[j];
     }
