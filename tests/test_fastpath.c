@@ -329,6 +329,8 @@ static void test_pools_blocked(void)
     float *x2 = vec_rand(&rng, n2, 1.0);
     for (size_t i = 0; i < n2 / 2; i++)
         x2[i] = floorf(2.0f * x2[i]); /* the first half: a few values, ties in most windows */
+    for (size_t i = (size_t)48 * HW2; i < (size_t)64 * HW2; i++) /* the last block, all finite */
+        x2[i] = i % 5 ? floorf(2.0f * x2[i]) : -0.0f;             /* (the 16-lane kernel): ties */
     x2[(size_t)3 * HW2 + 10] = NAN;       /* plane 3: one window NaN */
     x2[(size_t)17 * HW2 + 8] = INFINITY;  /* plane 17: an infinity (no NaN) */
     x2[(size_t)40 * HW2 + 1] = -INFINITY; /* plane 40 */

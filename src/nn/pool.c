@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The max-pool loops use selects and arithmetic instead of branches: on
  * activations a compare-and-branch mispredicts about half the time (the
@@ -87,6 +88,41 @@ static void maxpool_nan(const float *xp, int W, int P, int Q, int k, int st, flo
                         yp[p * Q + q] = NAN;
 }
 
+/* 2x2 windows of stride 2 on a block of 16 channels (nChw16c: the 16 values of a
+ * pixel side by side), the same selects as maxpool_2x2 lane by lane, so the
+ * same winners; the outputs go to the 16 planes of the plain output. xb (H, W,
+ * 16) -> yp, ap: plane l at yp + l P Q. Finite input only. */
+DT_CLONES static void maxpool_2x2_block(const float *xb, int W, int P, int Q, float *yp,
+                                        int32_t *ap)
+{
+    const size_t pq = (size_t)P * Q;
+    const v16i one = (v16i){ 0 } + 1, wv = (v16i){ 0 } + W, w1 = wv + 1;
+    for (int p = 0; p < P; p++) {
+        const float *r0 = xb + (size_t)(2 * p) * W * DT_CBLOCK, *r1 = r0 + (size_t)W * DT_CBLOCK;
+        const int base = 2 * p * W;
+        for (int q = 0; q < Q; q++) {
+            const size_t o = (size_t)(2 * q) * DT_CBLOCK;
+            const v16f a = v16_ld(r0 + o), b = v16_ld(r0 + o + DT_CBLOCK);
+            const v16f c = v16_ld(r1 + o), d = v16_ld(r1 + o + DT_CBLOCK);
+            const v16i t1 = b > a;
+            const v16f m1 = (v16f)(((v16i)b & t1) | ((v16i)a & ~t1));
+            const v16i t2 = c > m1;
+            const v16f m2 = (v16f)(((v16i)c & t2) | ((v16i)m1 & ~t2));
+            const v16i t3 = d > m2;
+            const v16f m3 = (v16f)(((v16i)d & t3) | ((v16i)m2 & ~t3));
+            v16i best = one & t1; // offset of the winner from the window's corner
+            best = (wv & t2) | (best & ~t2);
+            best = (w1 & t3) | (best & ~t3);
+            const size_t yo = (size_t)p * Q + q;
+            const int corner = base + 2 * q;
+            for (int l = 0; l < DT_CBLOCK; l++) {
+                yp[l * pq + yo] = m3[l];
+                ap[l * pq + yo] = corner + best[l];
+            }
+        }
+    }
+}
+
 /* One (sample, channel) plane. A blocked input is pooled through a gathered
  * copy of the plane (plane: an H W scratch), so both layouts share the
  * kernels above and pick the same winners. */
@@ -117,6 +153,30 @@ static void maxpool_plane(const dt_pool_shape *s, const float *x, size_t pl, flo
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
 {
     const size_t planes = (size_t)s->B * s->C, hw = (size_t)s->H * s->W;
+    if (s->blk == DT_CBLOCK && s->k == 2 && s->stride == 2) {
+        // a block of 16 channels at once; one with a NaN or an infinity goes plane
+        // by plane as below
+        const size_t blocks = planes / DT_CBLOCK, pq = (size_t)s->P * s->Q;
+#pragma omp parallel if (planes * hw >= DT_PAR_CHUNK)
+        {
+            float *plane = NULL;
+#pragma omp for schedule(static)
+            for (size_t bl = 0; bl < blocks; bl++) {
+                const float *xb = x + bl * hw * DT_CBLOCK;
+                if (!plane_nonfinite(xb, hw * DT_CBLOCK)) {
+                    maxpool_2x2_block(xb, s->W, s->P, s->Q, y + bl * DT_CBLOCK * pq,
+                                      arg + bl * DT_CBLOCK * pq);
+                    continue;
+                }
+                if (!plane)
+                    plane = dt_malloc(hw * sizeof *plane);
+                for (size_t pl = bl * DT_CBLOCK; pl < (bl + 1) * DT_CBLOCK; pl++)
+                    maxpool_plane(s, x, pl, plane, y, arg);
+            }
+            free(plane);
+        }
+        return;
+    }
 #pragma omp parallel if (planes * hw >= DT_PAR_CHUNK)
     {
         float *plane = s->blk ? dt_malloc(hw * sizeof *plane) : NULL;
@@ -136,6 +196,25 @@ void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t
     const size_t hw = (size_t)s->H * s->W, pq = (size_t)s->P * s->Q;
     // overlapping windows (stride < k) can route several outputs to one input
     const size_t step = s->blk ? (size_t)s->blk : 1;
+    if (s->blk == DT_CBLOCK) {
+        // a block of 16 channels on one thread: zeroed whole (contiguous), then
+        // each plane's windows add in order as below
+        const size_t blocks = planes / DT_CBLOCK;
+#pragma omp parallel for if (planes * hw >= DT_PAR_CHUNK) schedule(static)
+        for (size_t bl = 0; bl < blocks; bl++) {
+            float *dxb = dx + bl * hw * DT_CBLOCK;
+            if (dx_fresh)
+                memset(dxb, 0, hw * DT_CBLOCK * sizeof *dxb);
+            for (int l = 0; l < DT_CBLOCK; l++) {
+                const size_t pl = bl * DT_CBLOCK + (size_t)l;
+                const float *dyp = dy + pl * pq;
+                const int32_t *ap = arg + pl * pq;
+                for (size_t j = 0; j < pq; j++)
+                    dxb[(size_t)ap[j] * DT_CBLOCK + (size_t)l] += dyp[j];
+            }
+        }
+        return;
+    }
     // a plane's windows stay on one thread, so overlapping ones add in order
 #pragma omp parallel for if (planes * hw >= DT_PAR_CHUNK) schedule(static)
     for (size_t pl = 0; pl < planes; pl++) {
