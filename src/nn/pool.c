@@ -149,44 +149,37 @@ static void maxpool_plane(const dt_pool_shape *s, const float *x, size_t pl, flo
         maxpool_nan(xp, W, P, Q, k, st, yp);
 }
 
-/* Planes are independent: compute.threads > 1 shares them out. */
+/* Planes are independent: compute.threads > 1 shares them out in groups of the
+ * planes that share memory (one plane plain, a block of 16 channels blocked). */
 void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32_t *arg)
 {
     const size_t planes = (size_t)s->B * s->C, hw = (size_t)s->H * s->W;
-    if (s->blk == DT_CBLOCK && s->k == 2 && s->stride == 2) {
-        // a block of 16 channels at once; one with a NaN or an infinity goes plane
-        // by plane as below
-        const size_t blocks = planes / DT_CBLOCK, pq = (size_t)s->P * s->Q;
-#pragma omp parallel if (planes * hw >= DT_PAR_CHUNK)
-        {
-            float *plane = NULL;
-#pragma omp for schedule(static)
-            for (size_t bl = 0; bl < blocks; bl++) {
-                const float *xb = x + bl * hw * DT_CBLOCK;
-                if (!plane_nonfinite(xb, hw * DT_CBLOCK)) {
-                    maxpool_2x2_block(xb, s->W, s->P, s->Q, y + bl * DT_CBLOCK * pq,
-                                      arg + bl * DT_CBLOCK * pq);
-                    continue;
-                }
-                if (!plane)
-                    plane = dt_malloc(hw * sizeof *plane);
-                for (size_t pl = bl * DT_CBLOCK; pl < (bl + 1) * DT_CBLOCK; pl++)
-                    maxpool_plane(s, x, pl, plane, y, arg);
-            }
-            free(plane);
-        }
-        return;
-    }
+    const size_t group = s->blk ? (size_t)s->blk : 1, pq = (size_t)s->P * s->Q;
+    // a block of 16 channels at once for the CNNs' 2x2 pools; a block holding a
+    // NaN or an infinity goes plane by plane
+    const int block_2x2 = s->blk == DT_CBLOCK && s->k == 2 && s->stride == 2;
 #pragma omp parallel if (planes * hw >= DT_PAR_CHUNK)
     {
-        float *plane = s->blk ? dt_malloc(hw * sizeof *plane) : NULL;
+        float *plane = NULL;
 #pragma omp for schedule(static)
-        for (size_t pl = 0; pl < planes; pl++)
-            maxpool_plane(s, x, pl, plane, y, arg);
+        for (size_t g = 0; g < planes / group; g++) {
+            if (block_2x2 && !plane_nonfinite(x + g * hw * group, hw * group)) {
+                maxpool_2x2_block(x + g * hw * group, s->W, s->P, s->Q, y + g * group * pq,
+                                  arg + g * group * pq);
+                continue;
+            }
+            if (s->blk && !plane)
+                plane = dt_malloc(hw * sizeof *plane);
+            for (size_t pl = g * group; pl < (g + 1) * group; pl++)
+                maxpool_plane(s, x, pl, plane, y, arg);
+        }
         free(plane);
     }
 }
 
+/* A group of planes (as in the forward) on one thread: zeroed whole where
+ * dx_fresh (contiguous), then each plane's windows add in order, so
+ * overlapping ones (stride < k) route into an input in the same order. */
 void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t *arg,
                           float *dx, int dx_fresh)
 {
@@ -194,40 +187,18 @@ void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t
         return;
     const size_t planes = (size_t)s->B * s->C;
     const size_t hw = (size_t)s->H * s->W, pq = (size_t)s->P * s->Q;
-    // overlapping windows (stride < k) can route several outputs to one input
-    const size_t step = s->blk ? (size_t)s->blk : 1;
-    if (s->blk == DT_CBLOCK) {
-        // a block of 16 channels on one thread: zeroed whole (contiguous), then
-        // each plane's windows add in order as below
-        const size_t blocks = planes / DT_CBLOCK;
+    const size_t group = s->blk ? (size_t)s->blk : 1; // also the stride between a plane's pixels
 #pragma omp parallel for if (planes * hw >= DT_PAR_CHUNK) schedule(static)
-        for (size_t bl = 0; bl < blocks; bl++) {
-            float *dxb = dx + bl * hw * DT_CBLOCK;
-            if (dx_fresh)
-                memset(dxb, 0, hw * DT_CBLOCK * sizeof *dxb);
-            for (int l = 0; l < DT_CBLOCK; l++) {
-                const size_t pl = bl * DT_CBLOCK + (size_t)l;
-                const float *dyp = dy + pl * pq;
-                const int32_t *ap = arg + pl * pq;
-                for (size_t j = 0; j < pq; j++)
-                    dxb[(size_t)ap[j] * DT_CBLOCK + (size_t)l] += dyp[j];
-            }
+    for (size_t g = 0; g < planes / group; g++) {
+        float *dxg = dx + g * hw * group;
+        if (dx_fresh)
+            memset(dxg, 0, hw * group * sizeof *dxg);
+        for (size_t l = 0; l < group; l++) {
+            const float *dyp = dy + (g * group + l) * pq;
+            const int32_t *ap = arg + (g * group + l) * pq;
+            for (size_t j = 0; j < pq; j++)
+                dxg[(size_t)ap[j] * group + l] += dyp[j];
         }
-        return;
-    }
-    // a plane's windows stay on one thread, so overlapping ones add in order
-#pragma omp parallel for if (planes * hw >= DT_PAR_CHUNK) schedule(static)
-    for (size_t pl = 0; pl < planes; pl++) {
-        float *dxp = dx + (s->blk ? layout_index(s->blk, s->C, (int)hw, (int)(pl / s->C),
-                                                 (int)(pl % s->C), 0)
-                                  : pl * hw);
-        const float *dyp = dy + pl * pq;
-        const int32_t *ap = arg + pl * pq;
-        if (dx_fresh) // the plane's zeros, on the thread that routes into it
-            for (size_t j = 0; j < hw; j++)
-                dxp[j * step] = 0.0f;
-        for (size_t j = 0; j < pq; j++)
-            dxp[(size_t)ap[j] * step] += dyp[j];
     }
 }
 
