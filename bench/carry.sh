@@ -22,7 +22,7 @@ mkdir -p "$D/src" "$D/tests" "$D/bench" "$D/lib" "$D/bin"
 cp "$B/src/dtrain" "$D/src/"
 cp "$B/tests/test_gpu" "$B/tests/test_nccl" "$B/tests/ckcmp" "$D/tests/"
 cp "$SRC/tests/gpu.sh" "$SRC/tests/common.sh" "$D/tests/"
-cp "$SRC/bench/gpu.sh" "$SRC/bench/torch_train.py" "$D/bench/"
+cp "$SRC/bench/gpu.sh" "$SRC/bench/gpu_check.sh" "$SRC/bench/torch_train.py" "$D/bench/"
 hydra=$(command -v mpiexec.hydra) proxy=$(command -v hydra_pmi_proxy)
 cp "$hydra" "$proxy" "$D/bin/"
 for exe in "$D/src/dtrain" "$D/tests/"* "$D/bin/"*; do

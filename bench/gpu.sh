@@ -12,7 +12,7 @@
 # $PYTHON cannot import torch with CUDA, only dtrain is measured.
 #
 #   DTRAIN=/path/to/dtrain MPIEXEC=/path/to/mpiexec.hydra bench/gpu.sh
-#   CONFIGS="mnist_cnn:128" STEPS=100 bench/gpu.sh
+#   CONFIGS="mnist_cnn:128" STEPS=100 TORCH_MODES=eager bench/gpu.sh
 # Output: one line per configuration and side, and $BENCH_OUT/gpu.tsv.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +24,7 @@ CONFIGS=${CONFIGS:-"mnist_cnn:128 resnet20_gn:128"}
 STEPS=${STEPS:-300}     # timed steps
 WARMUP=${WARMUP:-30}    # untimed steps first (dtrain: the first log window)
 SYNTH=${SYNTH:-8192}
+TORCH_MODES=${TORCH_MODES:-"eager compile"}   # PyTorch's rows: eager, torch.compile
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep -q "CUDA:.*toolkit" ||
@@ -75,7 +76,7 @@ DECK
     rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) img\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
     record "$model" "$B" dtrain "$rate"
     if [ $torch_ok -eq 1 ]; then
-        for mode in eager compile; do
+        for mode in $TORCH_MODES; do
             flag=; [ $mode = compile ] && flag=--compile
             line=$("$PYTHON" "$HERE/torch_train.py" --device cuda $flag --model "$model" \
                    --path synthetic --synthetic "$SYNTH" --batch "$B" --steps "$STEPS" \

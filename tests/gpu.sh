@@ -10,7 +10,10 @@
 #     GPU run bit for bit (parameters and momentum, tests/ckcmp);
 #  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
 #     trains to step 50 (checkpoints hold host copies of the flat vectors);
-#  5. NCCL: allreduce (host and device vectors), reduce and broadcast on one
+#  5. device vectors (allreduce, easgd with both center placements) on one
+#     GPU: stop/resume bit for bit, the loss the CPU's; NCCL on one rank
+#     equals the staged MPI transport bit for bit;
+#  6. NCCL: allreduce (host and device vectors), reduce and broadcast on one
 #     rank (tests/test_nccl); with two or more GPUs also on two ranks, with a
 #     gossip step equal to MPI's; a training run with comm.transport = nccl.
 # Needs only what bench/README.md lists to carry: src/dtrain, tests/test_gpu,
@@ -83,6 +86,53 @@ if [ $RC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" && [ -n "$(loss_at 50
     pass "a GPU checkpoint resumes on the CPU (step 50 loss $(loss_at 50))"
 else
     fail "GPU checkpoint on the CPU (rc $RC)"; tail -3 "$WORK/out.txt"
+fi
+
+# device vectors on one GPU (tests/devmem.sh's cases that one rank can run):
+# allreduce and easgd keep params, grads, momentum and their own vectors in
+# device memory, the optimizer as CUDA kernels and MPI staged through pinned
+# memory. 10 steps + resume to 16 equal 16 steps bit for bit (with
+# run.check_replicas and evaluations), and the loss of step 15 is the CPU
+# run's within 1e-3. comm.transport = nccl on one rank gives the same bits as
+# the staged MPI transport (a one-rank sum is a copy either way).
+m=mnist_cnn
+dv="model.name=$m $(shape $m) run.log_every=1 optim.batch_size=32
+    data.synthetic_train=1024 run.eval_every=6 run.check_replicas=true"
+for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.center=replicated" \
+         "algorithm.mode=easgd easgd.tau=4 easgd.center=root"; do
+    name=$(echo "$e" | tr -c 'a-z0-9\n' _ | tr -s _)
+    sets="params momentum"
+    case $e in *easgd*) sets="params momentum easgd_center" ;; esac
+    run 1 600 "$D" $dv $e compute.device=cpu run.max_steps=16 run.output_dir="$WORK/$name-cpu"
+    lc=$(loss_at 15)
+    run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=16 run.output_dir="$WORK/$name-full"
+    rcA=$RC lg=$(loss_at 15)
+    run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=10 run.output_dir="$WORK/$name-part"
+    rcB=$RC
+    run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=16 run.resume=true \
+        run.output_dir="$WORK/$name-part"
+    rcC=$RC
+    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+       "$TEST_BIN/ckcmp" same "$(last "$WORK/$name-full")" "$(last "$WORK/$name-part")" $sets \
+           >/dev/null; then
+        pass "$e, device vectors on the GPU: 10 steps + resume to 16 == 16 steps bit for bit ($sets)"
+    else
+        fail "$e, device vectors on the GPU: stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+    fi
+    if [ -n "$lc" ] && [ -n "$lg" ] &&
+       awk -v a="$lc" -v b="$lg" 'BEGIN { d = a - b; exit !(d <= 1e-3 && d >= -1e-3) }'; then
+        pass "$e, device vectors: step 15 loss $lg on the GPU (CPU $lc)"
+    else
+        fail "$e, device vectors: step 15 loss '$lg' on the GPU, CPU '$lc'"
+    fi
+done
+run 1 600 "$D" $dv algorithm.mode=allreduce compute.device=cuda comm.transport=nccl run.max_steps=16 \
+    run.output_dir="$WORK/nccl1"
+if [ $RC -eq 0 ] && "$TEST_BIN/ckcmp" same "$(last "$WORK/nccl1")" \
+       "$(last "$WORK/algorithm_mode_allreduce-full")" >/dev/null; then
+    pass "allreduce over NCCL on one GPU == over the staged MPI transport, bit for bit"
+else
+    fail "allreduce over NCCL on one GPU (rc $RC)"; tail -3 "$WORK/out.txt"
 fi
 
 # NCCL

@@ -1,0 +1,149 @@
+#!/bin/bash
+# Everything a session with a GPU checks, in one device call: each step under
+# its own time limit (shrunk to what is left of BUDGET seconds), its output in
+# $OUT/<step>.txt, a one-line verdict per step in $OUT/summary.txt. Made here
+# (bench/carry.sh from a --with-cuda --with-nccl build), run there:
+#
+#   bench/carry.sh /tmp/cusrc gpucarry/carry          # here; gpucarry/ is git-ignored
+#   BUDGET=380 bash bench/gpu_check.sh gpucarry/carry.tar.zst   # there, $OUT set
+#
+# Steps, in order (a failing step does not stop the next):
+#   env      nvidia-smi, the driver and CUDA versions, dtrain --version, any
+#            library the carried binaries cannot find
+#   test_gpu every layer and model, CUDA against CPU (tests/test_gpu)
+#   gpu_sh   tests/gpu.sh: 50 steps of every model, stop/resume, GPU -> CPU
+#            resume, device vectors on one GPU, NCCL
+#   bench    bench/gpu.sh: dtrain against PyTorch eager (TORCH_MODES), batch 128
+#   ncu      the GPU time of each kernel over a few mnist_cnn and resnet20_gn
+#            steps (Nsight Compute, one metric), beside the step's wall time
+#   compile  bench/gpu.sh's PyTorch torch.compile rows, if time is left
+# Where no GPU is visible every step says so and the script exits 77.
+set -u
+OUT=${OUT:-/tmp/gpu-check}
+BUDGET=${BUDGET:-380}
+TAR=${1:-gpucarry/carry.tar.zst}
+mkdir -p "$OUT"
+S="$OUT/summary.txt"
+: >"$S"
+say() { echo "$*" | tee -a "$S"; }
+left() { echo $((BUDGET - SECONDS)); }
+# step NAME LIMIT CMD...: CMD under min(LIMIT, time left - 10) seconds
+step() {
+    local name=$1 lim=$2 rc t0=$SECONDS
+    shift 2
+    local l=$(($(left) - 10))
+    [ "$l" -lt "$lim" ] && lim=$l
+    if [ "$lim" -lt 20 ]; then say "$name: not run (${lim}s left)"; return; fi
+    echo "== $name (limit ${lim}s, at ${SECONDS}s)"
+    if [ "$(type -t "$1")" = function ]; then # a function of this script, in a child bash
+        timeout -k 5 "$lim" bash -c "$1" >"$OUT/$name.txt" 2>&1
+    else
+        timeout -k 5 "$lim" "$@" >"$OUT/$name.txt" 2>&1
+    fi
+    rc=$?
+    say "$name: rc $rc in $((SECONDS - t0))s"
+    tail -n 25 "$OUT/$name.txt"
+}
+
+C=/tmp/gpu-carry
+rm -rf "$C" && mkdir -p "$C"
+tar --zstd -xf "$TAR" -C "$C" || { say "cannot unpack $TAR"; exit 1; }
+C=$C/$(ls "$C")
+. "$C/env.sh"
+# the driver's libcuda: where the loader does not already see it
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+    d=$(dirname "$(find / -xdev -name 'libcuda.so.1' 2>/dev/null | head -n 1)")
+    [ -n "$d" ] && [ "$d" != . ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+fi
+export PYTHON=${PYTHON:-python3} BENCH_OUT=/tmp/gpu-bench
+
+envinfo() {
+    nvidia-smi
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    uname -r
+    "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+    "$DTRAIN" --version
+    for b in "$DTRAIN" "$TEST_BIN"/*; do ldd "$b" | grep 'not found' | sed "s|^|$b: |"; done
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null
+}
+export -f envinfo
+step env 30 envinfo
+nvidia-smi -L >/dev/null 2>&1 || { say "no visible GPU"; exit 77; }
+step test_gpu 120 "$TEST_BIN/test_gpu"
+step gpu_sh 240 "$C/tests/gpu.sh"
+step bench 150 env TORCH_MODES=eager STEPS=${STEPS:-300} "$C/bench/gpu.sh"
+cp /tmp/gpu-bench/gpu.tsv "$OUT/gpu.tsv" 2>/dev/null
+
+# GPU time per kernel over a few steps (Nsight Compute replays each kernel once
+# for one metric): what the step's wall time is made of
+export NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+profile() {
+    local model=$1 shape=$2 B=128 n=8
+    cat >/tmp/ncu.ini <<DECK
+[run]
+output_dir = /tmp/ncu-$model
+max_steps = $n
+log_every = 1
+eval_every = 1000000
+[algorithm]
+mode = local
+[model]
+name = $model
+[data]
+name = synthetic
+synthetic_train = 2048
+synthetic_test = 128
+[optim]
+lr = 0.02
+momentum = 0.9
+batch_size = $B
+[compute]
+device = cuda
+DECK
+    echo "### $model b$B: $n steps under ncu (kernels of every step summed)"
+    "$NCU" --clock-control none --target-processes all --metrics gpu__time_duration.sum \
+        --print-summary per-kernel --csv \
+        "$MPIEXEC" -n 1 "$DTRAIN" /tmp/ncu.ini $shape >/tmp/ncu-$model.csv 2>/tmp/ncu-$model.err
+    echo "rc $? ; $(grep -c . /tmp/ncu-$model.csv) lines"
+    # name, invocations, total ns (the metric's sum column)
+    "$PYTHON" - /tmp/ncu-$model.csv <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+if not rows:
+    print("no ncu rows"); sys.exit(0)
+h = rows[0]
+print("header:", h)
+tot = collections.defaultdict(float); cnt = collections.Counter()
+def col(name):
+    for i, x in enumerate(h):
+        if x.strip('"').lower() == name: return i
+    return None
+ik, iv, ims, iu = col("kernel name"), col("invocations"), col("metric name"), col("metric unit")
+isum, iavg = col("sum"), col("average")  # the summary gives min/max/average per kernel
+if None in (ik, ims) or (isum is None and (iavg is None or iv is None)):
+    print("\n".join(",".join(r) for r in rows[:40])); sys.exit(0)
+for r in rows[1:]:
+    if r[ims] != "gpu__time_duration.sum": continue
+    n = int(float(r[iv].replace(",", ""))) if iv is not None else 1
+    v = float(r[isum].replace(",", "")) if isum is not None else n * float(r[iavg].replace(",", ""))
+    u = r[iu] if iu is not None else "ns"
+    v *= {"ns": 1e-9, "nsecond": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3}.get(u, 1e-9)
+    k = r[ik][:90]; tot[k] += v; cnt[k] += n
+T = sum(tot.values())
+print(f"GPU kernel time, all steps: {T*1e3:.2f} ms in {sum(cnt.values())} launches")
+for k, v in sorted(tot.items(), key=lambda kv: -kv[1])[:25]:
+    print(f"{v*1e3:9.3f} ms {100*v/T:5.1f}% {cnt[k]:6d}x  {k}")
+PY
+    tail -n 3 /tmp/ncu-$model.err
+}
+ncu_all() {
+    [ -n "$NCU" ] || { echo "no ncu"; return 1; }
+    profile mnist_cnn "data.synthetic_channels=1 data.synthetic_height=28 data.synthetic_width=28"
+    profile resnet20_gn "data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32"
+}
+export -f profile ncu_all
+step ncu 120 ncu_all
+step compile 200 env TORCH_MODES=compile STEPS=${STEPS:-300} BENCH_OUT=/tmp/gpu-bench-c "$C/bench/gpu.sh"
+cp /tmp/gpu-bench-c/gpu.tsv "$OUT/gpu-compile.tsv" 2>/dev/null
+say "total ${SECONDS}s"
