@@ -4,11 +4,12 @@
 # oneDNN: the binaries of a --with-cuda --with-nccl build, the scripts,
 # MPICH's mpiexec.hydra + hydra_pmi_proxy, and every library ldd names except
 # glibc's own and CUDA's (cudart, cuBLAS, cuBLASLt, NCCL: 780 MB here, found
-# there by env.sh). Writes DIR/ and DIR.tar.zst (its size printed at the end).
+# there by env.sh). Writes DIR/ and DIR.tar.xz (its size printed at the end;
+# xz, since the GPU machine has no zstd).
 #
 #   bench/carry.sh BUILD_DIR DIR        e.g. bench/carry.sh /tmp/b17cu carry
 # On the GPU machine:
-#   tar --zstd -xf carry.tar.zst && . carry/env.sh && carry/tests/gpu.sh
+#   tar -xf carry.tar.xz && . carry/env.sh && carry/tests/gpu.sh
 #   . carry/env.sh && carry/bench/gpu.sh
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BUILD_DIR DIR" >&2; exit 2; }
@@ -54,6 +55,6 @@ export PATH=$_c/bin:$PATH
 export MPIEXEC=$_c/bin/mpiexec.hydra DTRAIN=$_c/src/dtrain TEST_BIN=$_c/tests
 export HYDRA_LAUNCHER=fork
 ENV
-tar -C "$(dirname "$D")" -cf - "$(basename "$D")" | zstd -q -12 -T2 -o "$D.tar.zst" -f
-du -sh "$D" "$D.tar.zst"
+tar -C "$(dirname "$D")" -cf - "$(basename "$D")" | xz -6 -T2 >"$D.tar.xz"
+du -sh "$D" "$D.tar.xz"
 ldd "$D/src/dtrain" | grep -E 'cuda|cublas|nccl' | sed 's/^/# needed from the GPU machine: /'

@@ -1,11 +1,12 @@
 #!/bin/bash
 # Everything a session with a GPU checks, in one device call: each step under
 # its own time limit (shrunk to what is left of BUDGET seconds), its output in
-# $OUT/<step>.txt, a one-line verdict per step in $OUT/summary.txt. Made here
+# $OUT/<step>.txt (at most 8 files: a device call brings back no more), a
+# one-line verdict per step in $OUT/summary.txt. Made here
 # (bench/carry.sh from a --with-cuda --with-nccl build), run there:
 #
 #   bench/carry.sh /tmp/cusrc gpucarry/carry          # here; gpucarry/ is git-ignored
-#   BUDGET=380 bash bench/gpu_check.sh gpucarry/carry.tar.zst   # there, $OUT set
+#   BUDGET=380 bash bench/gpu_check.sh gpucarry/carry.tar.xz    # there, $OUT set
 #
 # Steps, in order (a failing step does not stop the next):
 #   env      nvidia-smi, the driver and CUDA versions, dtrain --version, any
@@ -13,15 +14,17 @@
 #   test_gpu every layer and model, CUDA against CPU (tests/test_gpu)
 #   gpu_sh   tests/gpu.sh: 50 steps of every model, stop/resume, GPU -> CPU
 #            resume, device vectors on one GPU, NCCL
-#   bench    bench/gpu.sh: dtrain against PyTorch eager (TORCH_MODES), batch 128
-#   ncu      the GPU time of each kernel over a few mnist_cnn and resnet20_gn
-#            steps (Nsight Compute, one metric), beside the step's wall time
-#   compile  bench/gpu.sh's PyTorch torch.compile rows, if time is left
+#   bench    bench/gpu.sh: dtrain against PyTorch eager, batch 128
+#   bench_old  the same for src/dtrain.old where the carry has one (before/after)
+#   ncu      the GPU time of each kernel over NCU_STEPS (2) mnist_cnn and
+#            resnet20_gn steps (Nsight Compute, one metric; it adds tens of
+#            milliseconds a kernel, so a few steps only)
+#   compile  with COMPILE=1: bench/gpu.sh's torch.compile rows, if time is left
 # Where no GPU is visible every step says so and the script exits 77.
 set -u
 OUT=${OUT:-/tmp/gpu-check}
 BUDGET=${BUDGET:-380}
-TAR=${1:-gpucarry/carry.tar.zst}
+TAR=${1:-gpucarry/carry.tar.xz}
 mkdir -p "$OUT"
 S="$OUT/summary.txt"
 : >"$S"
@@ -47,7 +50,7 @@ step() {
 
 C=/tmp/gpu-carry
 rm -rf "$C" && mkdir -p "$C"
-tar --zstd -xf "$TAR" -C "$C" || { say "cannot unpack $TAR"; exit 1; }
+tar -xf "$TAR" -C "$C" || { say "cannot unpack $TAR"; exit 1; }
 C=$C/$(ls "$C")
 . "$C/env.sh"
 # the driver's libcuda: where the loader does not already see it
@@ -73,13 +76,17 @@ nvidia-smi -L >/dev/null 2>&1 || { say "no visible GPU"; exit 77; }
 step test_gpu 120 "$TEST_BIN/test_gpu"
 step gpu_sh 240 "$C/tests/gpu.sh"
 step bench 150 env TORCH_MODES=eager STEPS=${STEPS:-300} "$C/bench/gpu.sh"
-cp /tmp/gpu-bench/gpu.tsv "$OUT/gpu.tsv" 2>/dev/null
+# a second dtrain carried as src/dtrain.old (the build before a change): its
+# rates on the same warm machine, for the before/after ratio
+[ -x "$C/src/dtrain.old" ] &&
+    step bench_old 60 env TORCH_MODES= DTRAIN="$C/src/dtrain.old" BENCH_OUT=/tmp/gpu-bench-o \
+        STEPS=${STEPS:-300} "$C/bench/gpu.sh"
 
 # GPU time per kernel over a few steps (Nsight Compute replays each kernel once
 # for one metric): what the step's wall time is made of
 export NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 profile() {
-    local model=$1 shape=$2 B=128 n=8
+    local model=$1 shape=$2 B=128 n=${NCU_STEPS:-2}
     cat >/tmp/ncu.ini <<DECK
 [run]
 output_dir = /tmp/ncu-$model
@@ -144,6 +151,7 @@ ncu_all() {
 }
 export -f profile ncu_all
 step ncu 120 ncu_all
-step compile 200 env TORCH_MODES=compile STEPS=${STEPS:-300} BENCH_OUT=/tmp/gpu-bench-c "$C/bench/gpu.sh"
-cp /tmp/gpu-bench-c/gpu.tsv "$OUT/gpu-compile.tsv" 2>/dev/null
+[ -n "${COMPILE:-}" ] &&
+    step compile 200 env TORCH_MODES=compile STEPS=${STEPS:-300} BENCH_OUT=/tmp/gpu-bench-c \
+        "$C/bench/gpu.sh"
 say "total ${SECONDS}s"

@@ -7,6 +7,7 @@
 #  - allreduce (device_vectors: params, grads, momentum in backend memory, the
 #    optimizer and the 1/n scale as backend ops, the MPI transport staged),
 #    with a checkpoint, a resume, run.check_replicas and evaluations;
+#  - local (device_vectors, one rank, no transport), with a resume;
 #  - easgd (device_vectors too: its center, mean and pull, and the elastic
 #    terms as backend ops), both center placements, with a resume;
 #  - sgp (push-sum: the message buffers, the received slots, the accumulator,
@@ -49,6 +50,23 @@ if [ "$(evals "$WORK/cpu")" = "$(evals "$WORK/dev")" ]; then
     pass "allreduce, device vectors: the evaluations (loss, accuracy, averaged model, consensus) equal the CPU's"
 else
     fail "allreduce, device vectors: evaluations differ"; diff <(evals "$WORK/cpu") <(evals "$WORK/dev") | head -5
+fi
+
+# local (one rank): the same device vectors with no transport at all
+run 1 300 "$D" $m algorithm.mode=local run.output_dir="$WORK/lcpu" run.max_steps=16
+rcA=$RC
+run 1 300 "$D" $m algorithm.mode=local run.output_dir="$WORK/ldev" run.max_steps=10 \
+    compute.test_device_memory=true
+rcB=$RC
+run 1 300 "$D" $m algorithm.mode=local run.output_dir="$WORK/ldev" run.max_steps=16 \
+    compute.test_device_memory=true run.resume=true
+rcC=$RC
+if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/lcpu")" "$(last "$WORK/ldev")" >/dev/null &&
+   [ "$(evals "$WORK/lcpu")" = "$(evals "$WORK/ldev")" ]; then
+    pass "local, device vectors: 10 steps + resume to 16 == the CPU's 16 steps bit for bit, evaluations equal"
+else
+    fail "local with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
 fi
 
 # easgd: the center, the mean and the pull in backend memory too; the center

@@ -264,8 +264,16 @@ static void test_groupnorm(int B, int C, int HW, int G, int skip, int relu)
     float *y_at = vec_new(n), *m_at = vec_new(nbg), *r_at = vec_new(nbg);
     be->groupnorm_forward(B, C, HW, G, 0, x, gamma, beta, skip ? sk : NULL, relu, y_cpu, m_cpu,
                           r_cpu);
+    float *lanes = vec_new(nbc * 8); // as nn/cuda/groupnorm.cu: lanes, mean, lanes, rstd
+    for (size_t t = 0; t < nbc * 8; t++)
+        groupnorm_lane_at(t, C, HW, G, x, NULL, 0, lanes);
     for (size_t bg = 0; bg < nbg; bg++)
-        groupnorm_stats_at(bg, C, HW, G, x, m_at, r_at);
+        groupnorm_mean_at(bg, C, HW, G, lanes, m_at);
+    for (size_t t = 0; t < nbc * 8; t++)
+        groupnorm_lane_at(t, C, HW, G, x, m_at, 1, lanes);
+    for (size_t bg = 0; bg < nbg; bg++)
+        groupnorm_rstd_at(bg, C, HW, G, lanes, r_at);
+    free(lanes);
     for (size_t e = 0; e < n; e++)
         groupnorm_affine_at(e, C, HW, G, x, gamma, beta, m_at, r_at, skip ? sk : NULL, relu, y_at);
     size_t bad = mismatches(y_at, y_cpu, n), bads = mismatches(m_at, m_cpu, nbg) +
@@ -292,8 +300,15 @@ static void test_groupnorm(int B, int C, int HW, int G, int skip, int relu)
                            skip ? ds_cpu : NULL, 0, 0, dg_cpu, db_cpu);
     double *sdy = dt_malloc(nbc * sizeof(double)), *sdyx = dt_malloc(nbc * sizeof(double));
     double *sgd = dt_malloc(nbg * sizeof(double)), *sgdx = dt_malloc(nbg * sizeof(double));
+    float *la = vec_new(nbc * 4), *lb = vec_new(nbc * 4);
+    for (size_t t = 0; t < nbc * 4; t++)
+        groupnorm_grad_lane_at(t, C, HW, G, x, m_at, yr, dy, la, lb);
+    for (size_t bc = 0; bc < nbc; bc++)
+        groupnorm_grad_chan_at(bc, C, G, r_at, la, lb, sdy, sdyx);
     for (size_t bg = 0; bg < nbg; bg++)
-        groupnorm_grad_sums_at(bg, C, HW, G, x, gamma, m_at, r_at, yr, dy, sdy, sdyx, sgd, sgdx);
+        groupnorm_grad_group_at(bg, C, G, gamma, sdy, sdyx, sgd, sgdx);
+    free(la);
+    free(lb);
     for (size_t c = 0; c < (size_t)C; c++)
         groupnorm_param_grad_at(c, B, C, sdy, sdyx, dg_at, db_at);
     for (size_t e = 0; e < n; e++)
@@ -542,8 +557,12 @@ static void test_linear_gemm(int B, int in, int out)
     const dt_gemm gx = gemm_linear_dx(B, in, out), gw = gemm_linear_dw(B, in, out);
     gemm_host(&gx, w, dy, 1.0f, dx_dev);
     gemm_host(&gw, x, dy, 0.0f, dw_dev);
+    double *rows = dt_malloc((size_t)B * out * sizeof(double));
+    for (size_t t = 0; t < (size_t)B * out; t++)
+        lower_bias_rows_at(t, 1, dy, rows);
     for (size_t k = 0; k < (size_t)out; k++)
-        lower_bias_grad_at(k, B, out, 1, dy, db_dev);
+        lower_bias_grad_at(k, B, out, rows, db_dev);
+    free(rows);
     e = max_rel(dx_dev, dx_cpu, nx);
     CHECK(e <= 1e-5, "linear B=%d %d->%d: input gradient (accumulated) (max rel %.2e)", B, in,
           out, e);
@@ -585,15 +604,26 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     float *dw_cpu = vec_new(nw), *dw_low = vec_new(nw), *db_cpu = vec_new((size_t)K),
           *db_low = vec_new((size_t)K);
     cpu_conv2d_backward(&s, x, w, dy, dx_cpu, 0, dw_cpu, db_cpu, work);
-    const dt_gemm gw = gemm_conv_dw(&s), gc = gemm_conv_dcols(&s);
-    for (int i = 0; i < B; i++) // as backend/cuda.c: images summed in order
-        gemm_host(&gw, cols + (size_t)i * gw.sa, dy + (size_t)i * gw.sb, i ? 1.0f : 0.0f,
-                  dw_low);
+    // as backend/cuda.c: every image's weight gradient (one batched GEMM), then
+    // the images summed in order
+    dt_gemm gw = gemm_conv_dw(&s);
+    const dt_gemm gc = gemm_conv_dcols(&s);
+    gw.batch = B;
+    gw.sc = (long long)nw;
+    float *parts = vec_new((size_t)B * nw);
+    gemm_host(&gw, cols, dy, 0.0f, parts);
+    for (size_t e2 = 0; e2 < nw; e2++)
+        lower_sum_images_at(e2, B, nw, parts, dw_low);
+    free(parts);
     gemm_host(&gc, dy, w, 0.0f, dcols);
     for (size_t i = 0; i < nx; i++)
         lower_col2im_at(i, C, H, W, R, R, st, pad, s.P, s.Q, dcols, dx_low, 1);
+    double *rows = dt_malloc((size_t)B * K * sizeof(double));
+    for (size_t t = 0; t < (size_t)B * K; t++)
+        lower_bias_rows_at(t, (size_t)pq, dy, rows);
     for (size_t k = 0; k < (size_t)K; k++)
-        lower_bias_grad_at(k, B, K, (size_t)pq, dy, db_low);
+        lower_bias_grad_at(k, B, K, rows, db_low);
+    free(rows);
     e = max_rel(dx_low, dx_cpu, nx);
     CHECK(e <= 1e-5, "%s: input gradient (accumulated) equals the CPU conv (max rel %.2e)", name,
           e);

@@ -27,4 +27,5 @@ const dt_algo algo_local = {
     .elastic = DT_ELASTIC_REPLICATED,
     .step = local_step,
     .model = local_model,
+    .device_vectors = 1, /* compute.device = cuda: params, grads, momentum stay on the GPU */
 };

@@ -245,7 +245,12 @@ void engine_alloc(dt_trainer *t)
 {
     const dt_config *cfg = t->cfg;
     const dt_backend *be = t->model->be;
-    t->dev.vectors = be->device && t->algo->device_vectors;
+    /* device vectors where the mode allows them and the optimizer steps on the
+     * backend without host work (SGD; AdamW and clipping run on host vectors,
+     * so those runs copy the parameters up and the gradient down each step) */
+    const dt_optim_ops *ops = optim_find(cfg->optim.name);
+    t->dev.vectors = be->device && t->algo->device_vectors && ops && ops->step_backend &&
+                     !(cfg->optim.clip_norm > 0);
     if (t->dev.vectors) { /* initialized on the host, then sent up once */
         t->params = be->mem_alloc(t->n * sizeof(float));
         t->grads = be->mem_alloc(t->n * sizeof(float));
@@ -281,13 +286,6 @@ int engine_create_optim(dt_trainer *t)
     const dt_optim_ops *ops = optim_find(t->cfg->optim.name);
     if (!ops)
         return dt_err_prefix("optim.name");
-    if (t->dev.vectors && !ops->step_backend)
-        return dt_err_set("optim.name = %s: its step runs on host vectors only, and mode %s "
-                          "keeps them in %s memory", ops->name, t->cfg->algorithm.mode,
-                          m->be->name);
-    if (t->dev.vectors && t->cfg->optim.clip_norm > 0)
-        return dt_err_set("optim.clip_norm: clipping runs on host vectors only, and mode %s "
-                          "keeps them in %s memory", t->cfg->algorithm.mode, m->be->name);
     return optim_init(&t->opt, ops, t->cfg, t->n, m ? m->tensors : NULL, m ? m->ntensors : 0,
                       t->dev.vectors ? m->be : NULL);
 }

@@ -8,10 +8,18 @@
 #include "nn/cuda/check.h"
 #include "nn/cuda/kernels_cuda.h"
 
-__global__ static void gn_stats_k(size_t n, int C, int HW, int G, const float *x, float *mean,
-                                  float *rstd)
+__global__ static void gn_lane_k(size_t n, int C, int HW, int G, const float *x,
+                                 const float *center, int sq, float *lanes)
 {
-    GRID_STRIDE(bg, n) groupnorm_stats_at(bg, C, HW, G, x, mean, rstd);
+    GRID_STRIDE(t, n) groupnorm_lane_at(t, C, HW, G, x, center, sq, lanes);
+}
+__global__ static void gn_mean_k(size_t n, int C, int HW, int G, const float *lanes, float *mean)
+{
+    GRID_STRIDE(bg, n) groupnorm_mean_at(bg, C, HW, G, lanes, mean);
+}
+__global__ static void gn_rstd_k(size_t n, int C, int HW, int G, const float *lanes, float *rstd)
+{
+    GRID_STRIDE(bg, n) groupnorm_rstd_at(bg, C, HW, G, lanes, rstd);
 }
 __global__ static void gn_affine_k(size_t n, int C, int HW, int G, const float *x,
                                    const float *gamma, const float *beta, const float *mean,
@@ -19,14 +27,22 @@ __global__ static void gn_affine_k(size_t n, int C, int HW, int G, const float *
 {
     GRID_STRIDE(e, n) groupnorm_affine_at(e, C, HW, G, x, gamma, beta, mean, rstd, skip, relu, y);
 }
-__global__ static void gn_grad_sums_k(size_t n, int C, int HW, int G, const float *x,
-                                      const float *gamma, const float *mean, const float *rstd,
-                                      const float *y, const float *dy, double *sdy_c,
-                                      double *sdyx_c, double *sum_gd, double *sum_gdx)
+__global__ static void gn_grad_lane_k(size_t n, int C, int HW, int G, const float *x,
+                                      const float *mean, const float *y, const float *dy,
+                                      float *la, float *lb)
 {
-    GRID_STRIDE(bg, n)
-    groupnorm_grad_sums_at(bg, C, HW, G, x, gamma, mean, rstd, y, dy, sdy_c, sdyx_c, sum_gd,
-                           sum_gdx);
+    GRID_STRIDE(t, n) groupnorm_grad_lane_at(t, C, HW, G, x, mean, y, dy, la, lb);
+}
+__global__ static void gn_grad_chan_k(size_t n, int C, int G, const float *rstd, const float *la,
+                                      const float *lb, double *sdy_c, double *sdyx_c)
+{
+    GRID_STRIDE(bc, n) groupnorm_grad_chan_at(bc, C, G, rstd, la, lb, sdy_c, sdyx_c);
+}
+__global__ static void gn_grad_group_k(size_t n, int C, int G, const float *gamma,
+                                       const double *sdy_c, const double *sdyx_c, double *sum_gd,
+                                       double *sum_gdx)
+{
+    GRID_STRIDE(bg, n) groupnorm_grad_group_at(bg, C, G, gamma, sdy_c, sdyx_c, sum_gd, sum_gdx);
 }
 __global__ static void gn_param_grad_k(size_t n, int B, int C, const double *sdy_c,
                                        const double *sdyx_c, float *dgamma, float *dbeta)
@@ -42,17 +58,24 @@ __global__ static void gn_dx_k(size_t n, int C, int HW, int G, const float *x, c
     groupnorm_dx_at(e, C, HW, G, x, gamma, mean, rstd, y, dy, sum_gd, sum_gdx, dx, dskip);
 }
 
+#define LAUNCH(k, n, ...)                                                                          \
+    do {                                                                                           \
+        k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, s>>>(n, __VA_ARGS__);                          \
+        CUDA_CHECK(cudaGetLastError());                                                            \
+    } while (0)
+
 extern "C" int cuda_groupnorm_forward(int B, int C, int HW, int G, const float *x,
                                       const float *gamma, const float *beta, const float *skip,
-                                      int relu, float *y, float *mean, float *rstd, void *stream)
+                                      int relu, float *y, float *mean, float *rstd, float *lanes,
+                                      void *stream)
 {
     const cudaStream_t s = (cudaStream_t)stream;
-    const size_t nbg = (size_t)B * G, n = (size_t)B * C * HW;
-    gn_stats_k<<<dt_cuda_blocks(nbg), DT_CUDA_THREADS, 0, s>>>(nbg, C, HW, G, x, mean, rstd);
-    CUDA_CHECK(cudaGetLastError());
-    gn_affine_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, s>>>(n, C, HW, G, x, gamma, beta, mean,
-                                                              rstd, skip, relu, y);
-    CUDA_CHECK(cudaGetLastError());
+    const size_t nbg = (size_t)B * G, nl = (size_t)B * C * 8, n = (size_t)B * C * HW;
+    LAUNCH(gn_lane_k, nl, C, HW, G, x, (const float *)NULL, 0, lanes);
+    LAUNCH(gn_mean_k, nbg, C, HW, G, lanes, mean);
+    LAUNCH(gn_lane_k, nl, C, HW, G, x, mean, 1, lanes);
+    LAUNCH(gn_rstd_k, nbg, C, HW, G, lanes, rstd);
+    LAUNCH(gn_affine_k, n, C, HW, G, x, gamma, beta, mean, rstd, skip, relu, y);
     return 0;
 }
 
@@ -65,18 +88,13 @@ extern "C" int cuda_groupnorm_backward(int B, int C, int HW, int G, const float 
     const size_t nbg = (size_t)B * G, nbc = (size_t)B * C, n = (size_t)B * C * HW;
     double *sdy_c = work, *sdyx_c = work + nbc, *sum_gd = work + 2 * nbc,
            *sum_gdx = work + 2 * nbc + nbg;
-    gn_grad_sums_k<<<dt_cuda_blocks(nbg), DT_CUDA_THREADS, 0, s>>>(
-        nbg, C, HW, G, x, gamma, mean, rstd, y, dy, sdy_c, sdyx_c, sum_gd, sum_gdx);
-    CUDA_CHECK(cudaGetLastError());
-    if (dgamma || dbeta) {
-        gn_param_grad_k<<<dt_cuda_blocks((size_t)C), DT_CUDA_THREADS, 0, s>>>(
-            (size_t)C, B, C, sdy_c, sdyx_c, dgamma, dbeta);
-        CUDA_CHECK(cudaGetLastError());
-    }
-    if (dx || dskip) {
-        gn_dx_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, s>>>(n, C, HW, G, x, gamma, mean, rstd, y,
-                                                              dy, sum_gd, sum_gdx, dx, dskip);
-        CUDA_CHECK(cudaGetLastError());
-    }
+    float *la = (float *)(work + 2 * nbc + 2 * nbg), *lb = la + 4 * nbc;
+    LAUNCH(gn_grad_lane_k, 4 * nbc, C, HW, G, x, mean, y, dy, la, lb);
+    LAUNCH(gn_grad_chan_k, nbc, C, G, rstd, la, lb, sdy_c, sdyx_c);
+    LAUNCH(gn_grad_group_k, nbg, C, G, gamma, sdy_c, sdyx_c, sum_gd, sum_gdx);
+    if (dgamma || dbeta)
+        LAUNCH(gn_param_grad_k, (size_t)C, B, C, sdy_c, sdyx_c, dgamma, dbeta);
+    if (dx || dskip)
+        LAUNCH(gn_dx_k, n, C, HW, G, x, gamma, mean, rstd, y, dy, sum_gd, sum_gdx, dx, dskip);
     return 0;
 }

@@ -32,10 +32,11 @@ int cuda_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
 int cuda_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, void *stream);
 /* groupnorm.cu, plain layout; x, y, skip, dy, dx, dskip (B, C, HW); gamma,
  * beta, dgamma, dbeta (C), overwritten; mean, rstd (B, G); y in backward: the
- * fused ReLU's output or NULL; work: 2 B C + 2 B G doubles of device memory */
+ * fused ReLU's output or NULL; device scratch: lanes 8 B C floats (forward),
+ * work 2 B C + 2 B G doubles then 8 B C floats (backward) */
 int cuda_groupnorm_forward(int B, int C, int HW, int G, const float *x, const float *gamma,
                            const float *beta, const float *skip, int relu, float *y, float *mean,
-                           float *rstd, void *stream);
+                           float *rstd, float *lanes, void *stream);
 int cuda_groupnorm_backward(int B, int C, int HW, int G, const float *x, const float *gamma,
                             const float *mean, const float *rstd, const float *y, const float *dy,
                             float *dx, float *dskip, float *dgamma, float *dbeta, double *work,
@@ -77,7 +78,11 @@ int cuda_im2col(const dt_conv_shape *s, const float *x, float *cols, void *strea
 int cuda_col2im(const dt_conv_shape *s, const float *dcols, float *dx, int accumulate,
                 void *stream);
 int cuda_bias_add(int B, int K, size_t PQ, const float *bias, float *y, void *stream);
-int cuda_bias_grad(int B, int K, size_t PQ, const float *dy, float *db, void *stream);
+/* rows: B K doubles of device scratch */
+int cuda_bias_grad(int B, int K, size_t PQ, const float *dy, float *db, double *rows,
+                   void *stream);
+/* dw (n) = the sum of parts (B, n) in image order */
+int cuda_sum_images(int B, size_t n, const float *parts, float *dw, void *stream);
 
 #ifdef __cplusplus
 }

@@ -19,9 +19,17 @@ __global__ static void bias_add_k(size_t n, int K, size_t PQ, const float *bias,
 {
     GRID_STRIDE(i, n) lower_bias_add_at(i, K, PQ, bias, y);
 }
-__global__ static void bias_grad_k(int B, int K, size_t PQ, const float *dy, float *db)
+__global__ static void bias_rows_k(size_t n, size_t PQ, const float *dy, double *rows)
 {
-    GRID_STRIDE(k, (size_t)K) lower_bias_grad_at(k, B, K, PQ, dy, db);
+    GRID_STRIDE(t, n) lower_bias_rows_at(t, PQ, dy, rows);
+}
+__global__ static void bias_grad_k(int B, int K, const double *rows, float *db)
+{
+    GRID_STRIDE(k, (size_t)K) lower_bias_grad_at(k, B, K, rows, db);
+}
+__global__ static void sum_images_k(size_t n, int B, const float *parts, float *dw)
+{
+    GRID_STRIDE(e, n) lower_sum_images_at(e, B, n, parts, dw);
 }
 
 extern "C" int cuda_im2col(const dt_conv_shape *s, const float *x, float *cols, void *stream)
@@ -52,10 +60,22 @@ extern "C" int cuda_bias_add(int B, int K, size_t PQ, const float *bias, float *
     return 0;
 }
 
-extern "C" int cuda_bias_grad(int B, int K, size_t PQ, const float *dy, float *db, void *stream)
+extern "C" int cuda_bias_grad(int B, int K, size_t PQ, const float *dy, float *db, double *rows,
+                              void *stream)
 {
+    const size_t n = (size_t)B * K;
+    bias_rows_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(n, PQ, dy, rows);
+    CUDA_CHECK(cudaGetLastError());
     bias_grad_k<<<dt_cuda_blocks((size_t)K), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(
-        B, K, PQ, dy, db);
+        B, K, rows, db);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cuda_sum_images(int B, size_t n, const float *parts, float *dw, void *stream)
+{
+    sum_images_k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(n, B, parts,
+                                                                                  dw);
     CUDA_CHECK(cudaGetLastError());
     return 0;
 }
