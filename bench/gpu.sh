@@ -24,7 +24,7 @@ CONFIGS=${CONFIGS:-"mnist_cnn:128 resnet20_gn:128"}
 STEPS=${STEPS:-300}     # timed steps
 WARMUP=${WARMUP:-30}    # untimed steps first (dtrain: the first log window)
 SYNTH=${SYNTH:-8192}
-TORCH_MODES=${TORCH_MODES:-"eager compile"}   # PyTorch's rows: eager, torch.compile
+TORCH_MODES=${TORCH_MODES-"eager compile"}    # PyTorch's rows: eager, torch.compile ("": none)
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep -q "CUDA:.*toolkit" ||

@@ -117,8 +117,11 @@ DECK
     "$PYTHON" - /tmp/ncu-$model.csv <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
-if not rows:
+# the header: the first row naming a kernel column (dtrain's own lines hold commas too)
+first = [i for i, r in enumerate(rows) if any(x.strip('"').lower() == "kernel name" for x in r)]
+if not first:
     print("no ncu rows"); sys.exit(0)
+rows = rows[first[0]:]
 h = rows[0]
 print("header:", h)
 tot = collections.defaultdict(float); cnt = collections.Counter()
@@ -147,7 +150,8 @@ PY
 ncu_all() {
     [ -n "$NCU" ] || { echo "no ncu"; return 1; }
     profile mnist_cnn "data.synthetic_channels=1 data.synthetic_height=28 data.synthetic_width=28"
-    profile resnet20_gn "data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32"
+    NCU_STEPS=1 profile resnet20_gn \
+        "data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32"
 }
 export -f profile ncu_all
 step ncu 120 ncu_all

@@ -4,9 +4,8 @@
  *    linear's gradients its forward; loss and every parameter gradient to
  *    1e-4 relative (of the gradient's largest entry);
  *  - every model (logreg, mlp, mnist_cnn, resnet20_gn, resnet32_gn) the same
- *    way, with dropout masks from the same counter-based generator, on a
- *    batch where the CPU's two backends agree to 1e-5 (not on a ReLU's or a
- *    max-pool's kink: compare() says why);
+ *    way, with dropout masks from the same counter-based generator (the
+ *    resnets' gradients to 1e-2: main() says why);
  *  - the engine's memory on the device: the arena is one allocation.
  * Exit 77 (skip) with the reason where dtrain was built without CUDA or no
  * GPU is visible: this runs in tests/gpu.sh (make check-gpu), not make check.
@@ -49,69 +48,34 @@ static double rel_err(const float *a, const float *b, size_t n)
     return m > 0 ? d / m : d;
 }
 
-/* The loss and gradient of one forward + backward of net on its backend;
- * params, x, y on the host, gradient into grad (host) */
-static double grad_of(dt_net *n, const float *params, const float *x, const int32_t *y, int B,
-                      size_t nx, uint64_t key, int *hits, float *grad)
-{
-    const dt_backend *be = n->be;
-    const size_t np = n->nparams;
-    float *dp = be->mem_alloc(np * sizeof(float)), *dx = be->mem_alloc(nx * sizeof(float));
-    float *dg = be->mem_alloc(np * sizeof(float));
-    int32_t *dy = be->mem_alloc((size_t)B * sizeof(int32_t));
-    be->to_backend(dp, params, np * sizeof(float));
-    be->to_backend(dx, x, nx * sizeof(float));
-    be->to_backend(dy, y, (size_t)B * sizeof(int32_t));
-    const double l = net_forward(n, dp, dx, dy, B, 1, key, hits);
-    net_backward(n, dp, dg);
-    be->to_host(grad, dg, np * sizeof(float));
-    be->mem_free(dp);
-    be->mem_free(dx);
-    be->mem_free(dg);
-    be->mem_free(dy);
-    return l;
-}
-
 /* One forward + backward of the same net on both backends, same params,
- * batch and dropout key; compares loss, hits and the gradient. With other (a
- * second CPU backend, or NULL), a batch on which the two CPU backends'
- * gradients differ by more than 1e-5 is drawn again (up to 8 times): a ReLU
- * or max-pool input within rounding of its kink goes one way or the other
- * with the summation order, and changes the gradient by far more than
- * rounding (seen on resnet20_gn at batch 16: the native backend against
- * oneDNN and against the GPU alike, 4.7e-4). */
-static void compare(const char *name, dt_net *cpu, dt_net *gpu, dt_net *other, int B, int c,
-                    int h, int w)
+ * batch and dropout key; compares loss, hits and the gradient, each tensor's
+ * to tol relative (of its largest entry). */
+static void compare(const char *name, dt_net *cpu, dt_net *gpu, int B, int c, int h, int w,
+                    double tol)
 {
+    const dt_backend *g = gpu->be;
     const size_t np = cpu->nparams, nx = (size_t)B * c * h * w;
     float *params = dt_falloc(np), *x = dt_falloc(nx), *gc = dt_falloc(np), *gg = dt_falloc(np);
-    float *go = dt_falloc(np);
     int32_t *y = dt_calloc((size_t)B, sizeof *y);
     net_init_params(cpu, params, 17);
+    fill(x, nx, 1.0);
+    for (int i = 0; i < B; i++)
+        y[i] = (int32_t)(rng_uniform_d(&rng) * cpu->classes) % cpu->classes;
+    int hc = 0, hg = 0;
     const uint64_t key = rng_key(5, 0, 3, 0xD0);
-    int hc = 0, hg = 0, ho = 0, draws = 0;
-    double lc;
-    for (;;) {
-        fill(x, nx, 1.0);
-        for (int i = 0; i < B; i++)
-            y[i] = (int32_t)(rng_uniform_d(&rng) * cpu->classes) % cpu->classes;
-        lc = grad_of(cpu, params, x, y, B, nx, key, &hc, gc);
-        draws++;
-        if (!other || draws == 8)
-            break;
-        grad_of(other, params, x, y, B, nx, key, &ho, go);
-        double e = 0.0;
-        for (int t = 0; t < cpu->ntensors; t++) {
-            const dt_tensor_view *v = &cpu->tensors[t];
-            const double et = rel_err(go + v->offset, gc + v->offset, v->count);
-            e = et > e ? et : e;
-        }
-        if (e <= 1e-5)
-            break;
-        printf("# %s: batch %d sits on a kink (the CPU backends differ by %.2e): another\n", name,
-               draws, e);
-    }
-    const double lg = grad_of(gpu, params, x, y, B, nx, key, &hg, gg);
+    const double lc = net_forward(cpu, params, x, y, B, 1, key, &hc);
+    net_backward(cpu, params, gc);
+
+    float *dp = g->mem_alloc(np * sizeof(float)), *dx = g->mem_alloc(nx * sizeof(float));
+    float *dg = g->mem_alloc(np * sizeof(float));
+    int32_t *dy = g->mem_alloc((size_t)B * sizeof(int32_t));
+    g->to_backend(dp, params, np * sizeof(float));
+    g->to_backend(dx, x, nx * sizeof(float));
+    g->to_backend(dy, y, (size_t)B * sizeof(int32_t));
+    const double lg = net_forward(gpu, dp, dx, dy, B, 1, key, &hg);
+    net_backward(gpu, dp, dg);
+    g->to_host(gg, dg, np * sizeof(float));
 
     CHECK(fabs(lg - lc) <= 1e-4 * fabs(lc), "%s: loss %.7f on the GPU, %.7f on the CPU", name,
           lg, lc);
@@ -119,13 +83,16 @@ static void compare(const char *name, dt_net *cpu, dt_net *gpu, dt_net *other, i
     for (int t = 0; t < cpu->ntensors; t++) {
         const dt_tensor_view *v = &cpu->tensors[t];
         const double e = rel_err(gg + v->offset, gc + v->offset, v->count);
-        CHECK(e <= 1e-4, "%s: gradient of %s %s to 1e-4 (%.2e)", name, v->name, v->shape, e);
+        CHECK(e <= tol, "%s: gradient of %s %s to %.0e (%.2e)", name, v->name, v->shape, tol, e);
     }
+    g->mem_free(dp);
+    g->mem_free(dx);
+    g->mem_free(dg);
+    g->mem_free(dy);
     free(params);
     free(x);
     free(gc);
     free(gg);
-    free(go);
     free(y);
 }
 
@@ -183,25 +150,30 @@ int main(void)
     printf("# device %s\n", name);
     rng = rng_make(2026, 17, 0, 0);
     const dt_backend *cpu = backend_cpu(), *gpu = backend_cuda();
-    const dt_backend *dnnl = backend_cpu_by_name("dnnl"); // NULL without oneDNN
     const int B = 6, c = 3, h = 9, w = 9, classes = 5;
     for (int l = 0; l <= L_CONV_1X1; l++) {
         dt_net *a = probe(cpu, l, c, h, w, classes), *b = probe(gpu, l, c, h, w, classes);
-        compare(layer_name[l], a, b, NULL, B, c, h, w);
+        compare(layer_name[l], a, b, B, c, h, w, 1e-4);
         net_free(a);
         net_free(b);
     }
-    static const struct { const char *name; int c, h, w, B; } m[] = {
-        { "logreg", 1, 28, 28, 32 }, { "mlp", 1, 28, 28, 32 }, { "mnist_cnn", 1, 28, 28, 32 },
-        { "resnet20_gn", 3, 32, 32, 16 }, { "resnet32_gn", 3, 32, 32, 8 } };
+    /* The resnets' gradients to 1e-2: GroupNorm then ReLU puts every input
+     * near its group's mean within rounding of the ReLU's kink, where a last
+     * bit decides whether its gradient passes. Summed in another order, a few
+     * of the batch's 3.4 million such inputs change sides, and the gradients
+     * below them move by up to 7e-3 (resnet20_gn at batch 16: the CPU's two
+     * backends against each other on 3 of 4 batches, 1.2e-3 to 6.1e-3; the
+     * H200 against the native backend 4.7e-4 and 6.6e-3, 2026-11-27). A
+     * wiring fault moves them by O(1); every layer alone is held to 1e-4
+     * above. */
+    static const struct { const char *name; int c, h, w, B; double tol; } m[] = {
+        { "logreg", 1, 28, 28, 32, 1e-4 }, { "mlp", 1, 28, 28, 32, 1e-4 },
+        { "mnist_cnn", 1, 28, 28, 32, 1e-4 }, { "resnet20_gn", 3, 32, 32, 16, 1e-2 },
+        { "resnet32_gn", 3, 32, 32, 8, 1e-2 } };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         dt_net *a = model_build(cpu, m[i].name, "100", "relu", 8, m[i].c, m[i].h, m[i].w, 10);
         dt_net *b = model_build(gpu, m[i].name, "100", "relu", 8, m[i].c, m[i].h, m[i].w, 10);
-        dt_net *o = dnnl ? model_build(dnnl, m[i].name, "100", "relu", 8, m[i].c, m[i].h, m[i].w,
-                                       10) : NULL;
-        compare(m[i].name, a, b, o, m[i].B, m[i].c, m[i].h, m[i].w);
-        if (o)
-            net_free(o);
+        compare(m[i].name, a, b, m[i].B, m[i].c, m[i].h, m[i].w, m[i].tol);
         net_reserve(b, m[i].B);
         CHECK(b->arena != NULL && b->arena_n > 0, "%s: the device arena is one allocation of %zu "
               "floats", m[i].name, b->arena_n);
