@@ -5,9 +5,8 @@
  * weight gradient's images summed by a kernel, col2im as a gather);
  * everything else by the kernels of nn/cuda/. All work is queued on the
  * device's compute stream (backend/cuda_device.c); only the loss reduction
- * and the host <-> device copies wait for it. Plain NCHW
- * layout only (cblock 0). Every CUDA, cuBLAS and kernel call is checked
- * (backend/cuda_check.h). */
+ * and the host <-> device copies wait for it. Plain NCHW layout only (cblock
+ * 0). Every CUDA, cuBLAS and kernel call is checked (backend/cuda_check.h). */
 #include "config.h"
 
 #include "backend/backend.h"
@@ -146,7 +145,7 @@ static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const flo
     // the workspace is shared by every conv: lower x again
     KERNEL_OK(cuda_im2col(s, x, cols, ST));
     // every image's weight gradient in one batched GEMM, then summed in image
-    // order (B GEMMs accumulating one by one were launch-bound: 2,432 a step
+    // order (instead of B GEMMs accumulating one by one: 2,432 launches a step
     // for resnet20_gn at batch 128)
     dt_gemm gw = gemm_conv_dw(s);
     const size_t nw = (size_t)gw.m * gw.n;

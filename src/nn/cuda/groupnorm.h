@@ -7,8 +7,9 @@
  * forward, lanes over B*C*8, the mean over B*G, lanes about the mean, rstd
  * over B*G, affine over the elements; backward, lanes over B*C*4, channel
  * sums over B*C, group sums over B*G, parameter gradients over C, dx over the
- * elements. (One thread per (sample, group) ran 20-50 times slower on an
- * H200: 1,024 threads at batch 128, each reading a whole group.) */
+ * elements. (They replaced one thread per (sample, group), 1,024 threads at
+ * batch 128 each reading a whole group: part of the change that took
+ * resnet20_gn from 1,210 to 10,324 img/s on an H200.) */
 #ifndef DT_NN_CUDA_GROUPNORM_H
 #define DT_NN_CUDA_GROUPNORM_H
 
