@@ -83,35 +83,17 @@ step bench 150 env TORCH_MODES=eager STEPS=${STEPS:-300} "$C/bench/gpu.sh"
         STEPS=${STEPS:-300} "$C/bench/gpu.sh"
 
 # GPU time per kernel over a few steps (Nsight Compute replays each kernel once
-# for one metric): what the step's wall time is made of
+# for one metric): what the step's wall time is made of. The deck is the one
+# bench/gpu.sh wrote (mode local, synthetic data, compute.device = cuda).
 export NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 profile() {
     local model=$1 shape=$2 B=128 n=${NCU_STEPS:-2}
-    cat >/tmp/ncu.ini <<DECK
-[run]
-output_dir = /tmp/ncu-$model
-max_steps = $n
-log_every = 1
-eval_every = 1000000
-[algorithm]
-mode = local
-[model]
-name = $model
-[data]
-name = synthetic
-synthetic_train = 2048
-synthetic_test = 128
-[optim]
-lr = 0.02
-momentum = 0.9
-batch_size = $B
-[compute]
-device = cuda
-DECK
     echo "### $model b$B: $n steps under ncu (kernels of every step summed)"
     "$NCU" --clock-control none --target-processes all --metrics gpu__time_duration.sum \
         --print-summary per-kernel --csv \
-        "$MPIEXEC" -n 1 "$DTRAIN" /tmp/ncu.ini $shape >/tmp/ncu-$model.csv 2>/tmp/ncu-$model.err
+        "$MPIEXEC" -n 1 "$DTRAIN" /tmp/gpu-bench/gpu.ini $shape model.name=$model \
+        optim.batch_size=$B run.max_steps=$n run.log_every=1 run.output_dir=/tmp/ncu-$model \
+        >/tmp/ncu-$model.csv 2>/tmp/ncu-$model.err
     echo "rc $? ; $(grep -c . /tmp/ncu-$model.csv) lines"
     # name, invocations, total ns (the metric's sum column)
     "$PYTHON" - /tmp/ncu-$model.csv <<'PY'
