@@ -11,7 +11,6 @@ set -e
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
 m="model.name=mnist_cnn data.synthetic_height=12 data.synthetic_width=12 data.synthetic_train=256"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 
 ONEDNN_MAX_CPU_ISA=AVX512_CORE run 1 120 "$D" $m compute.precision=bf16 run.max_steps=2 \
     run.output_dir="$WORK/capped"

@@ -9,7 +9,6 @@ set -e
 D=$WORK/deck.ini
 small_deck "$WORK/x" >"$D"
 o="run.checkpoint_every=5 run.checkpoint_keep=3"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 C10=ckpt-0000000010.h5 C15=ckpt-0000000015.h5
 
 # the source run: checkpoints at steps 5, 10 and 15 (final)

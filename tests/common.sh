@@ -71,6 +71,21 @@ weight_decay = 0.0001
 DECK
 }
 
+# last DIR: the latest checkpoint of the run in DIR
+last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
+
+# resumed_same FULL PART [SETS...]: the last three runs (statuses rcA, rcB, rcC:
+# the whole run into FULL, the first part into PART, its resume) ended 0, the
+# last one resumed, and the latest checkpoints of FULL and PART hold SETS (all
+# arrays if none) bit for bit
+resumed_same() {
+    local full=$1 part=$2
+    shift 2
+    [ "$rcA" -eq 0 ] && [ "$rcB" -eq 0 ] && [ "$rcC" -eq 0 ] &&
+        grep -q "resumed from" "$WORK/out.txt" &&
+        "$TEST_BIN/ckcmp" same "$(last "$full")" "$(last "$part")" "$@" >/dev/null
+}
+
 # expect_fail NAME PATTERN: the last run failed (non-zero, not a timeout) and
 # its output matches PATTERN (grep -E).
 expect_fail() {

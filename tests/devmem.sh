@@ -24,7 +24,6 @@ small_deck "$WORK/r" >"$D"
 # the device backend runs the native kernels: so does the CPU run
 m="model.name=mnist_cnn data.synthetic_height=8 data.synthetic_width=8 data.synthetic_train=256
    compute.kernels=native run.eval_every=6"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 # eval.csv without the wall-clock column (4) and the rows of step 10, where
 # the interrupted run ended with an evaluation
 evals() {
@@ -40,8 +39,7 @@ rcB=$RC
 run 2 300 "$D" $m algorithm.mode=allreduce run.output_dir="$WORK/dev" run.max_steps=16 \
     compute.test_device_memory=true run.check_replicas=true run.resume=true
 rcC=$RC
-if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
-   "$TEST_BIN/ckcmp" same "$(last "$WORK/cpu")" "$(last "$WORK/dev")" >/dev/null; then
+if resumed_same "$WORK/cpu" "$WORK/dev"; then
     pass "allreduce, device vectors: 10 steps + resume to 16 == the CPU's 16 steps bit for bit"
 else
     fail "allreduce with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
@@ -61,9 +59,7 @@ rcB=$RC
 run 1 300 "$D" $m algorithm.mode=local run.output_dir="$WORK/ldev" run.max_steps=16 \
     compute.test_device_memory=true run.resume=true
 rcC=$RC
-if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
-   "$TEST_BIN/ckcmp" same "$(last "$WORK/lcpu")" "$(last "$WORK/ldev")" >/dev/null &&
-   [ "$(evals "$WORK/lcpu")" = "$(evals "$WORK/ldev")" ]; then
+if resumed_same "$WORK/lcpu" "$WORK/ldev" && [ "$(evals "$WORK/lcpu")" = "$(evals "$WORK/ldev")" ]; then
     pass "local, device vectors: 10 steps + resume to 16 == the CPU's 16 steps bit for bit, evaluations equal"
 else
     fail "local with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
@@ -106,9 +102,7 @@ gossip_case() {
     rcC=$RC
     sets="params momentum"
     case "$*" in *mode=sgp*) sets="params momentum push_sum_weight" ;; esac
-    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
-       "$TEST_BIN/ckcmp" same "$(last "$WORK/$name-cpu")" "$(last "$WORK/$name-dev")" $sets \
-           >/dev/null; then
+    if resumed_same "$WORK/$name-cpu" "$WORK/$name-dev" $sets; then
         pass "$name on $np ranks, device vectors: 6 steps + resume to 12 == the CPU's 12 steps bit for bit ($sets)"
     else
         fail "$name with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"

@@ -22,7 +22,6 @@ grep -Eq '^not ok' "$WORK/unit.txt" && fail "test_diloco has failing checks" || 
 
 D=$WORK/deck.ini
 small_deck "$WORK/unused" >"$D"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 M="algorithm.mode=diloco"
 H4="diloco.inner_steps=4"
 

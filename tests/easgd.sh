@@ -8,7 +8,6 @@
 set -e
 D=$WORK/deck.ini
 small_deck "$WORK/unused" >"$D"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 for center in replicated root; do
     e="algorithm.mode=easgd easgd.tau=3 easgd.beta=0.5 easgd.center=$center"
     run 3 120 "$D" $e run.output_dir="$WORK/full-$center" run.max_steps=24

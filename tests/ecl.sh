@@ -23,7 +23,6 @@ fi
 
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 # heterogeneous data: each of the 4 ranks holds 8 of the 10 classes
 skew="data.partition=class-skew data.samples_per_epoch=128 optim.momentum=0 optim.weight_decay=0.01 run.epochs=4"
 

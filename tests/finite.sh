@@ -11,7 +11,6 @@ if [ ! -e "$FM/train-images-idx3-ubyte.gz" ]; then
 fi
 D=${srcdir:-.}/inputs/local-fmnist.ini
 base="algorithm.mode=allreduce data.test_limit=200"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 
 # 1. the loss check (log rows far apart): stops at most one step after the NaN
 run 2 120 "$D" $base optim.lr=50 run.max_steps=60 run.checkpoint_every=2 run.log_every=1000 \

@@ -15,7 +15,6 @@ grep -Eq '^not ok' "$WORK/unit.txt" && fail "test_gossip has failing checks" || 
 
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 
 # SGP with uniform weights on the complete graph averages exactly like AllReduce
 common="run.max_steps=24 optim.momentum=0.9"

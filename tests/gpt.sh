@@ -29,7 +29,6 @@ lap() { # the wall time of a case, in the TAP stream
     echo "# $1: $((now - T0)) s"
     T0=$now
 }
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 ok_run() { [ "$RC" -eq 0 ] || { tail -5 "$WORK/out.txt" | sed 's/^/#   /'; return 1; }; }
 
 # ~8 KB of sentences over a 30-word vocabulary: enough structure to learn in

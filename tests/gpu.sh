@@ -73,7 +73,6 @@ for m in logreg mlp mnist_cnn resnet20_gn resnet32_gn; do
 done
 
 # stop / resume on the GPU, then the GPU checkpoint on the CPU (mnist_cnn has dropout)
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 m=mnist_cnn
 args="model.name=$m $(shape $m) $common compute.device=cuda run.checkpoint_every=20"
 run 1 600 "$D" $args run.max_steps=50 run.output_dir="$WORK/full"
@@ -122,9 +121,7 @@ for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.cent
     run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=16 run.resume=true \
         run.output_dir="$WORK/$name-part"
     rcC=$RC
-    if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
-       "$TEST_BIN/ckcmp" same "$(last "$WORK/$name-full")" "$(last "$WORK/$name-part")" $sets \
-           >/dev/null; then
+    if resumed_same "$WORK/$name-full" "$WORK/$name-part" $sets; then
         pass "$e, device vectors on the GPU: 10 steps + resume to 16 == 16 steps bit for bit ($sets)"
     else
         fail "$e, device vectors on the GPU: stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"

@@ -11,7 +11,6 @@ a="run.epochs=400 run.max_steps=300 run.log_every=20"
 G=$WORK/groups.ini
 { cat "$D"; printf '[group.ar]\nranks = 2\nalgorithm.mode = allreduce\n'
   printf '[group.sgp]\nranks = 2\nalgorithm.mode = sgp\n'; } >"$G"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 
 # 1. each group equals its mode run alone on 2 ranks, bit for bit
 run 4 300 "$G" $a run.output_dir="$WORK/g"

@@ -13,7 +13,6 @@ set -e
 D=$WORK/deck.ini
 small_deck "$WORK/unused" >"$D"
 a="optim.decay_epochs=1 optim.decay_factor=0.5"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 # the last step of ranks 1, 2, 3 in a run's train.csv
 worker_steps() {
     awk -F, 'NR > 1 { if ($1 > s[$3]) s[$3] = $1 } END { print s[1], s[2], s[3] }' \

@@ -6,7 +6,6 @@ set -e
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
 m="model.name=mnist_cnn data.synthetic_height=8 data.synthetic_width=8 data.synthetic_train=256"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 for np in 1 2; do
     mode=allreduce; [ $np -eq 1 ] && mode=local
     run $np 300 "$D" $m algorithm.mode=$mode run.output_dir="$WORK/full$np" run.max_steps=24

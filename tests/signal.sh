@@ -7,7 +7,6 @@ set -e
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
 a="run.epochs=4000 run.max_steps=20000 run.log_every=20"
-last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 # interrupt SIG RESUME AFTER_STEP: start (or resume) the run, send SIG to
 # every dtrain process once it has logged AFTER_STEP, expect exit 75.
 interrupt() {

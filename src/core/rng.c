@@ -5,7 +5,7 @@
 
 dt_rng rng_make(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
 {
-    uint64_t h = rng_mix64(seed + 0x9e3779b97f4a7c15ULL);
+    uint64_t h = rng_mix64(seed + RNG_GOLDEN);
     h = rng_mix64(h ^ (a + 0x632be59bd9b4e019ULL));
     h = rng_mix64(h ^ (b + 0x85157af5ULL));
     h = rng_mix64(h ^ (c + 0x2545f4914f6cdd1dULL));
@@ -14,7 +14,7 @@ dt_rng rng_make(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
 
 uint64_t rng_u64(dt_rng *r)
 {
-    r->s += 0x9e3779b97f4a7c15ULL;
+    r->s += RNG_GOLDEN;
     return rng_mix64(r->s);
 }
 
@@ -55,5 +55,5 @@ uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 
 uint64_t rng_era_seed(uint64_t seed, uint64_t era)
 {
-    return era ? rng_mix64(seed ^ rng_mix64(era * 0x9e3779b97f4a7c15ULL)) : seed;
+    return era ? rng_mix64(seed ^ rng_mix64(era * RNG_GOLDEN)) : seed;
 }

@@ -33,15 +33,23 @@ void rng_shuffle(dt_rng *r, int64_t *idx, int64_t n);
 /* Counter-based uniform in [0, 1): a pure function of (key, i), so a kernel can
  * draw element i in any order (dropout masks on CPU and GPU agree). Inline:
  * dropout calls it once per activation; DT_HD: the CUDA dropout kernel calls it too. */
+#define RNG_GOLDEN 0x9e3779b97f4a7c15ULL
+/* rng_mix64's steps on z in place: a uint64_t, or a GCC vector of them (the
+ * dropout kernel hashes eight lanes at once with the same steps) */
+#define RNG_MIX64_STEPS(z)                                                               \
+    do {                                                                                 \
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;                                     \
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;                                     \
+        z = z ^ (z >> 31);                                                               \
+    } while (0)
 static inline DT_HD uint64_t rng_mix64(uint64_t z)
 {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    RNG_MIX64_STEPS(z);
+    return z;
 }
 static inline DT_HD float rng_hash_uniform(uint64_t key, uint64_t i)
 {
-    return (float)(rng_mix64(key ^ rng_mix64(i + 0x9e3779b97f4a7c15ULL)) >> 40) * 0x1.0p-24f;
+    return (float)(rng_mix64(key ^ rng_mix64(i + RNG_GOLDEN)) >> 40) * 0x1.0p-24f;
 }
 /* Mix several words into one key (e.g. seed, rank, step, layer). */
 uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d);

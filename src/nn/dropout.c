@@ -14,15 +14,6 @@ typedef uint64_t v8u __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-/* rng_mix64 on eight lanes, z updated in place (a macro: a function returning
- * a 64-byte vector has another ABI with and without AVX-512, -Wpsabi) */
-#define MIX64_V8(z)                                                                        \
-    do {                                                                                   \
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;                                       \
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;                                       \
-        z = z ^ (z >> 31);                                                                 \
-    } while (0)
-
 /* Eight elements at a time: rng_hash_uniform's integer steps on 64-bit lanes
  * (one vpmullq a product where the CPU has AVX-512DQ, x86-64-v4), the same
  * exact conversion and comparison, so the mask's bits are the scalar loop's.
@@ -36,10 +27,10 @@ static void dropout_span(size_t i0, size_t len, float p, float scale, uint64_t k
     const v8u lane = { 0, 1, 2, 3, 4, 5, 6, 7 };
     const v8f pv = (v8f){ 0 } + p, sv = (v8f){ 0 } + scale;
     for (; i + 8 <= end; i += 8) {
-        v8u h = lane + (i + 0x9e3779b97f4a7c15ULL);
-        MIX64_V8(h);
+        v8u h = lane + (i + RNG_GOLDEN); // rng_hash_uniform's steps, lane by lane
+        RNG_MIX64_STEPS(h);
         h = key ^ h;
-        MIX64_V8(h);
+        RNG_MIX64_STEPS(h);
         const v8f u = __builtin_convertvector(h >> 40, v8f) * 0x1.0p-24f;
         const v8f m = (v8f)((v8i)(u >= pv) & (v8i)sv);
         v8f xv;

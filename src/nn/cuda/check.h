@@ -31,4 +31,12 @@ static inline unsigned dt_cuda_blocks(size_t n)
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);              \
          i += (size_t)gridDim.x * blockDim.x)
 
+/* kernel over n elements (its first argument) on stream, with the launch checked */
+#define DT_LAUNCH(kernel, n, stream, ...)                                                \
+    do {                                                                                 \
+        kernel<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)(stream)>>>(n,     \
+                                                                       __VA_ARGS__);     \
+        CUDA_CHECK(cudaGetLastError());                                                  \
+    } while (0)
+
 #endif

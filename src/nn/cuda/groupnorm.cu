@@ -58,12 +58,6 @@ __global__ static void gn_dx_k(size_t n, int C, int HW, int G, const float *x, c
     groupnorm_dx_at(e, C, HW, G, x, gamma, mean, rstd, y, dy, sum_gd, sum_gdx, dx, dskip);
 }
 
-#define LAUNCH(k, n, ...)                                                                          \
-    do {                                                                                           \
-        k<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, s>>>(n, __VA_ARGS__);                          \
-        CUDA_CHECK(cudaGetLastError());                                                            \
-    } while (0)
-
 extern "C" int cuda_groupnorm_forward(int B, int C, int HW, int G, const float *x,
                                       const float *gamma, const float *beta, const float *skip,
                                       int relu, float *y, float *mean, float *rstd, float *lanes,
@@ -71,11 +65,11 @@ extern "C" int cuda_groupnorm_forward(int B, int C, int HW, int G, const float *
 {
     const cudaStream_t s = (cudaStream_t)stream;
     const size_t nbg = (size_t)B * G, nl = (size_t)B * C * 8, n = (size_t)B * C * HW;
-    LAUNCH(gn_lane_k, nl, C, HW, G, x, (const float *)NULL, 0, lanes);
-    LAUNCH(gn_mean_k, nbg, C, HW, G, lanes, mean);
-    LAUNCH(gn_lane_k, nl, C, HW, G, x, mean, 1, lanes);
-    LAUNCH(gn_rstd_k, nbg, C, HW, G, lanes, rstd);
-    LAUNCH(gn_affine_k, n, C, HW, G, x, gamma, beta, mean, rstd, skip, relu, y);
+    DT_LAUNCH(gn_lane_k, nl, s, C, HW, G, x, (const float *)NULL, 0, lanes);
+    DT_LAUNCH(gn_mean_k, nbg, s, C, HW, G, lanes, mean);
+    DT_LAUNCH(gn_lane_k, nl, s, C, HW, G, x, mean, 1, lanes);
+    DT_LAUNCH(gn_rstd_k, nbg, s, C, HW, G, lanes, rstd);
+    DT_LAUNCH(gn_affine_k, n, s, C, HW, G, x, gamma, beta, mean, rstd, skip, relu, y);
     return 0;
 }
 
@@ -89,12 +83,13 @@ extern "C" int cuda_groupnorm_backward(int B, int C, int HW, int G, const float 
     double *sdy_c = work, *sdyx_c = work + nbc, *sum_gd = work + 2 * nbc,
            *sum_gdx = work + 2 * nbc + nbg;
     float *la = (float *)(work + 2 * nbc + 2 * nbg), *lb = la + 4 * nbc;
-    LAUNCH(gn_grad_lane_k, 4 * nbc, C, HW, G, x, mean, y, dy, la, lb);
-    LAUNCH(gn_grad_chan_k, nbc, C, G, rstd, la, lb, sdy_c, sdyx_c);
-    LAUNCH(gn_grad_group_k, nbg, C, G, gamma, sdy_c, sdyx_c, sum_gd, sum_gdx);
+    DT_LAUNCH(gn_grad_lane_k, 4 * nbc, s, C, HW, G, x, mean, y, dy, la, lb);
+    DT_LAUNCH(gn_grad_chan_k, nbc, s, C, G, rstd, la, lb, sdy_c, sdyx_c);
+    DT_LAUNCH(gn_grad_group_k, nbg, s, C, G, gamma, sdy_c, sdyx_c, sum_gd, sum_gdx);
     if (dgamma || dbeta)
-        LAUNCH(gn_param_grad_k, (size_t)C, B, C, sdy_c, sdyx_c, dgamma, dbeta);
+        DT_LAUNCH(gn_param_grad_k, (size_t)C, s, B, C, sdy_c, sdyx_c, dgamma, dbeta);
     if (dx || dskip)
-        LAUNCH(gn_dx_k, n, C, HW, G, x, gamma, mean, rstd, y, dy, sum_gd, sum_gdx, dx, dskip);
+        DT_LAUNCH(gn_dx_k, n, s, C, HW, G, x, gamma, mean, rstd, y, dy, sum_gd, sum_gdx, dx,
+                  dskip);
     return 0;
 }

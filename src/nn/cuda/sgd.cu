@@ -103,48 +103,39 @@ __global__ static void flat_ax_plus_k(size_t n, float a, const float *x, float *
     GRID_STRIDE(i, n) flat_ax_plus_at(i, a, x, y);
 }
 
-#define LAUNCH(kernel, n, stream, ...)                                                   \
-    kernel<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, (cudaStream_t)(stream)>>>(n, __VA_ARGS__)
-
 extern "C" int cuda_flat_scale_copy(size_t n, float a, float *x, float *y, void *stream)
 {
-    LAUNCH(flat_scale_copy_k, n, stream, a, x, y);
-    CUDA_CHECK(cudaGetLastError());
+    DT_LAUNCH(flat_scale_copy_k, n, stream, a, x, y);
     return 0;
 }
 
 extern "C" int cuda_flat_add(size_t n, const float *d, float *x, void *stream)
 {
-    LAUNCH(flat_add_k, n, stream, d, x);
-    CUDA_CHECK(cudaGetLastError());
+    DT_LAUNCH(flat_add_k, n, stream, d, x);
     return 0;
 }
 
 extern "C" int cuda_flat_div(size_t n, const float *x, const float *w, float *z, void *stream)
 {
-    LAUNCH(flat_div_k, n, stream, x, w, z);
-    CUDA_CHECK(cudaGetLastError());
+    DT_LAUNCH(flat_div_k, n, stream, x, w, z);
     return 0;
 }
 
 extern "C" int cuda_flat_sum_term(size_t n, const float *x, float *y, bool fresh, void *stream)
 {
-    LAUNCH(flat_sum_term_k, n, stream, x, y, fresh);
-    CUDA_CHECK(cudaGetLastError());
+    DT_LAUNCH(flat_sum_term_k, n, stream, x, y, fresh);
     return 0;
 }
 
 extern "C" int cuda_flat_axpy_term(size_t n, float a, const float *x, float *y, bool fresh,
                                    void *stream)
 {
-    LAUNCH(flat_axpy_term_k, n, stream, a, x, y, fresh);
-    CUDA_CHECK(cudaGetLastError());
+    DT_LAUNCH(flat_axpy_term_k, n, stream, a, x, y, fresh);
     return 0;
 }
 
 extern "C" int cuda_flat_ax_plus(size_t n, float a, const float *x, float *y, void *stream)
 {
-    LAUNCH(flat_ax_plus_k, n, stream, a, x, y);
-    CUDA_CHECK(cudaGetLastError());
+    DT_LAUNCH(flat_ax_plus_k, n, stream, a, x, y);
     return 0;
 }
