@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/parse.h"
 #include "io/deck.h"
 #include "models/models.h"
@@ -129,6 +130,7 @@ static int precision_open(const dt_config *cfg, MPI_Comm world)
 int main(int argc, char **argv)
 {
 #ifndef DTRAIN_SIM /* the simulator runs no OpenMP region and must not re-execute */
+    isa_setup(argv); /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
     omp_wait_setup(argv);
 #endif
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

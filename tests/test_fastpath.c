@@ -50,9 +50,9 @@ static float *relayout(int to_blk, int blk, int B, int C, int HW, const float *s
     if (!blk)
         memcpy(v, src, n * sizeof(float));
     else if (to_blk)
-        layout_to_blocked(B, C, HW, src, v);
+        layout_to_blocked(blk, B, C, HW, src, v);
     else
-        layout_to_plain(B, C, HW, src, v);
+        layout_to_plain(blk, B, C, HW, src, v);
     return v;
 }
 #define to_layout(blk, B, C, HW, plain) relayout(1, blk, B, C, HW, plain)

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "backend/backend.h"
+#include "backend/cpu/dispatch.h"
 #include "core/error.h"
 #include "core/vec.h"
 #include "nn/cuda/sgd.h"
@@ -135,9 +136,10 @@ static const dt_backend cpu = {
 const dt_backend *backend_cpu(void) { return &cpu; }
 
 #ifdef HAVE_DNNL
-static const dt_backend cpu_dnnl = {
+/* cblock: the channel block oneDNN's direct convolutions read at the level in
+ * force (backend/cpu/dispatch.h), set on first use */
+static dt_backend cpu_dnnl = {
     .name = "dnnl",
-    .cblock = 16,
     .conv2d_workspace = dnnl_conv2d_workspace,
     .conv2d_dx_accumulates = dnnl_conv2d_dx_accumulates,
     .conv2d_forward = dnnl_conv2d_forward,
@@ -147,7 +149,11 @@ static const dt_backend cpu_dnnl = {
     CPU_KERNELS,
 };
 
-const dt_backend *backend_cpu_dnnl(void) { return &cpu_dnnl; }
+const dt_backend *backend_cpu_dnnl(void)
+{
+    cpu_dnnl.cblock = cpu_dispatch()->cblock;
+    return &cpu_dnnl;
+}
 
 /* compute.precision = bf16: the oneDNN table with bf16 products in the
  * linear and conv kernels, the same layouts; the rest is fp32. */

@@ -1,18 +1,53 @@
-/* Runtime dispatch on the CPU's instruction set for the engine's own hot loops.
+/* Vector types and the per-ISA variants of the engine's own hot loops.
  *
- * DT_CLONES makes GCC compile a function three times (AVX-512, AVX2, baseline
- * x86-64) and pick one at load time by the CPU it runs on (an ifunc), so one
- * binary is right on every node of a mixed cluster. oneDNN and OpenBLAS do
- * their own dispatch. v16f is sixteen floats: one AVX-512 register, two AVX2
- * or four SSE registers, whichever the clone targets. */
+ * A kernel's body is written once, as NAME_body (DT_KERNEL_BODY: always
+ * inlined); DT_KERNEL_VARIANTS compiles it three times, for AVX-512
+ * (x86-64-v4), AVX2 + FMA (x86-64-v3) and baseline x86-64, into a table
+ * NAME_isa that DT_KERNEL(NAME) indexes by the level in force (core/isa.h:
+ * the CPU's, or below it under DTRAIN_MAX_CPU_ISA). So one binary is right
+ * on every node of a mixed cluster, and every variant runs on any machine
+ * that has it. The variants compute the same bits: ISO C mode (-std=c11)
+ * contracts no a * b + c into an FMA unless a kernel asks
+ * (DT_KERNEL_VARIANTS_FMA). v16f is sixteen floats: one AVX-512 register,
+ * two AVX2 or four SSE registers, whichever the variant targets. */
 #ifndef DT_CORE_SIMD_H
 #define DT_CORE_SIMD_H
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(DT_NO_CLONES)
-#define DT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#include "core/isa.h"
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(DT_NO_CLONES)
+#define DT_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define DT_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#define DT_FP_CONTRACT __attribute__((optimize("fp-contract=fast")))
 #else
-#define DT_CLONES
+#define DT_TARGET_V4
+#define DT_TARGET_V3
+#define DT_FP_CONTRACT
 #endif
+
+#define DT_KERNEL_BODY static inline __attribute__((always_inline))
+
+/* ret (*NAME_isa[3]) params: baseline, AVX2 + FMA, AVX-512; params and args
+ * are parenthesised lists. */
+#define DT_KERNEL_VARIANTS_(ret, name, params, args, ret_kw, attr)                      \
+    DT_TARGET_V4 attr static ret name##_v4 params { ret_kw name##_body args; }          \
+    DT_TARGET_V3 attr static ret name##_v3 params { ret_kw name##_body args; }          \
+    static ret name##_v1 params { ret_kw name##_body args; }                            \
+    static ret(*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
+#define DT_KERNEL_VARIANTS(name, params, args)                                          \
+    DT_KERNEL_VARIANTS_(void, name, params, args, , )
+#define DT_KERNEL_VARIANTS_RET(ret, name, params, args)                                 \
+    DT_KERNEL_VARIANTS_(ret, name, params, args, return, )
+/* the same with a * b + c contracted into FMA on the AVX2 and AVX-512
+ * variants (another rounding than the baseline's) */
+#define DT_KERNEL_VARIANTS_FMA(name, params, args)                                      \
+    DT_KERNEL_VARIANTS_(void, name, params, args, , DT_FP_CONTRACT)
+#define DT_KERNEL_VARIANTS_FMA_RET(ret, name, params, args)                             \
+    DT_KERNEL_VARIANTS_(ret, name, params, args, return, DT_FP_CONTRACT)
+
+/* the variant of NAME for the level in force */
+#define DT_KERNEL(name) DT_KERNEL_(name)
+#define DT_KERNEL_(name) (name##_isa[isa_vec()])
 
 typedef float v16f __attribute__((vector_size(64), aligned(4)));
 typedef int v16i __attribute__((vector_size(64), aligned(4))); /* comparison masks: -1 or 0 */

@@ -17,7 +17,7 @@
 /* NaN < 0 is false, so a NaN passes through as in PyTorch instead of being hidden. */
 static inline float relu1(float v) { return v < 0.0f ? 0.0f : v; }
 
-DT_CLONES static void relu_forward_range(size_t n, const float *x, float *y)
+DT_KERNEL_BODY void relu_forward_range_body(size_t n, const float *x, float *y)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -30,8 +30,9 @@ DT_CLONES static void relu_forward_range(size_t n, const float *x, float *y)
     for (; i < n; i++)
         y[i] = relu1(x[i]);
 }
+DT_KERNEL_VARIANTS(relu_forward_range, (size_t n, const float *x, float *y), (n, x, y));
 
-DT_CLONES static void relu_backward_range(size_t n, const float *y, const float *dy, float *dx)
+DT_KERNEL_BODY void relu_backward_range_body(size_t n, const float *y, const float *dy, float *dx)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -46,8 +47,9 @@ DT_CLONES static void relu_backward_range(size_t n, const float *y, const float 
     for (; i < n; i++)
         dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
 }
+DT_KERNEL_VARIANTS(relu_backward_range, (size_t n, const float *y, const float *dy, float *dx), (n, y, dy, dx));
 
-DT_CLONES static void relu_inplace_range(size_t n, const float *y, float *d)
+DT_KERNEL_BODY void relu_inplace_range_body(size_t n, const float *y, float *d)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -61,21 +63,22 @@ DT_CLONES static void relu_inplace_range(size_t n, const float *y, float *d)
     for (; i < n; i++)
         relu_backward_inplace_at(i, y, d);
 }
+DT_KERNEL_VARIANTS(relu_inplace_range, (size_t n, const float *y, float *d), (n, y, d));
 
 void cpu_relu_forward(size_t n, const float *x, float *y)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, relu_forward_range(len, x + i0, y + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(relu_forward_range)(len, x + i0, y + i0));
 }
 
 void cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx)
 {
     if (dx)
-        DT_PARALLEL_CHUNKS(n, i0, len, relu_backward_range(len, y + i0, dy + i0, dx + i0));
+        DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(relu_backward_range)(len, y + i0, dy + i0, dx + i0));
 }
 
 void cpu_relu_backward_inplace(size_t n, const float *y, float *d)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, relu_inplace_range(len, y + i0, d + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(relu_inplace_range)(len, y + i0, d + i0));
 }
 
 /* The ReLU backward on the output kept in bf16 (backend.h: relu_backward_bf16):
@@ -89,7 +92,7 @@ static inline float widen(uint16_t h)
 }
 
 /* in blocks of four, every load before any store, as the float loops above */
-DT_CLONES static void relu_backward16_range(size_t n, const uint16_t *y, const float *dy,
+DT_KERNEL_BODY void relu_backward16_range_body(size_t n, const uint16_t *y, const float *dy,
                                             float *dx)
 {
     size_t i = 0;
@@ -106,8 +109,9 @@ DT_CLONES static void relu_backward16_range(size_t n, const uint16_t *y, const f
     for (; i < n; i++)
         dx[i] += widen(y[i]) > 0.0f ? dy[i] : 0.0f;
 }
+DT_KERNEL_VARIANTS(relu_backward16_range, (size_t n, const uint16_t *y, const float *dy, float *dx), (n, y, dy, dx));
 
-DT_CLONES static void relu_inplace16_range(size_t n, const uint16_t *y, float *d)
+DT_KERNEL_BODY void relu_inplace16_range_body(size_t n, const uint16_t *y, float *d)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -122,13 +126,11 @@ DT_CLONES static void relu_inplace16_range(size_t n, const uint16_t *y, float *d
     for (; i < n; i++)
         d[i] = widen(y[i]) > 0.0f ? d[i] : 0.0f;
 }
+DT_KERNEL_VARIANTS(relu_inplace16_range, (size_t n, const uint16_t *y, float *d), (n, y, d));
 
 /* AVX-512 with its 16-bit lanes (x86-64-v4) where the CPU has it, as
  * nn/gemm_bf16.c's conversion: the rounding's integer steps vectorize there */
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("arch=x86-64-v4", "default")))
-#endif
-static void relu_forward16_range(size_t n, const float *x, float *y, uint16_t *y16)
+DT_KERNEL_BODY void relu_forward16_range_body(size_t n, const float *x, float *y, uint16_t *y16)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
@@ -137,21 +139,22 @@ static void relu_forward16_range(size_t n, const float *x, float *y, uint16_t *y
         y16[i] = bf16_round(v);
     }
 }
+DT_KERNEL_VARIANTS(relu_forward16_range, (size_t n, const float *x, float *y, uint16_t *y16), (n, x, y, y16));
 
 void cpu_relu_forward_bf16(size_t n, const float *x, float *y, uint16_t *y16)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, relu_forward16_range(len, x + i0, y + i0, y16 + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(relu_forward16_range)(len, x + i0, y + i0, y16 + i0));
 }
 
 void cpu_relu_backward_bf16(size_t n, const uint16_t *y, const float *dy, float *dx)
 {
     if (dx)
-        DT_PARALLEL_CHUNKS(n, i0, len, relu_backward16_range(len, y + i0, dy + i0, dx + i0));
+        DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(relu_backward16_range)(len, y + i0, dy + i0, dx + i0));
 }
 
 void cpu_relu_backward_inplace_bf16(size_t n, const uint16_t *y, float *d)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, relu_inplace16_range(len, y + i0, d + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(relu_inplace16_range)(len, y + i0, d + i0));
 }
 
 /* Sigmoid: the per-element bodies the CUDA kernels run (nn/cuda/activation.h). */

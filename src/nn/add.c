@@ -5,7 +5,7 @@
 
 #include "core/simd.h"
 
-DT_CLONES static void add_range(size_t n, const float *a, const float *b, float *y)
+DT_KERNEL_BODY void add_range_body(size_t n, const float *a, const float *b, float *y)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -19,9 +19,10 @@ DT_CLONES static void add_range(size_t n, const float *a, const float *b, float 
     for (; i < n; i++)
         y[i] = a[i] + b[i];
 }
+DT_KERNEL_VARIANTS(add_range, (size_t n, const float *a, const float *b, float *y), (n, a, b, y));
 
 /* d += dy over n floats */
-DT_CLONES static void add_into(size_t n, const float *dy, float *d)
+DT_KERNEL_BODY void add_into_body(size_t n, const float *dy, float *d)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -35,16 +36,17 @@ DT_CLONES static void add_into(size_t n, const float *dy, float *d)
     for (; i < n; i++)
         d[i] += dy[i];
 }
+DT_KERNEL_VARIANTS(add_into, (size_t n, const float *dy, float *d), (n, dy, d));
 
 void cpu_add_forward(size_t n, const float *a, const float *b, float *y)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, add_range(len, a + i0, b + i0, y + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(add_range)(len, a + i0, b + i0, y + i0));
 }
 
 void cpu_add_backward(size_t n, const float *dy, float *da, float *db)
 {
     if (da)
-        DT_PARALLEL_CHUNKS(n, i0, len, add_into(len, dy + i0, da + i0));
+        DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(add_into)(len, dy + i0, da + i0));
     if (db)
-        DT_PARALLEL_CHUNKS(n, i0, len, add_into(len, dy + i0, db + i0));
+        DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(add_into)(len, dy + i0, db + i0));
 }

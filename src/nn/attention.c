@@ -52,18 +52,10 @@
 #include "nn/attention_int.h"
 #include "nn/fast_exp.h"
 
-/* The kernels here are mostly multiply-adds: core/simd.h's clones, but
- * with FMA (x86-64-v4: AVX-512 and FMA; v3: AVX2 and FMA) and contraction
- * of a * b + c into it, which ISO C mode (-std=c11) otherwise turns off.
- * On one thread of a Zen 4 the tiled forward and backward take 25 % and
- * 15 % less time with it than with DT_CLONES (no FMA). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(DT_NO_CLONES)
-#define ATT_CLONES                                                                         \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),         \
-                   optimize("fp-contract=fast")))
-#else
-#define ATT_CLONES
-#endif
+/* The kernels here are mostly multiply-adds: core/simd.h's variants with
+ * contraction of a * b + c into FMA (on the AVX2 and AVX-512 variants), which
+ * ISO C mode (-std=c11) otherwise turns off. On one thread of a Zen 4 the
+ * tiled forward and backward take 25 % and 15 % less time with it. */
 
 
 /* Three (TB, T) float blocks, then k^T and v^T (hs, T) for the fp32 tiled
@@ -117,7 +109,7 @@ static inline int vec_span(int n, int cols)
 
 /* Row i of a block: s (n = i + 1 scores, then up to `cols`) becomes the
  * softmax, zeros after it; returns the log-sum-exp. */
-ATT_CLONES static float softmax_row(int n, int cols, float *s)
+DT_KERNEL_BODY float softmax_row_body(int n, int cols, float *s)
 {
     const int nv = vec_span(n, cols);
     v16f vmx = v16_splat(-INFINITY);
@@ -154,12 +146,13 @@ ATT_CLONES static float softmax_row(int n, int cols, float *s)
     memset(s + z, 0, (size_t)(cols - z) * sizeof *s);
     return mx + logf(sum);
 }
+DT_KERNEL_VARIANTS_FMA_RET(float, softmax_row, (int n, int cols, float *s), (n, cols, s));
 
 /* softmax_row on four rows at once, s + r ld with n0 + r scores (r < 4),
  * interleaved: a row is a chain of dependent steps (maximum, exp, sum,
  * scale) too short to keep the vector units busy on its own. Needs
  * n0 + 3 rounded up to 16 within cols; lse[r] the rows' log-sum-exps. */
-ATT_CLONES static void softmax_rows4(int n0, int cols, float *s, int ld, float *lse)
+DT_KERNEL_BODY void softmax_rows4_body(int n0, int cols, float *s, int ld, float *lse)
 {
     const int nv = (n0 + 3 + 15) & ~15;
     v16f vmx[4], acc[4];
@@ -204,9 +197,10 @@ ATT_CLONES static void softmax_rows4(int n0, int cols, float *s, int ld, float *
     for (int r = 0; r < 4; r++)
         memset(s + (size_t)r * ld + nv, 0, (size_t)(cols - nv) * sizeof *s);
 }
+DT_KERNEL_VARIANTS_FMA(softmax_rows4, (int n0, int cols, float *s, int ld, float *lse), (n0, cols, s, ld, lse));
 
 /* Row i recomputed: s = exp(s - lse) on the first n, zeros up to cols. */
-ATT_CLONES static void softmax_row_again(int n, int cols, float lse, float *s)
+DT_KERNEL_BODY void softmax_row_again_body(int n, int cols, float lse, float *s)
 {
     const int nv = vec_span(n, cols);
     for (int j = 0; j < nv; j += 16) {
@@ -220,9 +214,10 @@ ATT_CLONES static void softmax_row_again(int n, int cols, float lse, float *s)
     const int z = nv > n ? nv : n;
     memset(s + z, 0, (size_t)(cols - z) * sizeof *s);
 }
+DT_KERNEL_VARIANTS_FMA(softmax_row_again, (int n, int cols, float lse, float *s), (n, cols, lse, s));
 
 /* Softmax backward of row i: d = p (d - sum(p d)) on the first n, zeros up to cols. */
-ATT_CLONES static void softmax_row_backward(int n, int cols, const float *p, float *d)
+DT_KERNEL_BODY void softmax_row_backward_body(int n, int cols, const float *p, float *d)
 {
     const int nv = vec_span(n, cols);
     v16f acc = v16_splat(0);
@@ -243,6 +238,7 @@ ATT_CLONES static void softmax_row_backward(int n, int cols, const float *p, flo
     const int z = nv > n ? nv : n;
     memset(d + z, 0, (size_t)(cols - z) * sizeof *d);
 }
+DT_KERNEL_VARIANTS_FMA(softmax_row_backward, (int n, int cols, const float *p, float *d), (n, cols, p, d));
 
 
 void attention_forward_blocked(int B, int T, int C, int NH, const float *qkv, float *y,
@@ -263,7 +259,7 @@ void attention_forward_blocked(int B, int T, int C, int NH, const float *qkv, fl
                         q + (size_t)r0 * C3, C3, k, C3, 0.0f, P, T);
             for (int i = 0; i < rows; i++) {
                 float *s = P + (size_t)i * T;
-                l[r0 + i] = softmax_row(r0 + i + 1, cols, s);
+                l[r0 + i] = DT_KERNEL(softmax_row)(r0 + i + 1, cols, s);
                 if (probs)
                     memcpy(probs + ((size_t)bh * T + r0 + i) * T, s, (size_t)cols * sizeof *s);
                 if (p > 0.0f)
@@ -306,7 +302,7 @@ void attention_backward_blocked(int B, int T, int C, int NH, const float *qkv, c
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, scale,
                             q + (size_t)r0 * C3, C3, k, C3, 0.0f, Pw, T);
                 for (int i = 0; i < rows; i++)
-                    softmax_row_again(r0 + i + 1, cols, l[r0 + i], Pw + (size_t)i * T);
+                    DT_KERNEL(softmax_row_again)(r0 + i + 1, cols, l[r0 + i], Pw + (size_t)i * T);
             }
             // dP (rows, cols) = dy[r0..] (rows, hs) v[0..cols)^T: the gradient of the dropped P
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, hs, 1.0f,
@@ -327,7 +323,7 @@ void attention_backward_blocked(int B, int T, int C, int NH, const float *qkv, c
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, hs, rows, 1.0f, Pv, T,
                         dyh + (size_t)r0 * C, C, 1.0f, dv, C3);
             for (int i = 0; i < rows; i++)
-                softmax_row_backward(r0 + i + 1, cols, P + (size_t)i * T, dP + (size_t)i * T);
+                DT_KERNEL(softmax_row_backward)(r0 + i + 1, cols, P + (size_t)i * T, dP + (size_t)i * T);
             // dq[r0..] (rows, hs) = scale dS (rows, cols) k[0..cols) (cols, hs)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, cols, scale, dP,
                         T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
@@ -345,7 +341,7 @@ void att_block_softmax(int bh, int T, int r0, float *P, float *lse, float *probs
 {
     const int cols = r0 + ATT_TB;
     for (int i = 0; i < ATT_TB; i += 4)
-        softmax_rows4(r0 + i + 1, cols, P + (size_t)i * T, T, lse + r0 + i);
+        DT_KERNEL(softmax_rows4)(r0 + i + 1, cols, P + (size_t)i * T, T, lse + r0 + i);
     for (int i = 0; i < ATT_TB; i++) {
         float *s = P + (size_t)i * T;
         if (probs)
@@ -359,7 +355,7 @@ void att_block_softmax(int bh, int T, int r0, float *P, float *lse, float *probs
 void att_block_softmax_again(int T, int r0, const float *lse, float *P)
 {
     for (int i = 0; i < ATT_TB; i++)
-        softmax_row_again(r0 + i + 1, r0 + ATT_TB, lse[r0 + i], P + (size_t)i * T);
+        DT_KERNEL(softmax_row_again)(r0 + i + 1, r0 + ATT_TB, lse[r0 + i], P + (size_t)i * T);
 }
 
 void att_block_dropout_grad(int bh, int T, int r0, const float *P, float *dP, float *Pd, float p,
@@ -382,7 +378,7 @@ void att_block_dropout_grad(int bh, int T, int r0, const float *P, float *dP, fl
 void att_block_softmax_backward(int T, int r0, const float *P, float *dP)
 {
     for (int i = 0; i < ATT_TB; i++)
-        softmax_row_backward(r0 + i + 1, r0 + ATT_TB, P + (size_t)i * T, dP + (size_t)i * T);
+        DT_KERNEL(softmax_row_backward)(r0 + i + 1, r0 + ATT_TB, P + (size_t)i * T, dP + (size_t)i * T);
 }
 
 /* ---- the tiled path: hand-vectorized products, head size 16, 32, 48 or 64 ----
@@ -435,7 +431,7 @@ static inline __attribute__((always_inline)) void tile_mm(int nv, int K, float a
 
 /* S (TB, ·) stride ldo = alpha a[r0 ..] (TB, hs) bt (hs, ·): each tile of
  * rows i0 .. i0+3 (absolute) gets keys 0 .. round16(i0 + 4) - 1. */
-ATT_CLONES static void block_dot(int r0, int hs, float alpha, const float *a, int lda,
+DT_KERNEL_BODY void block_dot_body(int r0, int hs, float alpha, const float *a, int lda,
                                 const float *bt, int ldb, float *out, int ldo)
 {
     for (int i = 0; i < ATT_TB; i += ATT_R) {
@@ -453,10 +449,11 @@ ATT_CLONES static void block_dot(int r0, int hs, float alpha, const float *a, in
         }
     }
 }
+DT_KERNEL_VARIANTS_FMA(block_dot, (int r0, int hs, float alpha, const float *a, int lda, const float *bt, int ldb, float *out, int ldo), (r0, hs, alpha, a, lda, bt, ldb, out, ldo));
 
 /* out[r0 ..] (TB, hs) stride ldo = alpha P (TB, ·) v (·, hs): the tile of
  * rows i0 .. i0+3 sums keys 0 .. i0+3 (P is zero past each row's own). */
-ATT_CLONES static void block_pv(int r0, int hs, float alpha, const float *p, int ldp,
+DT_KERNEL_BODY void block_pv_body(int r0, int hs, float alpha, const float *p, int ldp,
                                const float *v, int ldv, float *out, int ldo)
 {
     for (int i = 0; i < ATT_TB; i += ATT_R) {
@@ -471,6 +468,7 @@ ATT_CLONES static void block_pv(int r0, int hs, float alpha, const float *p, int
         }
     }
 }
+DT_KERNEL_VARIANTS_FMA(block_pv, (int r0, int hs, float alpha, const float *p, int ldp, const float *v, int ldv, float *out, int ldo), (r0, hs, alpha, p, ldp, v, ldv, out, ldo));
 
 /* out[j0 + c][:] += alpha sum_{i = i0 .. i1-1} p[(i - r0) ldp + j0 + c] a[i lda + :],
  * c < ATT_R, over nv vectors: ATT_R rows of P^T dy (or dS^T q), p the
@@ -510,7 +508,7 @@ static inline __attribute__((always_inline)) void tile_ptd(int nv, int r0, int i
 /* out[0 .. r0+TB) (·, hs) stride ldo += alpha P^T a[r0 ..]: P (TB, ·) the
  * block's rows (stride ldp, zero past each row's key), a (TB, hs) stride
  * lda; key j gathers rows max(j, r0) .. r0+TB-1 only. */
-ATT_CLONES static void block_ptd(int r0, int hs, float alpha, const float *p, int ldp,
+DT_KERNEL_BODY void block_ptd_body(int r0, int hs, float alpha, const float *p, int ldp,
                                 const float *a, int lda, float *out, int ldo)
 {
     for (int j = 0; j < r0 + ATT_TB; j += ATT_R) {
@@ -523,6 +521,7 @@ ATT_CLONES static void block_ptd(int r0, int hs, float alpha, const float *p, in
         }
     }
 }
+DT_KERNEL_VARIANTS_FMA(block_ptd, (int r0, int hs, float alpha, const float *p, int ldp, const float *a, int lda, float *out, int ldo), (r0, hs, alpha, p, ldp, a, lda, out, ldo));
 
 /* xt (hs, T) = x (T, hs) stride ld, transposed, sixteen rows of x at a time
  * (T a multiple of 16): each d writes one 64-byte line of xt, and the
@@ -549,9 +548,9 @@ static void attention_forward_tiled(int B, int T, int C, int NH, const float *qk
         float *yh = y + head_out(bh, T, C, NH), *l = lse + (size_t)bh * T;
         pack_t(T, hs, k, C3, kt);
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
-            block_dot(r0, hs, scale, q, C3, kt, T, P, T); // S (TB, r0 + TB), causal tiles
+            DT_KERNEL(block_dot)(r0, hs, scale, q, C3, kt, T, P, T); // S (TB, r0 + TB), causal tiles
             att_block_softmax(bh, T, r0, P, l, probs, p, key);
-            block_pv(r0, hs, 1.0f, P, T, v, C3, yh, C); // y[r0..] = P v
+            DT_KERNEL(block_pv)(r0, hs, 1.0f, P, T, v, C3, yh, C); // y[r0..] = P v
         }
     }
 }
@@ -584,19 +583,19 @@ static void attention_backward_tiled(int B, int T, int C, int NH, const float *q
             if (probs)
                 P = probs + ((size_t)bh * T + r0) * T;
             else {
-                block_dot(r0, hs, scale, q, C3, kt, T, Pw, T);
+                DT_KERNEL(block_dot)(r0, hs, scale, q, C3, kt, T, Pw, T);
                 att_block_softmax_again(T, r0, l, Pw);
             }
-            block_dot(r0, hs, 1.0f, dyh, C, vt, T, dP, T); // dP = dy v^T, causal tiles
+            DT_KERNEL(block_dot)(r0, hs, 1.0f, dyh, C, vt, T, dP, T); // dP = dy v^T, causal tiles
             const float *Pv = P; // the probabilities v was multiplied by
             if (p > 0.0f) {
                 att_block_dropout_grad(bh, T, r0, P, dP, Pd, p, key);
                 Pv = Pd;
             }
-            block_ptd(r0, hs, 1.0f, Pv, T, dyh, C, dv, C3); // dv += Pv^T dy[r0..]
+            DT_KERNEL(block_ptd)(r0, hs, 1.0f, Pv, T, dyh, C, dv, C3); // dv += Pv^T dy[r0..]
             att_block_softmax_backward(T, r0, P, dP);
-            block_pv(r0, hs, scale, dP, T, k, C3, dq, C3);  // dq[r0..] = scale dS k
-            block_ptd(r0, hs, scale, dP, T, q, C3, dk, C3); // dk += scale dS^T q[r0..]
+            DT_KERNEL(block_pv)(r0, hs, scale, dP, T, k, C3, dq, C3);  // dq[r0..] = scale dS k
+            DT_KERNEL(block_ptd)(r0, hs, scale, dP, T, q, C3, dk, C3); // dk += scale dS^T q[r0..]
         }
     }
 }

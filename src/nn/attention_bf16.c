@@ -3,6 +3,7 @@
  * ATT_TB query rows, register tiles that follow the causal edge) with
  * AVX512-BF16 products; shapes or CPUs it does not fit take the fp32 paths.
  * The figures are in nn/attention.c's header. */
+#include "core/isa.h"
 #include <math.h>
 #include <string.h>
 
@@ -369,9 +370,7 @@ static void attention_backward_tiled_bf16(int B, int T, int C, int NH, const flo
 /* the bf16 path runs: built for x86-64 with GCC's intrinsics and the CPU has them */
 static int bf16_fits(int T, int hs)
 {
-    return tiled_fits(T, hs) && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bf16");
+    return tiled_fits(T, hs) && isa_level() >= DT_ISA_AVX512_CORE_BF16;
 }
 
 #endif /* ATT_HAVE_BF16 */

@@ -40,12 +40,15 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "core/error.h"
+#include "core/isa.h"
+#include "nn/layout.h"
 
 #define DNNL_CHECK(call)                                                                 \
     do {                                                                                 \
@@ -98,8 +101,8 @@ static int shape_equal(const dt_conv_shape *a, const dt_conv_shape *b)
 
 static int use_winograd(const dt_conv_shape *s, int pass, int bf16)
 {
-    if (bf16 || s->R != 3 || s->S != 3 || s->stride != 1 || s->pad > 1 || !s->xblk || !s->yblk ||
-        s->C % 16 || s->K % 16)
+    if (bf16 || s->R != 3 || s->S != 3 || s->stride != 1 || s->pad > 1 || s->xblk != 16 ||
+        s->yblk != 16 || s->C % 16 || s->K % 16 || isa_level() < DT_ISA_AVX512_CORE)
         return 0;
     return pass == PASS_BWD_WEIGHTS || (s->C >= 32 && s->K >= 32);
 }
@@ -108,7 +111,66 @@ static void md_act(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk,
                    dnnl_data_type_t dt)
 {
     dnnl_dims_t d = { B, C, H, W };
-    DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dt, blk ? dnnl_nChw16c : dnnl_nchw));
+    const dnnl_format_tag_t tag = blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
+    DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dt, tag));
+}
+
+/* ---- which implementations run ----------------------------------------------
+ * oneDNN names each primitive's implementation; its reference ones ("ref:any",
+ * "ref_fused_convolution:any", ...) are plain C loops, 100-1000x slower than
+ * its JIT kernels, and must never run a training step: they are counted (the
+ * tests hold the count at zero for every model at every ISA level) and said
+ * once. The distinct names of the others are kept for the run record. */
+static char impls_seen[256];
+static long reference_count;
+
+static int impl_is_reference(const char *impl)
+{
+    return strncmp(impl, "ref", 3) == 0 || strstr(impl, "_ref") != NULL;
+}
+
+static const char *impl_of(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    return impl;
+}
+
+/* called with cache_lock held */
+static void impl_note(const char *impl, const dt_conv_shape *s, int pass)
+{
+    if (impl_is_reference(impl)) {
+        if (reference_count++ == 0)
+            fprintf(stderr, "dtrain: warning: oneDNN runs its reference convolution '%s' (pass %d, "
+                            "%dx%dx%d -> %dx%dx%d, blocks %d -> %d): slow; compute.kernels = "
+                            "native avoids it\n", impl, pass, s->C, s->H, s->W, s->K, s->P,
+                    s->Q, s->xblk, s->yblk);
+    }
+    const size_t len = strlen(impl);
+    for (const char *p = impls_seen; (p = strstr(p, impl)) != NULL; p += len)
+        if ((p == impls_seen || p[-1] == ' ') && (p[len] == ',' || p[len] == '\0'))
+            return;
+    if (strlen(impls_seen) + len + 3 < sizeof impls_seen) {
+        if (impls_seen[0])
+            strcat(impls_seen, ", ");
+        strcat(impls_seen, impl);
+    }
+}
+
+long dnnl_conv2d_reference_count(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    const long n = reference_count;
+    pthread_mutex_unlock(&cache_lock);
+    return n;
+}
+
+void dnnl_conv2d_impls(char *out, size_t len)
+{
+    pthread_mutex_lock(&cache_lock);
+    snprintf(out, len, "%s", impls_seen[0] ? impls_seen : "none yet");
+    pthread_mutex_unlock(&cache_lock);
 }
 
 /* The primitive's weights memory and the reorder between it and the user's
@@ -196,7 +258,13 @@ static dnnl_primitive_desc_t pass_pd(const conv_entry *e, int pass)
         if (dnnl_primitive_desc_create(&pd, &cd, NULL, engine,
                                        pass == PASS_FWD ? NULL : e->fwd_pd) != dnnl_success)
             pd = NULL;
+        else if (wino && impl_is_reference(impl_of(pd))) { /* direct instead */
+            DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+            pd = NULL;
+        }
     }
+    if (pd)
+        impl_note(impl_of(pd), s, pass);
     if (!pd)
         DT_FATAL("oneDNN has no %s convolution (pass %d) for B %d, %dx%dx%d -> %dx%dx%d, %dx%d "
                  "stride %d pad %d", e->bf16 ? "bf16" : "fp32", pass, s->B, s->C, s->H, s->W, s->K, s->P, s->Q, s->R, s->S,
@@ -289,14 +357,31 @@ static void set(dnnl_memory_t m, const void *p)
 
 static int plain_pair(const dt_conv_shape *s) { return !s->xblk && !s->yblk; }
 
+/* A plain input and 8-channel blocked output (a network's first conv on
+ * AVX2): oneDNN 2.6's AVX2 kernels run its forward, but its backward only as
+ * a reference implementation, so the backward runs natively on dy made plain:
+ * one reorder of dy against the reference's 100x. */
+static int native_backward(const dt_conv_shape *s) { return !s->xblk && s->yblk == 8; }
+
+static dt_conv_shape plain_shape(const dt_conv_shape *s)
+{
+    dt_conv_shape p = *s;
+    p.xblk = p.yblk = 0;
+    return p;
+}
+
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s)
 {
+    if (native_backward(s)) { /* dy plain (B, K, P, Q), then the native kernel's */
+        const dt_conv_shape p = plain_shape(s);
+        return (size_t)s->B * s->K * s->P * s->Q + cpu_conv2d_workspace(&p);
+    }
     return plain_pair(s) ? cpu_conv2d_workspace(s) : 0;
 }
 
 /* oneDNN's backward-data primitive writes diff_src; it has no "add into" mode,
  * so the engine hands a blocked pass a fresh buffer and adds it in itself. */
-int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s) { return plain_pair(s); }
+int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s) { return plain_pair(s) || native_backward(s); }
 
 void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work)
@@ -327,6 +412,13 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 {
     if (plain_pair(s)) {
         cpu_conv2d_backward(s, x, w, dy, dx, dx_fresh, dw, db, work);
+        return;
+    }
+    if (native_backward(s)) {
+        const dt_conv_shape p = plain_shape(s);
+        layout_to_plain(s->yblk, s->B, s->K, s->P * s->Q, dy, work);
+        cpu_conv2d_backward(&p, x, w, work, dx, dx_fresh, dw, db,
+                            work + (size_t)s->B * s->K * s->P * s->Q);
         return;
     }
     if (dx && !dx_fresh)
@@ -552,3 +644,9 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 }
 
 #endif /* HAVE_DNNL */
+
+#ifndef HAVE_DNNL
+#include <stdio.h>
+long dnnl_conv2d_reference_count(void) { return 0; }
+void dnnl_conv2d_impls(char *out, size_t len) { snprintf(out, len, "none (built without oneDNN)"); }
+#endif

@@ -18,8 +18,7 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * (one vpmullq a product where the CPU has AVX-512DQ, x86-64-v4), the same
  * exact conversion and comparison, so the mask's bits are the scalar loop's.
  * The scalar loop took 2.2 ns an element (4.5 % of a mnist_cnn step). */
-__attribute__((target_clones("arch=x86-64-v4", "default")))
-static void dropout_span(size_t i0, size_t len, float p, float scale, uint64_t key,
+DT_KERNEL_BODY void dropout_span_body(size_t i0, size_t len, float p, float scale, uint64_t key,
                          const float *x, float *y, float *mask)
 {
     const size_t end = i0 + len;
@@ -45,6 +44,7 @@ static void dropout_span(size_t i0, size_t len, float p, float scale, uint64_t k
         y[i] = x[i] * m;
     }
 }
+DT_KERNEL_VARIANTS(dropout_span, (size_t i0, size_t len, float p, float scale, uint64_t key, const float *x, float *y, float *mask), (i0, len, p, scale, key, x, y, mask));
 
 void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y,
                          float *mask)
@@ -59,7 +59,7 @@ void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
     // p >= 1 keeps nothing (u < 1 always), so the infinite scale is never used
     const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     // the mask depends on (key, i) alone: chunks on threads change no bit
-    DT_PARALLEL_CHUNKS(n, i0, len, dropout_span(i0, len, p, scale, key, x, y, mask));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(dropout_span)(i0, len, p, scale, key, x, y, mask));
 }
 
 static void dropout_back_span(size_t n, const float *mask, const float *dy, float *dx)

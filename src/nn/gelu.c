@@ -17,7 +17,7 @@
 #define GELU_2K (2.0f * GELU_K)
 #define GELU_3A (3.0f * GELU_A)
 
-DT_CLONES static void gelu_fwd_chunk(size_t n, const float *x, float *y)
+DT_KERNEL_BODY void gelu_fwd_chunk_body(size_t n, const float *x, float *y)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -31,8 +31,9 @@ DT_CLONES static void gelu_fwd_chunk(size_t n, const float *x, float *y)
         y[i] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
     }
 }
+DT_KERNEL_VARIANTS(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
 
-DT_CLONES static void gelu_bwd_chunk(size_t n, const float *x, const float *dy, float *dx)
+DT_KERNEL_BODY void gelu_bwd_chunk_body(size_t n, const float *x, const float *dy, float *dx)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -49,8 +50,9 @@ DT_CLONES static void gelu_bwd_chunk(size_t n, const float *x, const float *dy, 
         dx[i] = dy[i] * (s + v * s * (1.0f - s) * du);
     }
 }
+DT_KERNEL_VARIANTS(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
 
-DT_CLONES static void gelu_deriv_chunk(size_t n, const float *x, float *y, float *d)
+DT_KERNEL_BODY void gelu_deriv_chunk_body(size_t n, const float *x, float *y, float *d)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -69,8 +71,9 @@ DT_CLONES static void gelu_deriv_chunk(size_t n, const float *x, float *y, float
         d[i] = s + v * s * (1.0f - s) * du;
     }
 }
+DT_KERNEL_VARIANTS(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
 
-DT_CLONES static void mul_chunk(size_t n, const float *a, float *b)
+DT_KERNEL_BODY void mul_chunk_body(size_t n, const float *a, float *b)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
@@ -78,25 +81,26 @@ DT_CLONES static void mul_chunk(size_t n, const float *a, float *b)
     for (; i < n; i++)
         b[i] *= a[i];
 }
+DT_KERNEL_VARIANTS(mul_chunk, (size_t n, const float *a, float *b), (n, a, b));
 
 void gelu_forward_deriv(size_t n, const float *x, float *y, float *d)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, gelu_deriv_chunk(len, x + i0, y + i0, d + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(gelu_deriv_chunk)(len, x + i0, y + i0, d + i0));
 }
 
 void gelu_backward_deriv(size_t n, const float *d, float *dy)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, mul_chunk(len, d + i0, dy + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(mul_chunk)(len, d + i0, dy + i0));
 }
 
 void gelu_forward(size_t n, const float *x, float *y)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, gelu_fwd_chunk(len, x + i0, y + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(gelu_fwd_chunk)(len, x + i0, y + i0));
 }
 
 void gelu_backward(size_t n, const float *x, const float *dy, float *dx)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, gelu_bwd_chunk(len, x + i0, dy + i0, dx + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(gelu_bwd_chunk)(len, x + i0, dy + i0, dx + i0));
 }
 
 /* ---- bf16 (compute.precision = bf16) ----------------------------------------
@@ -109,7 +113,7 @@ void gelu_backward(size_t n, const float *x, const float *dy, float *dx)
  * the results are theirs bit for bit. */
 #define GELU_SPAN 256 /* a multiple of 16 */
 
-DT_CLONES static void widen_span(size_t n, const dt_bf16 *x, float *y)
+DT_KERNEL_BODY void widen_span_body(size_t n, const dt_bf16 *x, float *y)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
@@ -117,13 +121,15 @@ DT_CLONES static void widen_span(size_t n, const dt_bf16 *x, float *y)
         memcpy(&y[i], &u, sizeof u);
     }
 }
+DT_KERNEL_VARIANTS(widen_span, (size_t n, const dt_bf16 *x, float *y), (n, x, y));
 
-DT_CLONES static void round_span(size_t n, const float *x, dt_bf16 *y)
+DT_KERNEL_BODY void round_span_body(size_t n, const float *x, dt_bf16 *y)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
         y[i] = bf16_round(x[i]);
 }
+DT_KERNEL_VARIANTS(round_span, (size_t n, const float *x, dt_bf16 *y), (n, x, y));
 
 static void gelu_fwd16_chunk(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y16)
 {
@@ -131,10 +137,10 @@ static void gelu_fwd16_chunk(size_t n, const float *x, dt_bf16 *x16, dt_bf16 *y1
     for (size_t j = 0; j < n; j += GELU_SPAN) {
         const size_t m = n - j < GELU_SPAN ? n - j : GELU_SPAN;
         if (x)
-            round_span(m, x + j, x16 + j);
-        widen_span(m, x16 + j, t);
-        gelu_fwd_chunk(m, t, t);
-        round_span(m, t, y16 + j);
+            DT_KERNEL(round_span)(m, x + j, x16 + j);
+        DT_KERNEL(widen_span)(m, x16 + j, t);
+        DT_KERNEL(gelu_fwd_chunk)(m, t, t);
+        DT_KERNEL(round_span)(m, t, y16 + j);
     }
 }
 
@@ -144,10 +150,10 @@ static void gelu_bwd16_chunk(size_t n, const dt_bf16 *x16, const float *dy, floa
     float t[GELU_SPAN];
     for (size_t j = 0; j < n; j += GELU_SPAN) {
         const size_t m = n - j < GELU_SPAN ? n - j : GELU_SPAN;
-        widen_span(m, x16 + j, t);
-        gelu_bwd_chunk(m, t, dy + j, dx + j);
+        DT_KERNEL(widen_span)(m, x16 + j, t);
+        DT_KERNEL(gelu_bwd_chunk)(m, t, dy + j, dx + j);
         if (dx16)
-            round_span(m, dx + j, dx16 + j);
+            DT_KERNEL(round_span)(m, dx + j, dx16 + j);
     }
 }
 

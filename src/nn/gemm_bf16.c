@@ -15,19 +15,17 @@ static inline dt_bf16 bf16_of(float f) { return bf16_round(f); }
 
 /* AVX-512 where the CPU has it (the integer steps above, 16 at a time; the
  * same bits as the default clone), else the baseline build */
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("arch=x86-64-v4", "default")))
-#endif
-static void convert_span(size_t n, const float *x, dt_bf16 *y)
+DT_KERNEL_BODY void convert_span_body(size_t n, const float *x, dt_bf16 *y)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
         y[i] = bf16_of(x[i]);
 }
+DT_KERNEL_VARIANTS(convert_span, (size_t n, const float *x, dt_bf16 *y), (n, x, y));
 
 void bf16_from_f32(size_t n, const float *x, dt_bf16 *y)
 {
-    DT_PARALLEL_CHUNKS(n, i0, len, convert_span(len, x + i0, y + i0));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(convert_span)(len, x + i0, y + i0));
 }
 
 void bf16_to_f32(size_t n, const dt_bf16 *x, float *y)
@@ -66,7 +64,7 @@ void bf16_round_f32(size_t n, float *x)
             DT_FATAL("oneDNN: %s failed: %s", #call, dnnl_status2str(dnnl_rc_));         \
     } while (0)
 
-static const char *isa_name(dnnl_cpu_isa_t isa)
+static const char *dnnl_isa_label(dnnl_cpu_isa_t isa)
 {
     switch (isa) {
     case dnnl_cpu_isa_sse41: return "sse41";
@@ -95,11 +93,11 @@ int bf16_check_cpu(void)
         return dt_err_set("compute.precision = bf16: oneDNN's CPU ISA is capped at %s "
                           "(ONEDNN_MAX_CPU_ISA), below avx512_core_bf16, which this CPU "
                           "has; lift the cap or use compute.precision = fp32",
-                          isa_name(isa));
+                          dnnl_isa_label(isa));
     return dt_err_set("compute.precision = bf16: this CPU has no bf16 instructions "
                       "(neither AVX512-BF16 nor AMX-BF16; oneDNN's best ISA here is %s, where "
                       "bf16 is emulated and slower than fp32); use compute.precision = fp32",
-                      isa_name(isa));
+                      dnnl_isa_label(isa));
 }
 
 typedef struct mm_key {

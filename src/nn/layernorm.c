@@ -63,7 +63,7 @@ static inline __attribute__((always_inline)) void ln_row(int C, const float *x, 
     *rstd = r;
 }
 
-DT_CLONES static void ln_rows(int n0, int n1, int C, const float *x, const float *g,
+DT_KERNEL_BODY void ln_rows_body(int n0, int n1, int C, const float *x, const float *g,
                               const float *b, float *y, dt_bf16 *y16, float *mean, float *rstd)
 {
     for (int n = n0; n < n1; n++) {
@@ -71,6 +71,7 @@ DT_CLONES static void ln_rows(int n0, int n1, int C, const float *x, const float
         ln_round_row(C, y + (size_t)n * C, y16 ? y16 + (size_t)n * C : NULL);
     }
 }
+DT_KERNEL_VARIANTS(ln_rows, (int n0, int n1, int C, const float *x, const float *g, const float *b, float *y, dt_bf16 *y16, float *mean, float *rstd), (n0, n1, C, x, g, b, y, y16, mean, rstd));
 
 /* Rows per OpenMP chunk: about DT_PAR_CHUNK floats. */
 static int ln_chunk(int C) { return C >= (int)DT_PAR_CHUNK ? 1 : (int)(DT_PAR_CHUNK / (size_t)C); }
@@ -81,10 +82,10 @@ void layernorm_forward(int N, int C, const float *x, const float *g, const float
     const int R = ln_chunk(C);
     #pragma omp parallel for schedule(static) if (N > R)
     for (int n0 = 0; n0 < N; n0 += R)
-        ln_rows(n0, n0 + R < N ? n0 + R : N, C, x, g, b, y, y16, mean, rstd);
+        DT_KERNEL(ln_rows)(n0, n0 + R < N ? n0 + R : N, C, x, g, b, y, y16, mean, rstd);
 }
 
-DT_CLONES static void ln_res_rows(int n0, int n1, int C, const float *x, const float *r, float p,
+DT_KERNEL_BODY void ln_res_rows_body(int n0, int n1, int C, const float *x, const float *r, float p,
                                   uint64_t key, const float *g, const float *b, float *xo,
                                   float *y, dt_bf16 *y16, float *mean, float *rstd)
 {
@@ -104,6 +105,7 @@ DT_CLONES static void ln_res_rows(int n0, int n1, int C, const float *x, const f
         ln_round_row(C, y + o, y16 ? y16 + o : NULL);
     }
 }
+DT_KERNEL_VARIANTS(ln_res_rows, (int n0, int n1, int C, const float *x, const float *r, float p, uint64_t key, const float *g, const float *b, float *xo, float *y, dt_bf16 *y16, float *mean, float *rstd), (n0, n1, C, x, r, p, key, g, b, xo, y, y16, mean, rstd));
 
 void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                 uint64_t key, const float *g, const float *b, float *xo,
@@ -112,10 +114,10 @@ void layernorm_residual_forward(int N, int C, const float *x, const float *r, fl
     const int R = ln_chunk(C);
     #pragma omp parallel for schedule(static) if (N > R)
     for (int n0 = 0; n0 < N; n0 += R)
-        ln_res_rows(n0, n0 + R < N ? n0 + R : N, C, x, r, p, key, g, b, xo, y, y16, mean, rstd);
+        DT_KERNEL(ln_res_rows)(n0, n0 + R < N ? n0 + R : N, C, x, r, p, key, g, b, xo, y, y16, mean, rstd);
 }
 
-DT_CLONES static void ln_apply_rows(int n0, int n1, int C, const float *x, const float *mean,
+DT_KERNEL_BODY void ln_apply_rows_body(int n0, int n1, int C, const float *x, const float *mean,
                                     const float *rstd, const float *g, const float *b, float *y,
                                     dt_bf16 *y16)
 {
@@ -131,6 +133,7 @@ DT_CLONES static void ln_apply_rows(int n0, int n1, int C, const float *x, const
         ln_round_row(C, yr, y16 ? y16 + (size_t)n * C : NULL);
     }
 }
+DT_KERNEL_VARIANTS(ln_apply_rows, (int n0, int n1, int C, const float *x, const float *mean, const float *rstd, const float *g, const float *b, float *y, dt_bf16 *y16), (n0, n1, C, x, mean, rstd, g, b, y, y16));
 
 void layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
                      const float *g, const float *b, float *y, dt_bf16 *y16)
@@ -138,13 +141,13 @@ void layernorm_apply(int N, int C, const float *x, const float *mean, const floa
     const int R = ln_chunk(C);
     #pragma omp parallel for schedule(static) if (N > R)
     for (int n0 = 0; n0 < N; n0 += R)
-        ln_apply_rows(n0, n0 + R < N ? n0 + R : N, C, x, mean, rstd, g, b, y, y16);
+        DT_KERNEL(ln_apply_rows)(n0, n0 + R < N ? n0 + R : N, C, x, mean, rstd, g, b, y, y16);
 }
 
 /* dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat)), xhat = (x - mean) rstd;
  * dg = sum over rows of dy xhat, db = sum of dy. One pass, serial over rows
  * (dg and db are sums over all of them). */
-DT_CLONES void layernorm_backward(int N, int C, const float *x, const float *mean,
+DT_KERNEL_BODY void layernorm_backward_body(int N, int C, const float *x, const float *mean,
                                   const float *rstd, const float *g, const float *dy, float *dx,
                                   int accumulate, float *dg, float *db)
 {
@@ -184,4 +187,11 @@ DT_CLONES void layernorm_backward(int N, int C, const float *x, const float *mea
             o[i] = accumulate ? o[i] + v : v;
         }
     }
+}
+DT_KERNEL_VARIANTS(layernorm_backward, (int N, int C, const float *x, const float *mean, const float *rstd, const float *g, const float *dy, float *dx, int accumulate, float *dg, float *db), (N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db));
+void layernorm_backward(int N, int C, const float *x, const float *mean,
+                                  const float *rstd, const float *g, const float *dy, float *dx,
+                                  int accumulate, float *dg, float *db)
+{
+    DT_KERNEL(layernorm_backward)(N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db);
 }

@@ -59,7 +59,7 @@ void matmul_forward(int N, int in, int out, const float *x, const float *W, cons
 }
 
 /* db (out) = column sums of dy (N, out), row by row so the loads are contiguous. */
-DT_CLONES static void column_sums(int N, int out, const float *dy, float *db)
+DT_KERNEL_BODY void column_sums_body(int N, int out, const float *dy, float *db)
 {
     memset(db, 0, (size_t)out * sizeof *db);
     for (int i = 0; i < N; i++) {
@@ -71,12 +71,13 @@ DT_CLONES static void column_sums(int N, int out, const float *dy, float *db)
             db[o] += r[o];
     }
 }
+DT_KERNEL_VARIANTS(column_sums, (int N, int out, const float *dy, float *db), (N, out, dy, db));
 
 void matmul_backward(int N, int in, int out, const float *x, const float *W, const float *dy,
                      float *dx, float *dW, float *db)
 {
     if (db)
-        column_sums(N, out, dy, db);
+        DT_KERNEL(column_sums)(N, out, dy, db);
     // dW (out, in) = dy^T (out, N) x (N, in)
     sgemm(1, 0, out, in, N, 1.0f, dy, out, x, in, 0.0f, dW, in);
     if (dx)
@@ -101,7 +102,7 @@ void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *
 
 void matmul_bias_backward(int N, int out, const float *dy, float *db)
 {
-    column_sums(N, out, dy, db);
+    DT_KERNEL(column_sums)(N, out, dy, db);
 }
 
 void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
@@ -109,7 +110,7 @@ void matmul_backward_bf16(int N, int in, int out, const float *x, const dt_bf16 
                           dt_bf16 *dy16)
 {
     if (db)
-        column_sums(N, out, dy, db);
+        DT_KERNEL(column_sums)(N, out, dy, db);
     if (x)
         bf16_from_f32((size_t)N * in, x, x16);
     if (dy)

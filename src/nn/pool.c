@@ -88,40 +88,48 @@ static void maxpool_nan(const float *xp, int W, int P, int Q, int k, int st, flo
                         yp[p * Q + q] = NAN;
 }
 
-/* 2x2 windows of stride 2 on a block of 16 channels (nChw16c: the 16 values of a
- * pixel side by side), the same selects as maxpool_2x2 lane by lane, so the
- * same winners; the outputs go to the 16 planes of the plain output. xb (H, W,
- * 16) -> yp, ap: plane l at yp + l P Q. Finite input only. */
-DT_CLONES static void maxpool_2x2_block(const float *xb, int W, int P, int Q, float *yp,
-                                        int32_t *ap)
-{
-    const size_t pq = (size_t)P * Q;
-    const v16i one = (v16i){ 0 } + 1, wv = (v16i){ 0 } + W, w1 = wv + 1;
-    for (int p = 0; p < P; p++) {
-        const float *r0 = xb + (size_t)(2 * p) * W * DT_CBLOCK, *r1 = r0 + (size_t)W * DT_CBLOCK;
-        const int base = 2 * p * W;
-        for (int q = 0; q < Q; q++) {
-            const size_t o = (size_t)(2 * q) * DT_CBLOCK;
-            const v16f a = v16_ld(r0 + o), b = v16_ld(r0 + o + DT_CBLOCK);
-            const v16f c = v16_ld(r1 + o), d = v16_ld(r1 + o + DT_CBLOCK);
-            const v16i t1 = b > a;
-            const v16f m1 = (v16f)(((v16i)b & t1) | ((v16i)a & ~t1));
-            const v16i t2 = c > m1;
-            const v16f m2 = (v16f)(((v16i)c & t2) | ((v16i)m1 & ~t2));
-            const v16i t3 = d > m2;
-            const v16f m3 = (v16f)(((v16i)d & t3) | ((v16i)m2 & ~t3));
-            v16i best = one & t1; // offset of the winner from the window's corner
-            best = (wv & t2) | (best & ~t2);
-            best = (w1 & t3) | (best & ~t3);
-            const size_t yo = (size_t)p * Q + q;
-            const int corner = base + 2 * q;
-            for (int l = 0; l < DT_CBLOCK; l++) {
-                yp[l * pq + yo] = m3[l];
-                ap[l * pq + yo] = corner + best[l];
-            }
-        }
-    }
-}
+/* 2x2 windows of stride 2 on a block of L channels (nChw16c or nChw8c: the L
+ * values of a pixel side by side), the same selects as maxpool_2x2 lane by
+ * lane, so the same winners; the outputs go to the L planes of the plain
+ * output. xb (H, W, L) -> yp, ap: plane l at yp + l P Q. Finite input only. */
+#define MAXPOOL_2X2_BLOCK(L, VF, VI)                                                     \
+    DT_KERNEL_BODY void maxpool_2x2_block##L##_body(const float *xb, int W, int P, int Q,   \
+                                                    float *yp, int32_t *ap)               \
+    {                                                                                     \
+        const size_t pq = (size_t)P * Q;                                                  \
+        const VI one = (VI){ 0 } + 1, wv = (VI){ 0 } + W, w1 = wv + 1;                    \
+        for (int p = 0; p < P; p++) {                                                     \
+            const float *r0 = xb + (size_t)(2 * p) * W * L, *r1 = r0 + (size_t)W * L;     \
+            const int base = 2 * p * W;                                                   \
+            for (int q = 0; q < Q; q++) {                                                 \
+                const size_t o = (size_t)(2 * q) * L;                                     \
+                const VF a = *(const VF *)(r0 + o), b = *(const VF *)(r0 + o + L);        \
+                const VF c = *(const VF *)(r1 + o), d = *(const VF *)(r1 + o + L);        \
+                const VI t1 = b > a;                                                      \
+                const VF m1 = (VF)(((VI)b & t1) | ((VI)a & ~t1));                         \
+                const VI t2 = c > m1;                                                     \
+                const VF m2 = (VF)(((VI)c & t2) | ((VI)m1 & ~t2));                        \
+                const VI t3 = d > m2;                                                     \
+                const VF m3 = (VF)(((VI)d & t3) | ((VI)m2 & ~t3));                        \
+                VI best = one & t1; /* offset of the winner from the window's corner */   \
+                best = (wv & t2) | (best & ~t2);                                          \
+                best = (w1 & t3) | (best & ~t3);                                          \
+                const size_t yo = (size_t)p * Q + q;                                      \
+                const int corner = base + 2 * q;                                          \
+                for (int l = 0; l < L; l++) {                                             \
+                    yp[l * pq + yo] = m3[l];                                              \
+                    ap[l * pq + yo] = corner + best[l];                                   \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+    }                                                                                     \
+    DT_KERNEL_VARIANTS(maxpool_2x2_block##L, (const float *xb, int W, int P, int Q,       \
+                                              float *yp, int32_t *ap),                    \
+                       (xb, W, P, Q, yp, ap))
+typedef float v8f_pool __attribute__((vector_size(32), aligned(4)));
+typedef int v8i_pool __attribute__((vector_size(32), aligned(4)));
+MAXPOOL_2X2_BLOCK(16, v16f, v16i);
+MAXPOOL_2X2_BLOCK(8, v8f_pool, v8i_pool);
 
 /* One (sample, channel) plane. A blocked input is pooled through a gathered
  * copy of the plane (plane: an H W scratch), so both layouts share the
@@ -157,15 +165,15 @@ void cpu_maxpool_forward(const dt_pool_shape *s, const float *x, float *y, int32
     const size_t group = s->blk ? (size_t)s->blk : 1, pq = (size_t)s->P * s->Q;
     // a block of 16 channels at once for the CNNs' 2x2 pools; a block holding a
     // NaN or an infinity goes plane by plane
-    const int block_2x2 = s->blk == DT_CBLOCK && s->k == 2 && s->stride == 2;
+    const int block_2x2 = (s->blk == 16 || s->blk == 8) && s->k == 2 && s->stride == 2;
 #pragma omp parallel if (planes * hw >= DT_PAR_CHUNK)
     {
         float *plane = NULL;
 #pragma omp for schedule(static)
         for (size_t g = 0; g < planes / group; g++) {
             if (block_2x2 && !plane_nonfinite(x + g * hw * group, hw * group)) {
-                maxpool_2x2_block(x + g * hw * group, s->W, s->P, s->Q, y + g * group * pq,
-                                  arg + g * group * pq);
+                (s->blk == 16 ? DT_KERNEL(maxpool_2x2_block16) : DT_KERNEL(maxpool_2x2_block8))(
+                    x + g * hw * group, s->W, s->P, s->Q, y + g * group * pq, arg + g * group * pq);
                 continue;
             }
             if (s->blk && !plane)
@@ -204,25 +212,25 @@ void cpu_maxpool_backward(const dt_pool_shape *s, const float *dy, const int32_t
 
 /* Blocked: the sixteen channels of a block are summed side by side, each in
  * the same order as the plain loop, so both layouts give the same bits. */
-static void avgpool_forward_blocked(int B, int C, int HW, const float *x, float *y)
+static void avgpool_forward_blocked(int B, int C, int HW, int blk, const float *x, float *y)
 {
-    const int CB = C / DT_CBLOCK;
+    const int CB = C / blk;
     for (int b = 0; b < B; b++)
         for (int cb = 0; cb < CB; cb++) {
-            const float *xb = x + ((size_t)b * CB + cb) * (size_t)HW * DT_CBLOCK;
-            double acc[DT_CBLOCK] = { 0.0 };
+            const float *xb = x + ((size_t)b * CB + cb) * (size_t)HW * blk;
+            double acc[DT_CBLOCK_MAX] = { 0.0 };
             for (int j = 0; j < HW; j++)
-                for (int l = 0; l < DT_CBLOCK; l++)
-                    acc[l] += xb[(size_t)j * DT_CBLOCK + l];
-            for (int l = 0; l < DT_CBLOCK; l++)
-                y[(size_t)b * C + (size_t)cb * DT_CBLOCK + l] = HW > 0 ? (float)(acc[l] / HW) : 0.0f;
+                for (int l = 0; l < blk; l++)
+                    acc[l] += xb[(size_t)j * blk + l];
+            for (int l = 0; l < blk; l++)
+                y[(size_t)b * C + (size_t)cb * blk + l] = HW > 0 ? (float)(acc[l] / HW) : 0.0f;
         }
 }
 
 void cpu_avgpool_forward(int B, int C, int HW, int blk, const float *x, float *y)
 {
     if (blk) {
-        avgpool_forward_blocked(B, C, HW, x, y);
+        avgpool_forward_blocked(B, C, HW, blk, x, y);
         return;
     }
     const size_t planes = (size_t)B * C;
@@ -242,16 +250,16 @@ void cpu_avgpool_backward(int B, int C, int HW, int blk, const float *dy, float 
     const size_t planes = (size_t)B * C;
     const float inv = 1.0f / (float)HW;
     if (blk) {
-        const int CB = C / DT_CBLOCK;
+        const int CB = C / blk;
         for (int b = 0; b < B; b++)
             for (int cb = 0; cb < CB; cb++) {
-                float *dxb = dx + ((size_t)b * CB + cb) * (size_t)HW * DT_CBLOCK;
-                float g[DT_CBLOCK];
-                for (int l = 0; l < DT_CBLOCK; l++)
-                    g[l] = dy[(size_t)b * C + (size_t)cb * DT_CBLOCK + l] * inv;
+                float *dxb = dx + ((size_t)b * CB + cb) * (size_t)HW * blk;
+                float g[DT_CBLOCK_MAX];
+                for (int l = 0; l < blk; l++)
+                    g[l] = dy[(size_t)b * C + (size_t)cb * blk + l] * inv;
                 for (int j = 0; j < HW; j++)
-                    for (int l = 0; l < DT_CBLOCK; l++)
-                        dxb[(size_t)j * DT_CBLOCK + l] += g[l];
+                    for (int l = 0; l < blk; l++)
+                        dxb[(size_t)j * blk + l] += g[l];
             }
         return;
     }

@@ -10,7 +10,7 @@
 #include "nn/fast_exp.h"
 
 /* Row n: its log-sum-exp and argmax. */
-DT_CLONES static void xent_row(int V, const float *z, float *lse, int *arg)
+DT_KERNEL_BODY void xent_row_body(int V, const float *z, float *lse, int *arg)
 {
     float mx = z[0];
     int a = 0;
@@ -34,6 +34,7 @@ DT_CLONES static void xent_row(int V, const float *z, float *lse, int *arg)
     *lse = (float)((double)mx + log(s));
     *arg = a;
 }
+DT_KERNEL_VARIANTS(xent_row, (int V, const float *z, float *lse, int *arg), (V, z, lse, arg));
 
 double xent_seq_forward(int N, int V, const float *logits, const int32_t *targets, float *lse,
                         int64_t *correct)
@@ -44,7 +45,7 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         int arg;
-        xent_row(V, z, lse + n, &arg);
+        DT_KERNEL(xent_row)(V, z, lse + n, &arg);
         loss += (double)lse[n] - (double)z[targets[n]];
         hits += arg == targets[n];
     }
@@ -53,7 +54,7 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
     return loss;
 }
 
-DT_CLONES static void xent_grad_row(int V, const float *z, float m, float scale, float *g)
+DT_KERNEL_BODY void xent_grad_row_body(int V, const float *z, float m, float scale, float *g)
 {
     int v = 0;
     for (; v + 16 <= V; v += 16) {
@@ -64,6 +65,7 @@ DT_CLONES static void xent_grad_row(int V, const float *z, float m, float scale,
     for (; v < V; v++)
         g[v] = scale * fast_expf(z[v] - m);
 }
+DT_KERNEL_VARIANTS(xent_grad_row, (int V, const float *z, float m, float scale, float *g), (V, z, m, scale, g));
 
 void xent_seq_backward(int N, int V, const float *logits, const float *lse,
                        const int32_t *targets, float scale, float *d)
@@ -71,7 +73,7 @@ void xent_seq_backward(int N, int V, const float *logits, const float *lse,
     #pragma omp parallel for schedule(static) if ((size_t)N * V > 65536)
     for (int n = 0; n < N; n++) {
         float *g = d + (size_t)n * V;
-        xent_grad_row(V, logits + (size_t)n * V, lse[n], scale, g);
+        DT_KERNEL(xent_grad_row)(V, logits + (size_t)n * V, lse[n], scale, g);
         g[targets[n]] -= scale;
     }
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/simd.h"
 #include "core/vec.h"
 
@@ -147,21 +148,20 @@ static void adamw_kernel_sse(size_t i0, size_t len, const adamw_k *k, int decay,
 typedef void (*adamw_kernel_fn)(size_t, size_t, const adamw_k *, int, float *, const float *,
                                 float *, float *);
 
-/* The widest kernel this CPU runs (as DT_CLONES's ifunc would pick), and its
- * name. */
+/* The kernel of the level in force (core/isa.h), and its name. */
 static adamw_kernel_fn adamw_kernel_pick(const char **name)
 {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) {
+    switch (isa_vec()) {
+    case 2:
         *name = "avx512f";
         return adamw_kernel_avx512;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    case 1:
         *name = "avx2+fma";
         return adamw_kernel_avx2;
+    default:
+        *name = "sse";
+        return adamw_kernel_sse;
     }
-    *name = "sse";
-    return adamw_kernel_sse;
 }
 #else
 /* elsewhere: the plain loop, left to the compiler */

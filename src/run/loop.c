@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cpu/dispatch.h"
 #include "core/error.h"
 #include "core/watchdog.h"
 #include "run/roles.h"
@@ -406,6 +407,12 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     }
     if (skipped[0])
         runlog_note(log, "resume_skipped", skipped);
+    /* what the CPU runs: the level, layouts and kernels (backend/cpu/dispatch.h) */
+    const int on_cpu = strcmp(cfg->compute.device, "cpu") == 0;
+    char compute[512];
+    cpu_dispatch_describe(compute, sizeof compute);
+    if (on_cpu)
+        runlog_note(log, "compute", compute);
     if (t->elastic_from) { /* the latest rank-count change and its rule */
         char how[1024];
         snprintf(how, sizeof how, "%d -> %d ranks at step %lld: %s", t->elastic_from,
@@ -419,6 +426,8 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
                "%lld steps (%lld per epoch), output %s\n",
                cfg->algorithm.mode, cfg->model.name, t->n, t->nranks, t->data.B,
                (long long)t->total_steps, (long long)t->steps_per_epoch, cfg->run.output_dir);
+        if (on_cpu)
+            say("compute: %s\n", compute);
         fflush(stdout);
     }
 

@@ -1,0 +1,68 @@
+/* The CPU backend's kernel table (backend/cpu/dispatch.h). */
+#include "config.h"
+
+#include "backend/cpu/dispatch.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cblas.h>
+#ifdef HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+static const char *const vec_names[3] = { "sse2", "avx2+fma", "avx512" };
+
+static dt_cpu_dispatch table;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void)
+{
+    table.cpu = isa_detect();
+    table.level = isa_level();
+    table.vec = isa_vec();
+    table.vec_name = vec_names[table.vec];
+    table.cblock = table.level >= DT_ISA_AVX512_CORE ? 16 : 8;
+    table.attention = table.vec == 2 ? "avx512 tiles" : table.vec == 1 ? "avx2+fma tiles"
+                                                                         : "sse2 tiles";
+}
+
+const dt_cpu_dispatch *cpu_dispatch(void)
+{
+    pthread_once(&table_once, table_init);
+    return &table;
+}
+
+#ifdef HAVE_DNNL
+static const char *dnnl_isa_text(void)
+{
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+    }
+}
+#endif
+
+void cpu_dispatch_describe(char *out, size_t len)
+{
+    const dt_cpu_dispatch *d = cpu_dispatch();
+    char cap[128] = "";
+    if (d->level != d->cpu)
+        snprintf(cap, sizeof cap, " (cap %s=%s on an %s CPU)", DT_ISA_CAP_VAR, isa_name(d->level),
+                 isa_name(d->cpu));
+#ifdef HAVE_DNNL
+    char conv[96];
+    snprintf(conv, sizeof conv, "conv oneDNN %s on %d-channel blocks", dnnl_isa_text(), d->cblock);
+#else
+    const char *conv = "conv native";
+#endif
+    snprintf(out, len, "%s%s; own kernels %s; %s; attention %s; OpenBLAS %s", isa_name(d->level),
+             cap, d->vec_name, conv, d->attention, openblas_get_corename());
+}
