@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/isa.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "tap.h"
@@ -363,6 +364,8 @@ static void test_schedule_steps(void)
 
 int main(int argc, char **argv)
 {
+    if (isa_setup_test(argv) != 0) /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
+        return 1;
     (void)argc;
     float probe[N];
     CHECK(ref_line(argv[0], "adamw 1 1 x", 0, NULL, probe, N) == 0,

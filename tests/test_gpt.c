@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/rng.h"
 #include "models/gpt.h"
 #include "nn/transformer.h"
@@ -909,6 +910,8 @@ static void test_torch_reference(const char *argv0)
 
 int main(int argc, char **argv)
 {
+    if (isa_setup_test(argv) != 0) /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
+        return 1;
     if (argc == 3 && strcmp(argv[1], "--dump") == 0)
         return ref_dump(argv[2]);
     if (argc != 1) {

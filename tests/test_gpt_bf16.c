@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/isa.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "models/gpt.h"
@@ -451,8 +452,11 @@ static void test_model(void)
     free(g32), free(gp), free(g1), free(g1b);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    if (isa_setup_test(argv) != 0) /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
+        return 1;
     rng = rng_make(20261126, 29, 0, 0);
     dt_gpt_config bad = { 8, 4, 1, 1, 4, 0.0f, 7 };
     dt_err_clear();

@@ -9,6 +9,7 @@
  * plus the conventions of backend.h: input gradients accumulate, parameter
  * gradients are overwritten, a NULL dx skips work without changing the rest. */
 #include "backend/backend.h"
+#include "core/isa.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "tap.h"
@@ -801,8 +802,11 @@ static void test_xent(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    if (isa_setup_test(argv) != 0) /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
+        return 1;
     be = backend_cpu();
     rng = rng_make(20240607, 1, 2, 3);
 

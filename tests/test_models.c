@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/rng.h"
 #include "models/models.h"
 #include "reference.h"
@@ -322,6 +323,8 @@ static void test_torch_reference(const char *argv0)
 
 int main(int argc, char **argv)
 {
+    if (isa_setup_test(argv) != 0) /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
+        return 1;
     if (argc == 3 && strcmp(argv[1], "--dump") == 0) {
         be = backend_cpu(); /* the parameters and batch do not depend on it */
         return ref_dump(argv[2]);

@@ -141,6 +141,7 @@ const dt_backend *backend_cpu(void) { return &cpu; }
 static dt_backend cpu_dnnl = {
     .name = "dnnl",
     .conv2d_workspace = dnnl_conv2d_workspace,
+    .conv2d_pass_workspace = dnnl_conv2d_pass_workspace,
     .conv2d_dx_accumulates = dnnl_conv2d_dx_accumulates,
     .conv2d_forward = dnnl_conv2d_forward,
     .conv2d_backward = dnnl_conv2d_backward,

@@ -1,5 +1,6 @@
 #include "config.h"
 #include "core/build_info.h"
+#include "core/isa.h"
 
 #include <cblas.h>
 #ifndef DTRAIN_SIM /* the simulator has no HDF5 */
@@ -54,7 +55,9 @@ void build_print(FILE *f)
 #else
     fprintf(f, "  HDF5:      %u.%u.%u (parallel)\n", maj, min, rel);
 #endif
-    fprintf(f, "  BLAS:      %s\n", openblas_get_config());
+    fprintf(f, "  BLAS:      %s (kernels %s)\n", openblas_get_config(), openblas_get_corename());
+    fprintf(f, "  CPU ISA:   %s; in force %s%s\n", isa_name(isa_detect()), isa_name(isa_level()),
+            isa_level() != isa_detect() ? " (" DT_ISA_CAP_VAR ")" : "");
     fprintf(f, "  zlib:      %s\n", zlibVersion());
 #ifdef HAVE_DNNL
     const dnnl_version_t *dv = dnnl_version();

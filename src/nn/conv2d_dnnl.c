@@ -357,11 +357,13 @@ static void set(dnnl_memory_t m, const void *p)
 
 static int plain_pair(const dt_conv_shape *s) { return !s->xblk && !s->yblk; }
 
-/* A plain input and 8-channel blocked output (a network's first conv on
- * AVX2): oneDNN 2.6's AVX2 kernels run its forward, but its backward only as
- * a reference implementation, so the backward runs natively on dy made plain:
- * one reorder of dy against the reference's 100x. */
-static int native_backward(const dt_conv_shape *s) { return !s->xblk && s->yblk == 8; }
+/* A plain input and blocked output (a network's first conv): oneDNN 2.6 runs
+ * its forward and, on AVX-512, its weight gradient with JIT kernels, but its
+ * data gradient at every level, and its weight gradient on AVX2 (8-channel
+ * blocks), only as reference implementations. Those passes run natively on dy
+ * made plain: one reorder of dy against the reference's 100x. */
+static int first_layer(const dt_conv_shape *s) { return !s->xblk && s->yblk; }
+static int native_dw(const dt_conv_shape *s) { return first_layer(s) && s->yblk == 8; }
 
 static dt_conv_shape plain_shape(const dt_conv_shape *s)
 {
@@ -370,18 +372,31 @@ static dt_conv_shape plain_shape(const dt_conv_shape *s)
     return p;
 }
 
+/* dy plain (B, K, P, Q), then the native kernel's */
+static size_t native_work(const dt_conv_shape *s)
+{
+    const dt_conv_shape p = plain_shape(s);
+    return (size_t)s->B * s->K * s->P * s->Q + cpu_conv2d_workspace(&p);
+}
+
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s)
 {
-    if (native_backward(s)) { /* dy plain (B, K, P, Q), then the native kernel's */
-        const dt_conv_shape p = plain_shape(s);
-        return (size_t)s->B * s->K * s->P * s->Q + cpu_conv2d_workspace(&p);
-    }
+    if (first_layer(s))
+        return native_work(s);
+    return plain_pair(s) ? cpu_conv2d_workspace(s) : 0;
+}
+
+size_t dnnl_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
+{
+    if (first_layer(s))
+        return pass == DT_CONV_WORK_BACKWARD || (pass == DT_CONV_WORK_BACKWARD_NO_DX && native_dw(s))
+                   ? native_work(s) : 0;
     return plain_pair(s) ? cpu_conv2d_workspace(s) : 0;
 }
 
 /* oneDNN's backward-data primitive writes diff_src; it has no "add into" mode,
  * so the engine hands a blocked pass a fresh buffer and adds it in itself. */
-int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s) { return plain_pair(s) || native_backward(s); }
+int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s) { return plain_pair(s) || first_layer(s); }
 
 void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work)
@@ -414,12 +429,16 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
         cpu_conv2d_backward(s, x, w, dy, dx, dx_fresh, dw, db, work);
         return;
     }
-    if (native_backward(s)) {
+    if (first_layer(s) && (dx || native_dw(s))) {
         const dt_conv_shape p = plain_shape(s);
-        layout_to_plain(s->yblk, s->B, s->K, s->P * s->Q, dy, work);
-        cpu_conv2d_backward(&p, x, w, work, dx, dx_fresh, dw, db,
-                            work + (size_t)s->B * s->K * s->P * s->Q);
-        return;
+        float *dy_plain = work, *native = work + (size_t)s->B * s->K * s->P * s->Q;
+        layout_to_plain(s->yblk, s->B, s->K, s->P * s->Q, dy, dy_plain);
+        if (native_dw(s) || !dw) {
+            cpu_conv2d_backward(&p, x, w, dy_plain, dx, dx_fresh, dw, db, native);
+            return;
+        }
+        cpu_conv2d_backward(&p, x, w, dy_plain, dx, dx_fresh, NULL, NULL, native);
+        dx = NULL; /* the weight gradient below, by oneDNN */
     }
     if (dx && !dx_fresh)
         DT_FATAL("dnnl_conv2d_backward: a blocked pass cannot add into dx "

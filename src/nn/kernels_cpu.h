@@ -27,6 +27,7 @@ void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
                          float *work);
 /* conv2d_dnnl.c (oneDNN; both layouts) */
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s);
+size_t dnnl_conv2d_pass_workspace(const dt_conv_shape *s, int pass);
 int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s);
 /* how many convolution primitives took one of oneDNN's reference
  * implementations (none should), and the names of those that run */

@@ -67,7 +67,8 @@ static void force_plain(const dt_net *n, char *plain, int j)
 /* Layouts: with a blocking backend, a conv whose K is a multiple of the block
  * writes blocked output, which flows through GroupNorm, ReLU and residual adds
  * to the next conv or pooling without a reorder. Wherever a consumer cannot
- * read it (dropout, flatten, linear; an add of mixed layouts) the producing
+ * read it (dropout, flatten, linear; an add of mixed layouts; a conv whose
+ * own output is plain) the producing
  * chain is made plain instead, back to its convs; repeat until consistent. */
 void net_plan_layouts(dt_net *n)
 {
@@ -94,7 +95,9 @@ void net_plan_layouts(dt_net *n)
                 const int in = k ? d->in1 : d->in0;
                 if (in <= 0 || !n->nodes[in].blk)
                     continue;
-                if (!reads_blocked(d->op) || (keeps_layout(d->op) && !d->blk)) {
+                /* a conv writing plain output reads plain input too: oneDNN
+                 * 2.6 runs blocked -> plain only as a reference kernel */
+                if (!reads_blocked(d->op) || ((keeps_layout(d->op) || d->op == OP_CONV2D) && !d->blk)) {
                     force_plain(n, plain, in);
                     changed = 1;
                 }
