@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "core/isa.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "models/gpt.h"
@@ -250,6 +251,8 @@ static void run(const bench_cfg *bc, int precision, int steps, int rounds, int p
 
 int main(int argc, char **argv)
 {
+    if (isa_setup_test(argv) != 0) /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
+        return 1;
     int threads = 1, steps = 0, rounds = 3, prof = 0, any = 0, precision = DT_PREC_FP32;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
