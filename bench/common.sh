@@ -7,6 +7,7 @@
 #   ROUNDS               alternating rounds per configuration (default 3)
 #   LOAD_MAX             wait until the 1-minute load average is below this (default 0.5)
 #   LOAD_WAIT            give up waiting after this many seconds and go on (default 300)
+#   CAP                  ISA cap for both sides: avx2, avx512_core, avx512_core_bf16 (bench/isa_cap.sh)
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
@@ -18,6 +19,8 @@ ROUNDS=${ROUNDS:-3}
 LOAD_MAX=${LOAD_MAX:-0.5}
 LOAD_WAIT=${LOAD_WAIT:-300}
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# CAP: the same ISA cap for both sides (bench/isa_cap.sh)
+. "$BENCH_DIR/isa_cap.sh"
 
 for exe in "$DTRAIN" "$DTRAIN_POST"; do
     [ -x "$exe" ] || { echo "bench: $exe not found or not executable (set DTRAIN/DTRAIN_POST)" >&2; exit 1; }

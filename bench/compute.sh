@@ -71,6 +71,8 @@ run_dtrain() { # config round label kernels model batch threads warm steps
 }
 
 wait_for_load
+echo "# $(date -u "+%F %T") UTC; $(lscpu | sed -n "s/^Model name: *//p"), $(nproc) CPUs"
+isa_cap_report "$DTRAIN" "$PYTHON"
 declare -A RATE RSS
 for cfg in $CONFIGS; do
     IFS=: read -r m b t <<<"$cfg"

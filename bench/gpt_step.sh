@@ -10,7 +10,8 @@
 #
 #   make bench/gpt_step && bench/gpt_step.sh            # ROUNDS=3 THREADS="1 2" CONFIGS="baby small"
 # Environment: GPT_STEP (default bench/gpt_step beside this script's build),
-# PYTHON (default /usr/bin/python3), ROUNDS, THREADS, CONFIGS, STEPS_baby, STEPS_small.
+# PYTHON (default /usr/bin/python3), ROUNDS, THREADS, CONFIGS, STEPS_baby, STEPS_small,
+# CAP (the same ISA cap for both sides, bench/isa_cap.sh).
 set -eu
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GPT_STEP=${GPT_STEP:-$HERE/gpt_step}
@@ -23,7 +24,9 @@ STEPS_small=${STEPS_small:-5}
 [ -x "$GPT_STEP" ] || { echo "gpt_step.sh: $GPT_STEP not built (make bench/gpt_step)" >&2; exit 1; }
 "$PYTHON" -c 'import torch' 2>/dev/null || { echo "gpt_step.sh: $PYTHON cannot import torch" >&2; exit 1; }
 
+. "$HERE/isa_cap.sh" # CAP: the same ISA cap for both sides
 echo "# $(date -u '+%F %T') UTC; $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+isa_cap_report "${DTRAIN:-$HERE/../src/dtrain}" "$PYTHON"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for th in $THREADS; do

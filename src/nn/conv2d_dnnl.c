@@ -48,6 +48,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "nn/dnnl_impl.h"
 #include "nn/layout.h"
 
 #define DNNL_CHECK(call)                                                                 \
@@ -115,20 +116,6 @@ static void md_act(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk,
     DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dt, tag));
 }
 
-/* ---- which implementations run ----------------------------------------------
- * oneDNN names each primitive's implementation; its reference ones ("ref:any",
- * "ref_fused_convolution:any", ...) are plain C loops, 100-1000x slower than
- * its JIT kernels, and must never run a training step: they are counted (the
- * tests hold the count at zero for every model at every ISA level) and said
- * once. The distinct names of the others are kept for the run record. */
-static char impls_seen[256];
-static long reference_count;
-
-static int impl_is_reference(const char *impl)
-{
-    return strncmp(impl, "ref", 3) == 0 || strstr(impl, "_ref") != NULL;
-}
-
 static const char *impl_of(const_dnnl_primitive_desc_t pd)
 {
     const char *impl = NULL;
@@ -137,40 +124,12 @@ static const char *impl_of(const_dnnl_primitive_desc_t pd)
     return impl;
 }
 
-/* called with cache_lock held */
 static void impl_note(const char *impl, const dt_conv_shape *s, int pass)
 {
-    if (impl_is_reference(impl)) {
-        if (reference_count++ == 0)
-            fprintf(stderr, "dtrain: warning: oneDNN runs its reference convolution '%s' (pass %d, "
-                            "%dx%dx%d -> %dx%dx%d, blocks %d -> %d): slow; compute.kernels = "
-                            "native avoids it\n", impl, pass, s->C, s->H, s->W, s->K, s->P,
-                    s->Q, s->xblk, s->yblk);
-    }
-    const size_t len = strlen(impl);
-    for (const char *p = impls_seen; (p = strstr(p, impl)) != NULL; p += len)
-        if ((p == impls_seen || p[-1] == ' ') && (p[len] == ',' || p[len] == '\0'))
-            return;
-    if (strlen(impls_seen) + len + 3 < sizeof impls_seen) {
-        if (impls_seen[0])
-            strcat(impls_seen, ", ");
-        strcat(impls_seen, impl);
-    }
-}
-
-long dnnl_conv2d_reference_count(void)
-{
-    pthread_mutex_lock(&cache_lock);
-    const long n = reference_count;
-    pthread_mutex_unlock(&cache_lock);
-    return n;
-}
-
-void dnnl_conv2d_impls(char *out, size_t len)
-{
-    pthread_mutex_lock(&cache_lock);
-    snprintf(out, len, "%s", impls_seen[0] ? impls_seen : "none yet");
-    pthread_mutex_unlock(&cache_lock);
+    char what[160];
+    snprintf(what, sizeof what, "a convolution (pass %d, %dx%dx%d -> %dx%dx%d, blocks %d -> %d)",
+             pass, s->C, s->H, s->W, s->K, s->P, s->Q, s->xblk, s->yblk);
+    dnnl_impl_note(impl, what);
 }
 
 /* The primitive's weights memory and the reorder between it and the user's
@@ -258,7 +217,7 @@ static dnnl_primitive_desc_t pass_pd(const conv_entry *e, int pass)
         if (dnnl_primitive_desc_create(&pd, &cd, NULL, engine,
                                        pass == PASS_FWD ? NULL : e->fwd_pd) != dnnl_success)
             pd = NULL;
-        else if (wino && impl_is_reference(impl_of(pd))) { /* direct instead */
+        else if (wino && dnnl_impl_is_reference(impl_of(pd))) { /* direct instead */
             DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
             pd = NULL;
         }
@@ -664,8 +623,3 @@ void bf16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 
 #endif /* HAVE_DNNL */
 
-#ifndef HAVE_DNNL
-#include <stdio.h>
-long dnnl_conv2d_reference_count(void) { return 0; }
-void dnnl_conv2d_impls(char *out, size_t len) { snprintf(out, len, "none (built without oneDNN)"); }
-#endif

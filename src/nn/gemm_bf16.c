@@ -2,11 +2,13 @@
 #include "config.h"
 
 #include "nn/gemm_bf16.h"
+#include "nn/dnnl_impl.h"
 #include "nn/bf16_round.h"
 
 #include "core/error.h"
 #include "core/simd.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,6 +172,12 @@ static mm_entry *entry_make(const mm_key *k)
         DT_FATAL("oneDNN has no bf16 matmul for M %d N %d K %d (trans %d/%d, ld %d/%d/%d): %s",
                  k->M, k->N, k->K, k->ta, k->tb, k->lda, k->ldb, k->ldc, dnnl_status2str(rc));
     DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    char what[96];
+    snprintf(what, sizeof what, "a bf16 matmul (M %d N %d K %d)", k->M, k->N, k->K);
+    dnnl_impl_note(impl, what);
     DNNL_CHECK(dnnl_primitive_create(&e->p, pd));
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     e->scratch_bytes = dnnl_memory_desc_get_size(sp);

@@ -29,10 +29,6 @@ void cpu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s);
 size_t dnnl_conv2d_pass_workspace(const dt_conv_shape *s, int pass);
 int dnnl_conv2d_dx_accumulates(const dt_conv_shape *s);
-/* how many convolution primitives took one of oneDNN's reference
- * implementations (none should), and the names of those that run */
-long dnnl_conv2d_reference_count(void);
-void dnnl_conv2d_impls(char *out, size_t len);
 void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                          const float *b, float *y, float *work);
 void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,

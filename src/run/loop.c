@@ -411,6 +411,8 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     const int on_cpu = strcmp(cfg->compute.device, "cpu") == 0;
     char compute[512];
     cpu_dispatch_describe(compute, sizeof compute);
+    /* rank 0's (ranks on unlike nodes may differ; the record holds one) */
+    MPI_CHECK(MPI_Bcast(compute, (int)sizeof compute, MPI_CHAR, 0, comm));
     if (on_cpu)
         runlog_note(log, "compute", compute);
     if (t->elastic_from) { /* the latest rank-count change and its rule */
