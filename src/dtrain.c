@@ -20,7 +20,7 @@
 #include "run/omp_wait.h"
 #include "run/roles.h"
 #include "run/stop.h"
-#include "run/trainer.h"
+#include "run/run.h"
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"
 #endif
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     }
     roles_print(&roles, MPI_COMM_WORLD, &job, dev.name, stdout);
     dt_run_result res = {0};
-    int group_status = trainer_run(g, &roles, size, group_comm, &res);
+    int group_status = run_group(g, &roles, size, group_comm, &res);
     if (group_status == 1 && job.ngroups > 1) {
         /* the other groups would train on for nothing: end the job now */
         int grank;

@@ -23,7 +23,7 @@
 #include "algo/lsgd.h"
 #include "comm/gcount.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "tap.h"
 
 enum { N = 257 };  /* parameters: odd, not a multiple of a vector width */

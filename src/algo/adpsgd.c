@@ -29,7 +29,7 @@
 #include "comm/progress.h"
 #include "core/error.h"
 #include "graph/topology.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 enum { TAG_REQ = 31, TAG_REP = 32, TAG_DONE = 33 };
 

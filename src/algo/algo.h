@@ -2,7 +2,7 @@
  *
  * An algorithm sees only the trainer's flat vectors (params, grads), the
  * trainer's gradient/optimizer helpers and the transport. The runtime
- * (run/loop.c and its neighbours, run/trainer.h) owns the loop, logging,
+ * (src/run/) owns the loop, logging,
  * evaluation and checkpoints. */
 #ifndef DT_ALGO_H
 #define DT_ALGO_H

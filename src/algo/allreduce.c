@@ -6,7 +6,7 @@
 #include "algo/algo.h"
 #include "comm/transport.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 static int allreduce_check(const dt_config *cfg, int nranks)
 {

@@ -58,7 +58,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "optim/sgd.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 enum { TAG_SCATTER = 41, TAG_GATHER = 42 };
 

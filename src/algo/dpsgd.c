@@ -12,7 +12,7 @@
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct dpsgd_state {
     dt_gossip g;

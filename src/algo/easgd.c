@@ -13,7 +13,7 @@
 #include "algo/algo.h"
 #include "comm/transport.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct easgd_state {
     float *center;  /* (n) */

@@ -24,7 +24,7 @@
 #include "algo/ecl_core.h"
 #include "core/error.h"
 #include "io/runlog.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 enum { REC_COLS = 6 };
 static const char *const rec_names[REC_COLS] = { "rank", "epoch", "swaps_started",

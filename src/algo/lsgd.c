@@ -24,7 +24,7 @@
 #include "comm/gcount.h"
 #include "core/error.h"
 #include "io/runlog.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct lsgd_state {
     MPI_Comm comm, group;      /* all ranks (a duplicate); this rank's group */

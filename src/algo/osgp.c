@@ -16,7 +16,7 @@
 #include "algo/gossip.h"
 #include "comm/progress.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct osgp_state {
     dt_gossip g;

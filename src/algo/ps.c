@@ -40,9 +40,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "io/runlog.h"
-#include "run/roles.h"
-#include "run/stop.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "algo/ps_int.h"
 
 static const char *const curve_names[4] = { "wall", "clock", "loss", "accuracy" };

@@ -17,7 +17,7 @@
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct sgp_state {
     dt_gossip g;

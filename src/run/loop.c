@@ -13,7 +13,7 @@
 #include "core/watchdog.h"
 #include "run/roles.h"
 #include "run/stop.h"
-#include "run/trainer_int.h"
+#include "run/run_int.h"
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"
 #endif
@@ -294,7 +294,7 @@ static void trainer_free(dt_trainer *t)
     engine_free(t);
 }
 
-int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Comm comm,
+int run_group(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Comm comm,
                 dt_run_result *res)
 {
     const dt_config *cfg = &g->cfg;
@@ -308,6 +308,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     MPI_CHECK(MPI_Comm_rank(comm, &t->rank));
     MPI_CHECK(MPI_Comm_size(comm, &t->nranks));
     t->roles = roles;
+    t->poll_stop = stop_poll;
     /* servers and the supervisor train nothing: they carry worker 0's shard */
     t->worker = roles->mine == ROLE_WORKER ? roles->index : 0;
     t->nworkers = 0;
@@ -334,7 +335,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         trainer_free(t);
         return 1;
     }
-    engine_alloc(t);
+    engine_alloc(t, t->algo->device_vectors);
     t->tp = transport_create(t, cfg, comm);
 #ifndef DTRAIN_SIM
     /* NCCL takes device buffers; MPI gets them through host staging */

@@ -23,10 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/alloc.h" /* SIM_SHARED_MIN */
 #include "io/config.h"
-
-/* Flat buffers at least this long (floats) are shared between ranks. */
-#define SIM_SHARED_MIN ((size_t)1 << 16)
 
 typedef struct dt_sim {
     double compute_time;        /* sim.compute_time: simulated seconds per step */
