@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/parse.h"
 #include "io/deck.h"
-#include "models/models.h"
+#include "post/post.h"
 #include "run/device.h"
 #include "run/groups.h"
 #include "run/omp_wait.h"
@@ -90,13 +90,20 @@ static void usage(FILE *f)
         "\nModes (algorithm.mode):\n", DT_EXIT_REQUEUE);
     for (int i = 0; algo_table[i]; i++)
         fprintf(f, "  %-10s %s\n", algo_table[i]->name, algo_table[i]->summary);
+    /* the deck's own list, so that --help and the parser agree */
     fprintf(f, "\nModels (model.name):");
-    for (int i = 0; model_names[i]; i++)
-        fprintf(f, " %s", model_names[i]);
+    for (const char *c = deck_choices("model", "name"); *c;) {
+        size_t n = strcspn(c, "|");
+        fprintf(f, " %.*s", (int)n, c);
+        c += n + (c[n] == '|');
+    }
     fprintf(f, "\n\nDeck keys (section.key  type  default  meaning):\n");
     deck_print_keys(f);
     fprintf(f, "\nOutput: <run.output_dir>/run.h5 (metrics), <run.output_dir>/checkpoints/.\n"
-               "Postprocess with dtrain-post csv|plot|summary RUN.h5.\n");
+               "Postprocess with dtrain-post ");
+    for (int i = 0; post_command_names[i]; i++)
+        fprintf(f, "%s%s", i ? "|" : "", post_command_names[i]);
+    fprintf(f, " (dtrain-post --help).\n");
 }
 
 /* compute.precision: the backend the trainer takes (compute.device and
@@ -128,6 +135,7 @@ static int precision_open(const dt_config *cfg, MPI_Comm world)
 
 int main(int argc, char **argv)
 {
+    algo_deck_register(); /* the deck's algorithm.mode: the algorithms' table */
 #ifndef DTRAIN_SIM /* the simulator runs no OpenMP region and must not re-execute */
     omp_wait_setup(argv);
 #endif

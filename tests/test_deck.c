@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "core/error.h"
 #include "io/deck.h"
 #include "tap.h"
@@ -950,6 +951,7 @@ static void test_groups(void)
 int main(int argc, char **argv)
 {
     MPI_CHECK(MPI_Init(&argc, &argv));
+    algo_deck_register();
     snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/test_deck.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         printf("Bail out! mkdtemp failed\n");

@@ -291,6 +291,7 @@ const dt_algo algo_adpsgd = {
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "the group's steps per rank carry over, the exchanges start on the new "
                     "bipartite graph",
+    .thread = "a thread answers the peers' averaging requests while the rank computes",
     .setup = adpsgd_setup,
     .step = adpsgd_step,
     .progress = adpsgd_progress,

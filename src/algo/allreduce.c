@@ -34,6 +34,7 @@ const dt_algo algo_allreduce = {
     .summary = "gradients averaged with one MPI_Allreduce per step; replicas stay identical",
     .check = allreduce_check,
     .elastic = DT_ELASTIC_REPLICATED,
+    .nccl = 1,
     .step = allreduce_step,
     .model = allreduce_model,
     .device_vectors = 1,

@@ -126,6 +126,7 @@ const dt_algo algo_dpsgd = {
     .decentralized = 1,
     .check = dpsgd_check,
     .elastic = DT_ELASTIC_AVERAGE,
+    .nccl = 1,
     .setup = dpsgd_setup,
     .step = dpsgd_step,
     .model = dpsgd_model,

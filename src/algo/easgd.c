@@ -104,6 +104,7 @@ const dt_algo algo_easgd = {
     .check = easgd_check,
     .elastic = DT_ELASTIC_REPLICATED,
     .elastic_note = "the centre variable: old rank 0's (replicated)",
+    .nccl = 1,
     .setup = easgd_setup,
     .step = easgd_step,
     .model = easgd_model,

@@ -201,7 +201,7 @@ static void ecl_teardown(dt_trainer *t)
     t->algo_state = NULL;
 }
 
-#define ECL_ALGO(var, mode, text, note)                                            \
+#define ECL_ALGO(var, mode, text, note, own)                                       \
     const dt_algo var = {                                                          \
         .name = mode,                                                              \
         .summary = text,                                                           \
@@ -209,6 +209,8 @@ static void ecl_teardown(dt_trainer *t)
         .check = ecl_check,                                                        \
         .elastic = DT_ELASTIC_AVERAGE,                                             \
         .elastic_note = note,                                                      \
+        .thread = "the edge swaps are answered by a communication thread",         \
+        .own_step = own,                                                           \
         .setup = ecl_setup,                                                        \
         .step = ecl_step,                                                          \
         .model = ecl_model,                                                        \
@@ -223,14 +225,19 @@ ECL_ALGO(algo_pdmm_isvr, "pdmm-isvr",
          "overwritten by the neighbour's on swaps (cycle of ecl.round steps); on a convex "
          "problem all ranks reach the centralized minimizer",
          "the edge graph is built for the new rank count, its duals start at zero: "
-         "the method restarts its dual phase");
+         "the method restarts its dual phase",
+         "the edge-consensus modes take their own ISVR step (the dual update is part "
+         "of the step), which has no AdamW form");
 ECL_ALGO(algo_admm_isvr, "admm-isvr",
          "edge-consensus ADMM-ISVR (Douglas-Rachford): as pdmm-isvr with eta from "
          "theta_inv = 2 and each swap averaging the dual with the neighbour's",
          "the edge graph is built for the new rank count, its duals start at zero: "
-         "the method restarts its dual phase");
+         "the method restarts its dual phase",
+         "the edge-consensus modes take their own ISVR step (the dual update is part "
+         "of the step), which has no AdamW form");
 ECL_ALGO(algo_dsgd_ecl, "dsgd-ecl",
          "decentralized SGD baseline of ECL: SGD step, then the mean of w and the last "
          "parameters received from each neighbour, swapped on the same edge schedule",
          "the edge graph is built for the new rank count, each neighbour's last "
-         "parameters start as the averaged model");
+         "parameters start as the averaged model",
+         NULL);

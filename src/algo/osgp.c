@@ -170,6 +170,7 @@ const dt_algo algo_osgp = {
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "push-sum: the model is sum x / sum w over the old ranks and their "
                     "messages not yet absorbed, weights reset to 1, nothing pending",
+    .thread = "its exchange of step k overlaps step k+1 on a communication thread",
     .setup = osgp_setup,
     .step = osgp_step,
     .model = osgp_model,

@@ -401,7 +401,7 @@ static void ps_teardown(dt_trainer *t)
         .name = NAME, .summary = SUMMARY, .async = 1, .check = CHECK, .setup = ps_setup,  \
         .step = ps_step, .model = ps_model, .state = ps_state_arrays,                      \
         .progress = ps_progress, .finish = ps_finish, .restart = ps_restart,               \
-        .resumed = ps_resumed, .elastic = DT_ELASTIC_SHARDED,                               \
+        .resumed = ps_resumed, .elastic = DT_ELASTIC_SHARDED, .servers = 1,                 \
         .elastic_note = "the clock follows the workers' steps; error-feedback residuals zero", \
         .record = ps_record, .teardown = ps_teardown,                                      \
     }

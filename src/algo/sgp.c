@@ -125,6 +125,7 @@ const dt_algo algo_sgp = {
     .check = sgp_check,
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "push-sum: the model is sum x / sum w over the old ranks, weights reset to 1",
+    .nccl = 1,
     .setup = sgp_setup,
     .step = sgp_step,
     .model = sgp_model,

@@ -117,9 +117,10 @@ void deck_expect_describe(const deck_key *k, char *out, size_t cap)
     case KT_ENUM: {
         strbuf b = {0};
         deck_sb_printf(&b, "one of ");
-        for (const char *c = k->choices; *c;) {
+        const char *choices = deck_key_choices(k);
+        for (const char *c = choices; *c;) {
             size_t n = strcspn(c, "|");
-            deck_sb_printf(&b, "%s%.*s", c == k->choices ? "" : ", ", (int)n, c);
+            deck_sb_printf(&b, "%s%.*s", c == choices ? "" : ", ", (int)n, c);
             c += n + (c[n] == '|');
         }
         snprintf(out, cap, "%s", b.s);
@@ -406,7 +407,7 @@ int deck_value_set(const deck_key *k, const char *value, dt_config *cfg, char *w
         int best_d = 3;
         const char *best = NULL;
         size_t best_n = 0;
-        for (const char *c = k->choices; *c;) {
+        for (const char *c = deck_key_choices(k); *c;) {
             size_t n = strcspn(c, "|");
             if (n == vlen && strncasecmp(c, value, n) == 0) {
                 memset(f, 0, k->size);

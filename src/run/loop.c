@@ -257,23 +257,13 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
     return status;
 }
 
-/* comm.transport = nccl moves the vectors of the modes whose data traffic
- * goes through the transport from the training thread; the modes built on
- * one-sided MPI or a communication thread keep MPI (host staging). */
-static int nccl_moves(const char *mode)
-{
-    static const char *modes[] = { "allreduce", "easgd", "sgp", "dpsgd" };
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(mode, modes[i]) == 0)
-            return 1;
-    return 0;
-}
-
 static dt_transport *transport_create(dt_trainer *t, const dt_config *cfg, MPI_Comm comm)
 {
     if (strcmp(cfg->comm.transport, "nccl") != 0)
         return transport_mpi_create(comm);
-    if (!nccl_moves(cfg->algorithm.mode)) {
+    /* the modes built on one-sided MPI or a communication thread keep MPI
+     * (host staging): dt_algo.nccl */
+    if (!t->algo->nccl) {
         if (t->rank == 0)
             say("comm.transport = nccl: mode %s exchanges over one-sided MPI or a "
                 "communication thread; its vectors go over MPI\n", cfg->algorithm.mode);
@@ -323,6 +313,18 @@ int run_group(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Com
     if (!t->algo || t->algo->check(cfg, t->nranks) != 0)
         rc = -1;
 #ifdef DTRAIN_SIM
+    if (rc == 0 && t->algo->thread) {
+        /* SMPI runs every simulated rank in one OS thread */
+        static char simulated[512];
+        simulated[0] = '\0';
+        for (int i = 0; algo_table[i]; i++)
+            if (!algo_table[i]->thread)
+                snprintf(simulated + strlen(simulated), sizeof simulated - strlen(simulated),
+                         "%s%s", simulated[0] ? ", " : "", algo_table[i]->name);
+        rc = dt_err_set("algorithm.mode = %s is not simulated: %s, and SMPI cannot run an "
+                        "application thread that calls MPI (simulated modes: %s)",
+                        t->algo->name, t->algo->thread, simulated);
+    }
     if (rc == 0 && sim_check(cfg) != 0)
         rc = -1;
 #endif
