@@ -1,4 +1,4 @@
-/* AD-PSGD (Lian et al., ICML 2018; REFERENCE.md §6): every rank loops
+/* AD-PSGD (Lian et al., ICML 2018; doc/references.md, AD-PSGD): every rank loops
  * without waiting for the others:
  *   1. x^ = x (a snapshot; it may be stale by the time it is used)
  *   2. g = grad F(x^)

@@ -8,7 +8,7 @@
 #define DT_ALGO_H
 
 #include "io/checkpoint.h"
-#include "io/config.h"
+#include "io/settings.h"
 
 struct dt_trainer;
 struct dt_runlog;

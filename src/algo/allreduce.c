@@ -1,4 +1,4 @@
-/* AllReduce SGD (REFERENCE.md §1): every step
+/* AllReduce SGD (doc/references.md, AllReduce SGD): every step
  *   g <- allreduce_sum(g_i) / n;  x <- x - lr * sgd(g)
  * on every rank. Replicas start equal (rank 0's parameters are broadcast by
  * the runtime) and stay equal bit for bit: every rank applies the same update

@@ -1,4 +1,4 @@
-/* D-PSGD (Lian et al., NeurIPS 2017; REFERENCE.md §5):
+/* D-PSGD (Lian et al., NeurIPS 2017; doc/references.md, D-PSGD):
  *   cta (the paper):  x <- sum_j W_ij x_j - lr sgd(g(x))
  *   atc:              x <- sum_j W_ij (x_j - lr sgd(g(x_j)))
  * with a symmetric doubly-stochastic W over the step's neighbours:

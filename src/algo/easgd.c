@@ -1,5 +1,5 @@
 /* Elastic averaging SGD, synchronous (Zhang, Choromanska and LeCun 2015;
- * REFERENCE.md §9). Every rank runs local SGD on its replica x_i; every tau
+ * doc/references.md, EASGD). Every rank runs local SGD on its replica x_i; every tau
  * steps, with alpha = beta / n and both updates from the pre-update values,
  *   center <- center + beta * (mean_i x_i - center)
  *   x_i    <- x_i - lr * sgd(g_i) - alpha * (x_i - center)

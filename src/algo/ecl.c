@@ -1,5 +1,6 @@
-/* Edge-consensus learning (Niwa et al., ICML 2021; REFERENCE.md §7) over an
- * undirected graph whose edge ends swap on a cycle of K steps:
+/* Edge-consensus learning (Niwa et al., ICML 2021; doc/references.md,
+ * Edge-consensus learning) over an undirected graph whose edge ends swap on
+ * a cycle of K steps:
  *
  *   pdmm-isvr, admm-isvr, per step t:
  *     1. g = grad F_i(w)                         (minibatch; + lambda w below)

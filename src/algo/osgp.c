@@ -1,4 +1,4 @@
-/* Overlap SGP (REFERENCE.md §4): SGP whose gossip of step t travels while
+/* Overlap SGP (doc/references.md, OSGP): SGP whose gossip of step t travels while
  * step t+1 computes. At the start of a step:
  *   1. absorb the message in flight, if it has arrived (with overlap_tau = 0
  *      always: wait for it; with tau > 0 wait only once it is tau steps old);

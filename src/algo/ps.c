@@ -1,4 +1,4 @@
-/* Parameter server (REFERENCE.md §8): ps-async (Downpour-style ASGD, with
+/* Parameter server (doc/references.md, Parameter server): ps-async (Downpour-style ASGD, with
  * optional staleness scaling and top-k or AdaComp compression with error
  * feedback) and ps-sync (TensorFlow's SyncReplicas: R gradients per global
  * step, stale ones dropped, backup workers).

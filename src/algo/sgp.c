@@ -1,4 +1,4 @@
-/* Stochastic Gradient Push (Assran et al., ICML 2019; REFERENCE.md §3).
+/* Stochastic Gradient Push (Assran et al., ICML 2019; doc/references.md, SGP).
  *
  * State: numerator x (t->params), push-sum weight w (starts at 1),
  * de-biased model z = x / w. Per step t:

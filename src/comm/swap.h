@@ -1,4 +1,5 @@
-/* Pairwise swaps with graph neighbours (edge-consensus learning, REFERENCE.md §7).
+/* Pairwise swaps with graph neighbours (edge-consensus learning:
+ * doc/references.md, Edge-consensus learning).
  *
  * Every edge end of this rank carries one vector of n floats. A swap of an
  * edge sends this rank's vector for it and receives the neighbour's (both

@@ -18,7 +18,7 @@
 
 #include "comm/transport.h"
 #include "data/source.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "io/deck.h"
 #include "models/model.h"
 #include "optim/optim.h"

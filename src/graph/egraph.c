@@ -1,4 +1,5 @@
-/* Edge graphs with per-end swap phases (REFERENCE.md §7); see egraph.h. */
+/* Edge graphs with per-end swap phases (doc/references.md, Edge-consensus
+ * learning); see egraph.h. */
 #include "graph/egraph.h"
 
 #include <errno.h>

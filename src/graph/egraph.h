@@ -1,4 +1,4 @@
-/* Edge graphs of edge-consensus learning (REFERENCE.md §7).
+/* Edge graphs of edge-consensus learning (doc/references.md, Edge-consensus learning).
  *
  * An undirected graph whose edges are swapped on a cycle of K steps: each
  * END of an edge has its own phase in 0..K-1, and at step t the rank swaps

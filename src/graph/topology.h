@@ -1,4 +1,4 @@
-/* Communication graphs of the gossip algorithms (REFERENCE.md §2).
+/* Communication graphs of the gossip algorithms (doc/references.md, Gossip topologies).
  *
  * Every rank builds the same dt_topology from (kind, n, k, file), so the
  * out-peers and in-peers of ANY rank at ANY gossip step are computed locally,

@@ -10,7 +10,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#include "io/config.h"
+#include "io/settings.h"
 
 /* The spellings of algorithm.mode ("a|b|c") and a rule between keys that
  * only the chosen mode knows (0, or -1 after dt_err_set(); NULL: none),

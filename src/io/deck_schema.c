@@ -1,6 +1,6 @@
 /* The deck's schema: one table of keys drives parsing, validation, defaults,
  * the effective deck and the --help reference, so the four cannot drift
- * apart. Adding a key: a row here, its field in io/config.h, DECK_NKEYS in
+ * apart. Adding a key: a row here, its field in io/settings.h, DECK_NKEYS in
  * deck_internal.h, and its documentation in inputs/reference.ini. */
 #include <inttypes.h>
 #include <limits.h>

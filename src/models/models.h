@@ -14,7 +14,7 @@
 #define DT_MODELS_H
 
 #include "backend/backend.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "nn/net.h"
 
 /* Build the named model for inputs of shape (c, h, w) and `classes`.

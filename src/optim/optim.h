@@ -15,7 +15,7 @@
 
 #include "backend/backend.h"
 #include "io/checkpoint.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "nn/net.h"
 
 #define DT_OPTIM_MAX_STATE 4

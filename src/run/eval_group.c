@@ -9,7 +9,7 @@
 #include "run/run_int.h"
 
 /* Per-rank test metrics, plus the averaged model and the consensus distance
- * (1/n) sum_i ||z_i - zbar||^2 (REFERENCE.md §0). */
+ * (1/n) sum_i ||z_i - zbar||^2 (doc/references.md, Common pieces). */
 void eval_run(dt_trainer *t, dt_runlog *log, double wall, double *mean_acc)
 {
 #ifdef DTRAIN_SIM

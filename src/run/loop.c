@@ -344,7 +344,7 @@ int run_group(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Com
     if (t->dev.vectors && strcmp(t->tp->name, "nccl") != 0)
         t->tp = transport_staged_create(t->tp, t->model->be);
 #endif
-    /* one model for all: rank 0's parameters (REFERENCE.md §1) */
+    /* one model for all: rank 0's parameters (doc/references.md, AllReduce SGD) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
     if (agree(comm, t->rank, engine_create_optim(t), "") != 0 ||
         agree(comm, t->rank,

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "engine/engine.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "io/deck.h"
 
 /* Collective over comm, the ranks of one group. */

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "core/alloc.h" /* SIM_SHARED_MIN */
-#include "io/config.h"
+#include "io/settings.h"
 
 typedef struct dt_sim {
     double compute_time;        /* sim.compute_time: simulated seconds per step */

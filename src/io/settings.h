@@ -1,8 +1,9 @@
-/* The typed run configuration, filled from a validated deck (io/deck_*.c;
- * the key table is io/deck_schema.c). Every field corresponds to one deck
- * key, documented in inputs/reference.ini. */
-#ifndef DT_IO_CONFIG_H
-#define DT_IO_CONFIG_H
+/* The settings of a run: every key of the deck as a typed field of
+ * dt_config, filled from a validated deck (io/deck_*.c; the key table is
+ * io/deck_schema.c, each key documented in inputs/reference.ini). Named
+ * apart from autoconf's config.h, which every .c file includes first. */
+#ifndef DT_IO_SETTINGS_H
+#define DT_IO_SETTINGS_H
 
 #include <stdbool.h>
 #include <stdint.h>
