@@ -315,7 +315,7 @@ static void test_bad_values(void)
         {"data", "synthetic_classes", "1", "expected an integer in [2, 2147483647]"},
         {"data", "synthetic_noise", "-1", "expected a number >= 0"},
         {"run", "output_dir", "", "expected a non-empty path"},
-        /* the language-model and AdamW keys (issue 26) */
+        /* the language-model and AdamW keys */
         {"model", "n_layer", "0", "expected an integer in [1, 2147483647]"},
         {"model", "n_head", "0", "expected an integer in [1, 2147483647]"},
         {"model", "n_embd", "-128", "expected an integer in [1, 2147483647]"},
@@ -501,7 +501,7 @@ static void test_cross_keys(void)
     free(g);
 }
 
-/* The group pre-scan and inih see the same section lines (issue 28; the
+/* The group pre-scan and inih see the same section lines (the
  * differential harness is tests/fuzz/fuzz_deck_sections.c): one case per class
  * of disagreement it found, each of which either aborted dtrain ("[group.a] was
  * not registered") or registered a group inih never saw. */

@@ -1,5 +1,5 @@
 /* DiLoCo (Douillard et al. 2023, Algorithm 1) and its streaming
- * (Douillard et al. 2025), low-precision and gossip variants (issue 27).
+ * (Douillard et al. 2025), low-precision and gossip variants.
  *
  *   theta <- x(0) on every rank; b <- 0
  *   for the first K steps:  g <- mean_i g_i;  x <- x - lr sgd(g)   (warm-up, = allreduce)
