@@ -459,7 +459,7 @@ static void test_cross_keys(void)
                   strcmp(c.optim.name, "adamw") == 0 && strcmp(c.optim.schedule, "cosine") == 0,
               "gpt deck: n_layer 4, n_head 4, n_embd 128, block_size 64, vocab_size 0, "
               "dropout 0, beta1 0.9, beta2 0.999, eps 1e-8, clip 0, decay_steps 0");
-    /* and the old decks keep sgd and the step schedule */
+    /* and a deck without the keys keeps sgd and the step schedule */
     const char *old = "[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
                       "batch_size = 4\n";
     rc = deck_parse_string("old.ini", old, 0, NULL, &c, NULL);
