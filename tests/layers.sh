@@ -6,7 +6,7 @@
 #   run/       the loop, checkpoints, run record, roles    4
 #   algo/      one file per algorithm                      3
 #   engine/    the rank's network, vectors, optimizer      2
-#   models/ nn/ optim/ data/ backend/ comm/ graph/ io/ sim/  1
+#   models/ nn/ optim/ data/ backend/ comm/ topology/ io/ sim/  1
 #   core/      errors, RNG, parsing, provenance            0
 #
 # The folders of layer 1 include one another (a layer's kernels and its
@@ -19,7 +19,7 @@ layer() {
     run) echo 4 ;;
     algo) echo 3 ;;
     engine) echo 2 ;;
-    models | nn | optim | data | backend | comm | graph | io | sim) echo 1 ;;
+    models | nn | optim | data | backend | comm | topology | io | sim) echo 1 ;;
     core) echo 0 ;;
     *) echo "" ;;
     esac

@@ -33,7 +33,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 #include "nn/gemm_bf16.h"
 #include "nn/kernels_cpu.h"
 #include "nn/layout.h"

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 #include "reference.h"
 #include "tap.h"
 

@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "core/parse.h"
-#include "graph/egraph.h"
-#include "graph/topology.h"
+#include "topology/egraph.h"
+#include "topology/topology.h"
 #include "tap.h"
 
 enum { NMAX = 32, STEPS = 41 };

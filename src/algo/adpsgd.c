@@ -28,7 +28,7 @@
 #include "comm/gcount.h"
 #include "comm/progress.h"
 #include "core/error.h"
-#include "graph/topology.h"
+#include "topology/topology.h"
 #include "engine/engine.h"
 
 enum { TAG_REQ = 31, TAG_REP = 32, TAG_DONE = 33 };

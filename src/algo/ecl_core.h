@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "comm/swap.h"
-#include "graph/egraph.h"
+#include "topology/egraph.h"
 
 typedef enum dt_ecl_kind { ECL_PDMM, ECL_ADMM, ECL_DSGD } dt_ecl_kind;
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "comm/transport.h"
-#include "graph/topology.h"
+#include "topology/topology.h"
 #include "io/settings.h"
 
 typedef struct dt_gossip {

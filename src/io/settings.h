@@ -31,7 +31,7 @@ typedef struct dt_config {
     } run;
     struct {
         char mode[32];
-        char topology[32];        /* auto | exponential | ... (graph/topology.h) */
+        char topology[32];        /* auto | exponential | ... (topology/topology.h) */
         int64_t peers;
         char graph_file[DT_PATH_MAX];
         int64_t overlap_tau;      /* osgp */

@@ -1,6 +1,6 @@
 /* A network as a small DAG of layers over one flat parameter buffer.
  *
- * Models (models/models.c) build a net node by node; the engine lays the
+ * Models (models/image_nets.c) build a net node by node; the engine lays the
  * parameters of every node out in one contiguous float vector (the order in
  * which nodes were added), so params, grads and momentum are each one buffer
  * and every algorithm communicates (float *buf, size_t n) in one call.

@@ -9,7 +9,7 @@
  *
  * Storage: one flat block of ints holds all books; book[r] points into it.
  */
-#include "graph/topology.h"
+#include "topology/topology.h"
 
 #include "core/error.h"
 #include "core/parse.h"

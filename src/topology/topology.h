@@ -26,8 +26,8 @@
  *   file              undirected edge list; static; a rank's peers are its
  *                     neighbours (k = its degree, may differ between ranks).
  */
-#ifndef DT_GRAPH_TOPOLOGY_H
-#define DT_GRAPH_TOPOLOGY_H
+#ifndef DT_TOPOLOGY_TOPOLOGY_H
+#define DT_TOPOLOGY_TOPOLOGY_H
 
 #include <stdint.h>
 
