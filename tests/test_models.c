@@ -8,7 +8,9 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "io/deck.h"
 #include "models/image_nets.h"
+#include "models/model.h"
 #include "reference.h"
 #include "tap.h"
 
@@ -259,6 +261,21 @@ static void test_torch_reference(const char *argv0)
                       ref_compare);
 }
 
+/* The deck's model.name choices (which --help lists) are exactly the names
+ * the model kinds build: the image networks' and the GPT's. */
+static void test_deck_names(void)
+{
+    const char *const *kinds[] = { model_names, gpt_model_names };
+    char built[512] = "";
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; kinds[k][i]; i++)
+            snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s",
+                     built[0] ? "|" : "", kinds[k][i]);
+    const char *deck = deck_choices("model", "name");
+    CHECK(strcmp(deck, built) == 0, "model.name's choices '%s' are the models built: '%s'", deck,
+          built);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--dump") == 0) {
@@ -278,6 +295,7 @@ int main(int argc, char **argv)
         }
         printf("# backend %s\n", be->name);
         if (k == 0) {
+            test_deck_names();
             test_counts();
             test_init();
         }
