@@ -1,5 +1,5 @@
 #!/bin/bash
-# bf16 compute against fp32 and against PyTorch (issue 29), side by side in
+# bf16 compute against fp32 and against PyTorch (bench/RESULTS.md §15, §16, §19), side by side in
 # one run, one process each:
 #   dtrain fp32   compute.precision = fp32 (compute.kernels = auto)
 #   dtrain bf16   compute.precision = bf16

@@ -7,7 +7,7 @@
 # there by env.sh). Writes DIR/ and DIR.tar.xz (its size printed at the end;
 # xz, since the GPU machine has no zstd).
 #
-#   bench/carry.sh BUILD_DIR DIR        e.g. bench/carry.sh /tmp/b17cu carry
+#   bench/carry.sh BUILD_DIR DIR        e.g. bench/carry.sh ../build-cuda carry
 # On the GPU machine:
 #   tar -xf carry.tar.xz && . carry/env.sh && carry/tests/gpu.sh
 #   . carry/env.sh && carry/bench/gpu.sh

@@ -1,7 +1,7 @@
 # Shared helpers for bench/*.sh (sourced, not run).
 #
 # Environment (all optional):
-#   DTRAIN, DTRAIN_POST  the binaries            (default /tmp/build/src/dtrain{,-post})
+#   DTRAIN, DTRAIN_POST  the binaries            (default: this tree's src/dtrain{,-post})
 #   PYTHON               an interpreter with torch (default /usr/bin/python3: Debian's torch 1.13)
 #   BENCH_OUT            scratch directory for run records (default /tmp/dtrain-bench)
 #   ROUNDS               alternating rounds per configuration (default 3)
@@ -11,8 +11,8 @@
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
-DTRAIN=${DTRAIN:-/tmp/build/src/dtrain}
-DTRAIN_POST=${DTRAIN_POST:-/tmp/build/src/dtrain-post}
+DTRAIN=${DTRAIN:-$REPO/src/dtrain}
+DTRAIN_POST=${DTRAIN_POST:-$REPO/src/dtrain-post}
 PYTHON=${PYTHON:-/usr/bin/python3}
 BENCH_OUT=${BENCH_OUT:-/tmp/dtrain-bench}
 ROUNDS=${ROUNDS:-3}

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Per-rank compute benchmark: dtrain (mode local) against PyTorch, one process
-# each, on every model of issue 16 at batch 32 and 128:
+# each, on every model of bench/RESULTS.md §10 at batch 32 and 128:
 #   mnist_cnn    Fashion-MNIST (both sides: the uint8 files; PyTorch normalises
 #                the whole set to float up front, dtrain each batch)
 #   resnet20_gn, resnet32_gn
@@ -100,7 +100,7 @@ done
 best() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -n1; }
 
 echo
-echo "$ROUNDS alternating rounds; ratio = dtrain median / PyTorch best (issue 16: >= 1.5 at one thread; RSS ratio <= 0.35 at batch 128)"
+echo "$ROUNDS alternating rounds; ratio = dtrain median / PyTorch best (the targets of bench/RESULTS.md §10: >= 1.5 at one thread; RSS ratio <= 0.35 at batch 128)"
 printf '| model | batch | threads | dtrain img/s median (best) | PyTorch img/s best (median) | ratio |%s dtrain RSS MB | PyTorch RSS MB | RSS ratio |\n' \
     "$([ "$NATIVE" = 1 ] && echo ' native img/s | fast/native |')"
 printf '| --- | ---: | ---: | ---: | ---: | ---: |%s ---: | ---: | ---: |\n' "$([ "$NATIVE" = 1 ] && echo ' ---: | ---: |')"

@@ -4,9 +4,9 @@
  * layers: blocked wherever the channel count allows), when built in.
  *
  * Build and run (see bench/README.md):
- *   mpicc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -I/work/main/src bench/conv_bench.c \
- *         /tmp/build/src/libdtrain.a -lopenblas -ldnnl -lm -o /tmp/conv_bench
- *   OPENBLAS_NUM_THREADS=1 /tmp/conv_bench [min_seconds_per_rep]
+ *   mpicc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Isrc -I. bench/conv_bench.c \
+ *         src/libdtrain.a -lopenblas -ldnnl -lm -o bench/conv_bench
+ *   OPENBLAS_NUM_THREADS=1 bench/conv_bench [min_seconds_per_rep]
  *
  * FLOPs counted: forward 2*K*CRS*B*PQ (the direct convolution's multiply-adds,
  * whatever the algorithm: Winograd does fewer, so its "GFLOP/s" can pass the

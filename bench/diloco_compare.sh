@@ -1,5 +1,5 @@
 #!/bin/bash
-# DiLoCo against allreduce on the emulated 1 Gbit/s cluster (issue 27 §4).
+# DiLoCo against allreduce on the emulated 1 Gbit/s cluster (bench/RESULTS.md §13b).
 #
 # What it runs: every variant below as one mpiexec job, each rank in its own
 # network namespace behind its own shaped link (bench/network/netns.sh: veth

@@ -1,5 +1,6 @@
 #!/bin/bash
-# The ECL-ISVR experiment (REFERENCE.md §7, §10) in miniature on Fashion-MNIST:
+# The ECL-ISVR experiment (doc/references.md: Edge-consensus learning) in
+# miniature on Fashion-MNIST:
 # PDMM-ISVR, ADMM-ISVR and D-SGD on 8 ranks (multiplex ring, swap cycle K = 8,
 # asynchronous swaps, 8 of 10 classes per rank, batch 100), against the
 # single-node reference (algorithm.mode = local, 1 rank, the whole training set

@@ -7,8 +7,8 @@
  * Best of 5 repetitions, each at least `seconds` (default 0.2) of calls.
  *
  *   mpicc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Isrc -I. bench/gemm_bf16_bench.c \
- *         src/libdtrain.a -lopenblas -ldnnl -lm -o /tmp/gemm_bf16_bench
- *   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /tmp/gemm_bf16_bench [seconds] */
+ *         src/libdtrain.a -lopenblas -ldnnl -lm -o bench/gemm_bf16_bench
+ *   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 bench/gemm_bf16_bench [seconds] */
 #include "core/error.h"
 #include "nn/gemm_bf16.h"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Transformer benchmark (issue 26): dtrain's GPT (mode local, AdamW, warm-up +
+# Transformer benchmark (bench/RESULTS.md §14): dtrain's GPT (mode local, AdamW, warm-up +
 # cosine, clip 1.0, byte-level fortunes corpus) against the same model in
 # PyTorch eager (bench/gpt_torch.py: same layout, init rule, data rule,
 # optimizer and schedule), side by side in one run, with the one-core sgemm

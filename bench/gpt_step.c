@@ -7,7 +7,7 @@
  *
  * Per configuration: tokens/s of one gpt_forward + gpt_backward (no optimizer),
  * the median and best of R rounds of S steps after 3 warm-up steps, as GFLOP/s
- * (72 n_layer C^2 + 12 n_layer T C per token, issue 26's count) and as a
+ * (72 n_layer C^2 + 12 n_layer T C per token, the count of bench/RESULTS.md §14) and as a
  * fraction of the one-thread OpenBLAS sgemm peak (2048^3, best of 5) measured
  * in the same run; peak RSS of the process (run one configuration per process
  * for a meaningful figure). --precision bf16: the model's bf16 products

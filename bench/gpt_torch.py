@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch peer of dtrain's transformer benchmark (issue 26 §6): the same GPT,
+"""PyTorch peer of dtrain's transformer benchmark (bench/RESULTS.md §14): the same GPT,
 data rule, optimizer and schedule as dtrain's `model.name = gpt` on
 `data.name = text`, in PyTorch eager, one process.
 
@@ -40,7 +40,7 @@ W = --warmup, D = --decay-steps (default --steps):
     W <= t <= D:  min_lr + (lr - min_lr) (1 + cos(pi (t - W) / (D - W))) / 2
     t > D:        min_lr
 
---autocast bf16 (issue 29's peer of dtrain's compute.precision = bf16): the
+--autocast bf16 (the peer of dtrain's compute.precision = bf16): the
 forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), as
 a user would turn it on (the linear layers and attention's matmuls in bf16,
 what the autocast lists keep in fp32 in fp32); parameters, gradients and
@@ -62,7 +62,7 @@ training, rss_eval_mb after the evaluation; val_loss is nan without --eval.
 Run with Debian's interpreter, which has torch 1.13:
     /usr/bin/python3 bench/gpt_torch.py --config baby --steps 200 --threads 1
     /usr/bin/python3 bench/gpt_torch.py --config small --steps 30 --log-every 10 --threads 2
-    # issue 26's quality run (about 1,500 steps of "baby"):
+    # the quality run of bench/RESULTS.md §14 (about 1,500 steps of "baby"):
     /usr/bin/python3 bench/gpt_torch.py --config baby --steps 1500 --lr 1e-3 --beta2 0.99 \\
         --wd 0.1 --warmup 100 --min-lr 1e-4 --clip 1.0 --log-every 100 --eval --seed 1
 """
@@ -302,7 +302,7 @@ def main():
                             lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
     nparams = sum(p.numel() for p in model.parameters())
     C, L = cfg["n_embd"], cfg["n_layer"]
-    flops_tok = 72 * L * C * C + 12 * L * T * C  # issue 26's count (training, per token)
+    flops_tok = 72 * L * C * C + 12 * L * T * C  # the count of bench/RESULTS.md §14 (training, per token)
     print(f"gpt_torch: torch {torch.__version__}, config {a.config} (n_layer {L} n_head "
           f"{cfg['n_head']} n_embd {C} block {T} batch {B}), {nparams} parameters, vocab {V}, "
           f"corpus {n} bytes from {len(files)} files (train {n_train}, val {len(val)}), "

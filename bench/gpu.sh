@@ -3,7 +3,7 @@
 # against PyTorch eager and torch.compile on the same GPU, mnist_cnn and
 # resnet20_gn at batch 128 on synthetic data (1x28x28 and 3x32x32, SYNTH
 # samples held on the device by PyTorch, in host memory by dtrain).
-# Goal (issue 17): dtrain >= 1.5x PyTorch eager's img/s.
+# Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch eager's img/s.
 #
 # Needs only what bench/README.md ("Carrying the GPU path") lists: the built
 # dtrain, mpiexec.hydra + hydra_pmi_proxy and the libraries ldd names; no
@@ -16,7 +16,7 @@
 # Output: one line per configuration and side, and $BENCH_OUT/gpu.tsv.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-DTRAIN=${DTRAIN:-/tmp/build/src/dtrain}
+DTRAIN=${DTRAIN:-$HERE/../src/dtrain}
 MPIEXEC=${MPIEXEC:-mpiexec}
 PYTHON=${PYTHON:-python3}
 BENCH_OUT=${BENCH_OUT:-/tmp/dtrain-bench}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# LSGD against EASGD and AllReduce at equal communication (issue #10): NP ranks
+# LSGD against EASGD and AllReduce at equal communication (bench/RESULTS.md §8): NP ranks
 # (8), Fashion-MNIST, the 784-100-10 sigmoid mlp, 2 epochs, batch 32 per rank,
 # lr 0.02 (x0.1 at epoch 1.5), momentum 0.9, seed 1. lsgd runs one group with
 # tau_local = tau_global = TAU (only the global leader: one model broadcast per
@@ -8,7 +8,7 @@
 #
 # Every point of a curve is a run of its own stopped at run.max_steps = K,
 # logged and evaluated once at K (written when lsgd ignored run.eval_every;
-# since issue #20 one lsgd run with run.eval_every gives the curve too, as in
+# now one lsgd run with run.eval_every gives the curve too, as in
 # RESULTS §8b). The three modes are
 # measured the same way, so no curve carries the cost of intermediate
 # evaluations; a synchronous run stopped at K is the prefix of the full run

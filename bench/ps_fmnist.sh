@@ -1,5 +1,5 @@
 #!/bin/bash
-# Parameter server on Fashion-MNIST (issue #9). Model: the 784-100-10 sigmoid
+# Parameter server on Fashion-MNIST (bench/RESULTS.md §7). Model: the 784-100-10 sigmoid
 # mlp of inputs/ps-tf-mlp.ini; optimizer of inputs/ps-fmnist.ini (batch 32 per
 # worker, lr 0.02, x0.1 at epoch 1.5, momentum 0.9), 2 epochs, seed 1. Parts
 # (PARTS, default all):

@@ -1,4 +1,5 @@
-/* The one-core fp32 GEMM peak that issue 26's "small" target is measured
+/* The one-core fp32 GEMM peak that the GPT "small" target of
+ * bench/RESULTS.md §14 is measured
  * against: OpenBLAS sgemm C = A B on 2048 x 2048 matrices, one thread, the
  * best of 5 timed calls after one untimed warm-up call, 2 n^3 FLOPs each.
  *

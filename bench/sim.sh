@@ -1,12 +1,12 @@
 #!/bin/bash
-# Simulated scaling (issue #19): time per iteration of each mode against the
+# Simulated scaling (bench/RESULTS.md §12): time per iteration of each mode against the
 # rank count on the simulated platforms, with dtrain-sim (configure
 # --with-smpi). One sim.csv per (platform, mode, ranks) under $BENCH_OUT/sim,
 # gathered into $BENCH_OUT/sim/all.csv, and one figure per platform
 # (dtrain-post simplot). Sequential: SimGrid is one process on one core.
 #
 # Environment (all optional; the defaults are the issue's prediction):
-#   DTRAIN_SIM, DTRAIN_POST  the launcher and dtrain-post (default /tmp/build/src/...)
+#   DTRAIN_SIM, DTRAIN_POST  the launcher and dtrain-post (default: this tree's src/...)
 #   BENCH_OUT   scratch directory (default /tmp/dtrain-bench)
 #   PLATFORMS   default "eth1g eth10g eth25g ib-hdr"
 #   MODES       default "allreduce sgp dpsgd easgd ps-async"
@@ -22,8 +22,8 @@
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
-DTRAIN_SIM=${DTRAIN_SIM:-/tmp/build/src/dtrain-sim}
-DTRAIN_POST=${DTRAIN_POST:-/tmp/build/src/dtrain-post}
+DTRAIN_SIM=${DTRAIN_SIM:-$BENCH_DIR/../src/dtrain-sim}
+DTRAIN_POST=${DTRAIN_POST:-$BENCH_DIR/../src/dtrain-post}
 BENCH_OUT=${BENCH_OUT:-/tmp/dtrain-bench}
 PLATFORMS=${PLATFORMS:-eth1g eth10g eth25g ib-hdr}
 MODES=${MODES:-allreduce sgp dpsgd easgd ps-async}

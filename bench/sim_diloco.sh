@@ -1,5 +1,5 @@
 #!/bin/bash
-# DiLoCo in the simulator (issue 27, section 4): time per inner step of a
+# DiLoCo in the simulator (bench/RESULTS.md §13): time per inner step of a
 # GPT-2-small-sized vector (124 M floats) against the node count on the
 # simulated platforms, for allreduce, sgp and diloco with H inner steps per
 # outer step, with dtrain-sim (configure --with-smpi). One sim.csv per

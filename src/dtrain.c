@@ -15,13 +15,13 @@
 #include "core/isa.h"
 #include "core/parse.h"
 #include "io/deck.h"
-#include "models/models.h"
+#include "post/post.h"
 #include "run/device.h"
 #include "run/groups.h"
 #include "run/omp_wait.h"
 #include "run/roles.h"
 #include "run/stop.h"
-#include "run/trainer.h"
+#include "run/run.h"
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"
 #endif
@@ -91,13 +91,20 @@ static void usage(FILE *f)
         "\nModes (algorithm.mode):\n", DT_EXIT_REQUEUE);
     for (int i = 0; algo_table[i]; i++)
         fprintf(f, "  %-10s %s\n", algo_table[i]->name, algo_table[i]->summary);
+    /* the deck's own list, so that --help and the parser agree */
     fprintf(f, "\nModels (model.name):");
-    for (int i = 0; model_names[i]; i++)
-        fprintf(f, " %s", model_names[i]);
+    for (const char *c = deck_choices("model", "name"); *c;) {
+        size_t n = strcspn(c, "|");
+        fprintf(f, " %.*s", (int)n, c);
+        c += n + (c[n] == '|');
+    }
     fprintf(f, "\n\nDeck keys (section.key  type  default  meaning):\n");
     deck_print_keys(f);
     fprintf(f, "\nOutput: <run.output_dir>/run.h5 (metrics), <run.output_dir>/checkpoints/.\n"
-               "Postprocess with dtrain-post csv|plot|summary RUN.h5.\n");
+               "Postprocess with dtrain-post ");
+    for (int i = 0; post_command_names[i]; i++)
+        fprintf(f, "%s%s", i ? "|" : "", post_command_names[i]);
+    fprintf(f, " (dtrain-post --help).\n");
 }
 
 /* compute.precision: the backend the trainer takes (compute.device and
@@ -127,8 +134,74 @@ static int precision_open(const dt_config *cfg, MPI_Comm world)
     return -1;
 }
 
+/* --print-deck: rank 0 parses the deck and its overrides (argv[0] is the
+ * deck) and prints the effective deck, without checking it against this
+ * job's size. Returns the exit status on every rank. */
+static int print_deck(int rank, int argc, char **argv)
+{
+    int rc = 0;
+    if (rank == 0) {
+        dt_job job;
+        rc = deck_parse_job(argv[0], argc - 1, argv + 1, 0, &job);
+        if (rc == 0 && job.notes)
+            fputs(job.notes, stderr);
+        if (rc == 0)
+            fputs(job.effective, stdout);
+        else
+            fprintf(stderr, "dtrain: %s\n", dt_err_msg());
+        if (rc == 0)
+            deck_job_free(&job);
+    }
+    MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Finalize());
+    return rc == 0 ? 0 : 1;
+}
+
+/* This rank's group of the job: its roles, device and precision, the run,
+ * then the job-wide verdict (stop_finish) and the groups' comparison.
+ * Returns the exit status; the job's deck is the caller's to free. */
+static int run_job(const dt_job *job, int rank, int size)
+{
+    const dt_group *g = deck_job_group(job, rank);
+    MPI_Comm group_comm = groups_split(job, MPI_COMM_WORLD);
+    dt_roles roles;
+    roles_build(&roles, group_comm, &g->cfg);
+    dt_device dev;
+    if (device_open(&g->cfg, MPI_COMM_WORLD, &dev) != 0) { /* each failing rank said why */
+        roles_free(&roles);
+        MPI_CHECK(MPI_Comm_free(&group_comm));
+        return -1;
+    }
+    if (precision_open(&g->cfg, MPI_COMM_WORLD) != 0) {
+        device_close(&dev);
+        roles_free(&roles);
+        MPI_CHECK(MPI_Comm_free(&group_comm));
+        return -1;
+    }
+    roles_print(&roles, MPI_COMM_WORLD, job, dev.name, stdout);
+    dt_run_result res = {0};
+    int group_status = run_group(g, &roles, size, group_comm, &res);
+    if (group_status == 1 && job->ngroups > 1) {
+        /* the other groups would train on for nothing: end the job now */
+        int grank;
+        MPI_CHECK(MPI_Comm_rank(group_comm, &grank));
+        if (grank == 0) {
+            fprintf(stderr, "dtrain: group '%s' (world ranks %d..%d) failed; aborting the job\n",
+                    g->name, g->first, g->first + g->ranks - 1);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    device_close(&dev);
+    int status = stop_finish(group_status);
+    groups_report(job, MPI_COMM_WORLD, &res, group_status);
+    roles_free(&roles);
+    MPI_CHECK(MPI_Comm_free(&group_comm));
+    return status;
+}
+
 int main(int argc, char **argv)
 {
+    algo_deck_register(); /* the deck's algorithm.mode: the algorithms' table */
 #ifndef DTRAIN_SIM /* the simulator runs no OpenMP region and must not re-execute */
     isa_setup(argv); /* DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS */
     omp_wait_setup(argv);
@@ -182,24 +255,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (print_only)
+        return print_deck(rank, argc - first, argv + first);
     dt_job job;
-    if (print_only) { /* the deck alone: no check against this job's size */
-        int rc = 0;
-        if (rank == 0) {
-            rc = deck_parse_job(argv[first], argc - first - 1, argv + first + 1, 0, &job);
-            if (rc == 0 && job.notes)
-                fputs(job.notes, stderr);
-            if (rc == 0)
-                fputs(job.effective, stdout);
-            else
-                fprintf(stderr, "dtrain: %s\n", dt_err_msg());
-            if (rc == 0)
-                deck_job_free(&job);
-        }
-        MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
-        MPI_CHECK(MPI_Finalize());
-        return rc == 0 ? 0 : 1;
-    }
     int rc = deck_load_job(MPI_COMM_WORLD, argv[first], argc - first - 1, argv + first + 1,
                            &job);
     if (rc == 0 && groups_check(&job) != 0) {
@@ -222,45 +280,12 @@ int main(int argc, char **argv)
             fputs(job.notes, stdout);
         fflush(stdout);
     }
-    const dt_group *g = deck_job_group(&job, rank);
-    MPI_Comm group_comm = groups_split(&job, MPI_COMM_WORLD);
-    dt_roles roles;
-    roles_build(&roles, group_comm, &g->cfg);
-    dt_device dev;
-    if (device_open(&g->cfg, MPI_COMM_WORLD, &dev) != 0) { /* each failing rank said why */
-        roles_free(&roles);
-        MPI_CHECK(MPI_Comm_free(&group_comm));
-        deck_job_free(&job);
-        MPI_CHECK(MPI_Finalize());
-        return 1;
-    }
-    if (precision_open(&g->cfg, MPI_COMM_WORLD) != 0) {
-        device_close(&dev);
-        roles_free(&roles);
-        MPI_CHECK(MPI_Comm_free(&group_comm));
-        deck_job_free(&job);
-        MPI_CHECK(MPI_Finalize());
-        return 1;
-    }
-    roles_print(&roles, MPI_COMM_WORLD, &job, dev.name, stdout);
-    dt_run_result res = {0};
-    int group_status = trainer_run(g, &roles, size, group_comm, &res);
-    if (group_status == 1 && job.ngroups > 1) {
-        /* the other groups would train on for nothing: end the job now */
-        int grank;
-        MPI_CHECK(MPI_Comm_rank(group_comm, &grank));
-        if (grank == 0) {
-            fprintf(stderr, "dtrain: group '%s' (world ranks %d..%d) failed; aborting the job\n",
-                    g->name, g->first, g->first + g->ranks - 1);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    device_close(&dev);
-    status = stop_finish(group_status);
-    groups_report(&job, MPI_COMM_WORLD, &res, group_status);
-    roles_free(&roles);
-    MPI_CHECK(MPI_Comm_free(&group_comm));
+    status = run_job(&job, rank, size);
     deck_job_free(&job);
+    if (status < 0) { /* the run never started; each failing rank said why */
+        MPI_CHECK(MPI_Finalize());
+        return 1;
+    }
     finalize_guarded(status);
     return status;
 }

@@ -33,7 +33,7 @@ run 2 60 "$D" run.output_dir="$WORK/afile/sub"
 expect_fail "unwritable output dir" "afile/sub"
 run 2 60 "$D" algorithm.mode=local
 expect_fail "local mode on 2 ranks" "exactly 1 rank"
-# the language-model and AdamW keys (issue 26): each refusal names its keys
+# the language-model and AdamW keys: each refusal names its keys
 run 2 60 "$D" optim.name=adamw algorithm.mode=pdmm-isvr
 expect_fail "adamw with an edge-consensus ISVR mode" \
     "optim.name = adamw with algorithm.mode = pdmm-isvr: the edge-consensus modes take their own ISVR step"

@@ -84,7 +84,7 @@ cat >"$WORK/nodes.json" <<'JSON'
            "b": {"round": 4, "edges": {"a": 1, "c": 3}},
            "c": {"round": 4, "edges": {"b": 2, "a": 3}}}}
 JSON
-conv=${srcdir:-.}/postproc/ecl-graph.py
+conv=${srcdir:-.}/tools/ecl-graph.py
 if python3 "$conv" "$WORK/nodes.json" >"$WORK/nodes.txt" 2>"$WORK/conv.err" &&
     [ "$(grep -v '^#' "$WORK/nodes.txt" | paste -sd';')" = "round 4;0 2 0 3;0 1 2 1;1 2 3 2" ]; then
     run 3 120 "$D" algorithm.mode=pdmm-isvr optim.momentum=0 ecl.sync=true run.max_steps=8 \

@@ -6,16 +6,20 @@
  *   model NAME loss X
  *   logits l2 X first A B C D          (optional, after its model line)
  *   grad TENSOR l2 X first A B C D     (one per tensor, in the model's order)
- * with '#' comments and blank lines between them. */
+ * with '#' comments and blank lines between them. The comparison of a
+ * model's loss, logits and gradients with those values is shared here too. */
 #ifndef DT_TESTS_REFERENCE_H
 #define DT_TESTS_REFERENCE_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/tensor_view.h"
+#include "tap.h"
 
 #define REF_FIRST 4 /* leading entries of each tensor in the fixture */
 
@@ -136,6 +140,90 @@ static inline int ref_write_le32(const char *prog, const char *dir, const char *
     if (!ok)
         fprintf(stderr, "%s --dump: write to %s failed\n", prog, path);
     return ok ? 0 : -1;
+}
+
+/* x (n) against a fixture line: *norm_err the relative error of the L2 norm
+ * (norms below 1e-6 compared absolutely: float32 rounding of a nearly
+ * cancelled sum is not a bug), *first_err the worst of the leading entries in
+ * units of the allowed error abs + rel |want|. NaN counts as infinitely bad. */
+static inline void ref_diff(const float *x, size_t n, const ref_vals *want, double abs, double rel,
+                            double *norm_err, double *first_err)
+{
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double e = fabs(sqrt(ss) - want->norm) / fmax(want->norm, 1e-6);
+    *norm_err = isnan(e) ? INFINITY : e;
+    double worst = 0;
+    for (size_t i = 0; i < REF_FIRST && i < n; i++) {
+        double d = fabs(x[i] - want->first[i]) / (abs + rel * fabs(want->first[i]));
+        worst = fmax(worst, isnan(d) ? INFINITY : d);
+    }
+    *first_err = worst;
+}
+
+/* The gradient g of a model with tensors tv (nt) against the fixture's: the
+ * same tensors in the same order, every norm within norm_limit (relative),
+ * every leading entry within abs + rel |want|. Two TAP checks. */
+static inline void ref_check_grads(const char *name, const float *g, const dt_tensor_view *tv,
+                                   int nt, const ref_model *want, double norm_limit, double abs,
+                                   double rel)
+{
+    int same = want->ngrads == nt;
+    for (int t = 0; same && t < nt; t++)
+        same = strcmp(want->grads[t].name, tv[t].name) == 0;
+    CHECK(same, "%s: the fixture lists the same %d tensors in the same order (it has %d)", name,
+          nt, want->ngrads);
+    if (!same)
+        return;
+    double worst_norm = 0, worst_first = 0, ne, fe;
+    int bn = 0, bf = 0;
+    for (int t = 0; t < nt; t++) {
+        ref_diff(g + tv[t].offset, tv[t].count, &want->grads[t], abs, rel, &ne, &fe);
+        if (ne > worst_norm) {
+            worst_norm = ne;
+            bn = t;
+        }
+        if (fe > worst_first) {
+            worst_first = fe;
+            bf = t;
+        }
+    }
+    CHECK(worst_norm <= norm_limit,
+          "%s: gradient L2 norms of all %d tensors match PyTorch (worst rel err %.2e in %s, "
+          "limit %.0e)", name, nt, worst_norm, tv[bn].name, norm_limit);
+    CHECK(worst_first <= 1.0,
+          "%s: first %d gradient entries of every tensor match PyTorch (worst %.2g of the "
+          "allowed %.0e + %.0e rel, in %s)", name, REF_FIRST, worst_first, abs, rel, tv[bf].name);
+}
+
+/* Reads the fixture rel and calls compare(k, its values) for each of the
+ * ncases cases that name(k) names; a case without values fails. */
+static inline void ref_check_fixture(const char *argv0, const char *rel, size_t ncases,
+                                     const char *(*name)(size_t k),
+                                     void (*compare)(size_t k, const ref_model *want))
+{
+    char path[4096];
+    FILE *f = ref_open(argv0, rel, path, sizeof path);
+    CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
+          path);
+    if (!f)
+        return;
+    ref_model *models = NULL;
+    int nm = ref_parse(f, path, &models);
+    fclose(f);
+    CHECK(nm >= 0, "%s parses", path);
+    for (size_t k = 0; k < ncases && nm >= 0; k++) {
+        const ref_model *want = NULL;
+        for (int i = 0; i < nm; i++)
+            if (strcmp(models[i].name, name(k)) == 0)
+                want = &models[i];
+        if (want)
+            compare(k, want);
+        else
+            CHECK(0, "%s has reference values for %s", path, name(k));
+    }
+    ref_models_free(models, nm);
 }
 
 #endif

@@ -141,7 +141,7 @@ else
     tail -3 "$WORK/out-from.txt"
 fi
 
-# ---- diloco (issue 27) ----
+# ---- diloco ----
 # near A B TOL: |A - B| <= TOL * B
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= t * b) }'; }
 # dsim NAME [key=value ...]: diloco on 4 ranks of eth1g, 0.1 s of compute

@@ -34,7 +34,7 @@
 #include "core/isa.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 #include "nn/gemm_bf16.h"
 #include "nn/dnnl_impl.h"
 #include "nn/kernels_cpu.h"

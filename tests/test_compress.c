@@ -1,5 +1,5 @@
 /* Top-k and AdaComp compression, their wire formats and the staleness scales of the
- * parameter server (REFERENCE.md §8):
+ * parameter server (doc/references.md, Parameter server):
  *  - topk_select picks exactly what a full sort of (|v| descending, index
  *    ascending) picks, on random vectors of many sizes, with heavy ties,
  *    signed zeros, infinities and denormals, for k = 0, 1, n, > n and others;

@@ -5,6 +5,7 @@
 #include "data/data.h"
 #include "data/source.h"
 #include "tap.h"
+#include "tmpdir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,36 +18,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int slot = 0;
-    slot = (slot + 1) % 4;
-    snprintf(buf[slot], sizeof buf[slot], "%s/%s", tmpdir, name);
-    return buf[slot];
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    struct dirent *e;
-    char p[1024];
-    if (!dp)
-        return;
-    while ((e = readdir(dp)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (e->d_type == DT_DIR)
-            remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(dp);
-    rmdir(dir);
-}
 
 /* ---- byte buffers and file writers ----------------------------------------- */
 
@@ -978,12 +949,8 @@ static void test_sources(void)
 
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/dtrain-test-data-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! mkdtemp %s failed\n", tmpdir);
+    if (tmpdir_make("data") != 0)
         return 1;
-    }
     test_idx_roundtrip();
     test_idx_errors();
     test_idx_wide_fields();

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "core/error.h"
 #include "io/deck.h"
 #include "tap.h"
@@ -314,7 +315,7 @@ static void test_bad_values(void)
         {"data", "synthetic_classes", "1", "expected an integer in [2, 2147483647]"},
         {"data", "synthetic_noise", "-1", "expected a number >= 0"},
         {"run", "output_dir", "", "expected a non-empty path"},
-        /* the language-model and AdamW keys (issue 26) */
+        /* the language-model and AdamW keys */
         {"model", "n_layer", "0", "expected an integer in [1, 2147483647]"},
         {"model", "n_head", "0", "expected an integer in [1, 2147483647]"},
         {"model", "n_embd", "-128", "expected an integer in [1, 2147483647]"},
@@ -458,7 +459,7 @@ static void test_cross_keys(void)
                   strcmp(c.optim.name, "adamw") == 0 && strcmp(c.optim.schedule, "cosine") == 0,
               "gpt deck: n_layer 4, n_head 4, n_embd 128, block_size 64, vocab_size 0, "
               "dropout 0, beta1 0.9, beta2 0.999, eps 1e-8, clip 0, decay_steps 0");
-    /* and the old decks keep sgd and the step schedule */
+    /* and a deck without the keys keeps sgd and the step schedule */
     const char *old = "[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
                       "batch_size = 4\n";
     rc = deck_parse_string("old.ini", old, 0, NULL, &c, NULL);
@@ -500,7 +501,7 @@ static void test_cross_keys(void)
     free(g);
 }
 
-/* The group pre-scan and inih see the same section lines (issue 28; the
+/* The group pre-scan and inih see the same section lines (the
  * differential harness is tests/fuzz/fuzz_deck_sections.c): one case per class
  * of disagreement it found, each of which either aborted dtrain ("[group.a] was
  * not registered") or registered a group inih never saw. */
@@ -950,6 +951,7 @@ static void test_groups(void)
 int main(int argc, char **argv)
 {
     MPI_CHECK(MPI_Init(&argc, &argv));
+    algo_deck_register();
     snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/test_deck.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         printf("Bail out! mkdtemp failed\n");

@@ -24,7 +24,7 @@
 #include "algo/algo.h"
 #include "algo/quant.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "tap.h"
 
 enum { N = 1000 }; /* parameters: not a multiple of the int8 block (256) */

@@ -1,4 +1,4 @@
-/* Edge-consensus learning (algo/ecl_core.c, comm/swap.c, graph/egraph.c),
+/* Edge-consensus learning (algo/ecl_core.c, comm/swap.c, topology/egraph.c),
  * run under mpiexec on 4 ranks by tests/ecl.sh:
  *  - edge graphs: signs, phases, generated kinds, every malformed file;
  *  - eta and one primal step against hand-computed values on a 3-node path;
@@ -15,7 +15,7 @@
 #include "algo/ecl_core.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "graph/egraph.h"
+#include "topology/egraph.h"
 #include "tap.h"
 
 static int rank, nranks;

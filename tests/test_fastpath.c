@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/rng.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 #include "nn/dnnl_impl.h"
 #include "nn/kernels_cpu.h"
 #include "nn/layout.h"

@@ -23,7 +23,7 @@
 #include "algo/lsgd.h"
 #include "comm/gcount.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "tap.h"
 
 enum { N = 257 };  /* parameters: odd, not a multiple of a vector width */
@@ -286,7 +286,7 @@ static void quad_gradient(dt_trainer *t, const float *x)
         t->grads[i] = x[i] - quad_a(t->rank, i);
 }
 
-/* EASGD against its recursion (REFERENCE.md §9), simulated in double for
+/* EASGD against its recursion (doc/references.md, EASGD), simulated in double for
  * every rank: every tau steps, from pre-update values,
  *   c <- c + beta (mean x - c),  x_r <- x_r - lr g_r(x_r) - (beta/n)(x_r - c);
  * else x_r <- x_r - lr g_r(x_r). With beta = 0 every replica is its own

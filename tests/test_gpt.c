@@ -819,21 +819,6 @@ static int ref_dump(const char *dir)
 
 /* Norm relative error and the worst leading entry in units of the allowed
  * 1e-6 + 1e-4 |want| (float32 against float64 gave 1e-7 relative). */
-static void ref_diff(const float *x, size_t n, const ref_vals *want, double *norm_err, double *first_err)
-{
-    double ss = 0;
-    for (size_t i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    double e = fabs(sqrt(ss) - want->norm) / fmax(want->norm, 1e-6);
-    *norm_err = isnan(e) ? INFINITY : e;
-    double worst = 0;
-    for (size_t i = 0; i < REF_FIRST && i < n; i++) {
-        double d = fabs(x[i] - want->first[i]) / (1e-6 + 1e-4 * fabs(want->first[i]));
-        worst = fmax(worst, isnan(d) ? INFINITY : d);
-    }
-    *first_err = worst;
-}
-
 static void ref_compare(size_t k, const ref_model *want)
 {
     const struct ref_case *rc = &ref_cases[k];
@@ -847,65 +832,22 @@ static void ref_compare(size_t k, const ref_model *want)
     CHECK_CLOSE(loss, want->loss, 0.0, 1e-5, "%s: loss %.9g matches PyTorch's %.9g (rel 1e-5)",
                 rc->name, loss, want->loss);
     double ne, fe;
-    ref_diff(logits, nl, &want->logits, &ne, &fe);
+    ref_diff(logits, nl, &want->logits, 1e-6, 1e-4, &ne, &fe);
     CHECK(ne <= 1e-5 && fe <= 1.0,
           "%s: logits match PyTorch (norm rel err %.1e, limit 1e-5; first %d: %.2g of the allowed)",
           rc->name, ne, REF_FIRST, fe);
-    const dt_tensor_view *tv = gpt_tensors(m);
-    int same = want->ngrads == gpt_ntensors(m);
-    for (int t = 0; same && t < gpt_ntensors(m); t++)
-        same = strcmp(want->grads[t].name, tv[t].name) == 0;
-    CHECK(same, "%s: the fixture lists the same %d tensors in the same order (it has %d)",
-          rc->name, gpt_ntensors(m), want->ngrads);
-    if (same) {
-        double worst_norm = 0, worst_first = 0;
-        int bn = 0, bf = 0;
-        for (int t = 0; t < gpt_ntensors(m); t++) {
-            ref_diff(g + tv[t].offset, tv[t].count, &want->grads[t], &ne, &fe);
-            if (ne > worst_norm) {
-                worst_norm = ne;
-                bn = t;
-            }
-            if (fe > worst_first) {
-                worst_first = fe;
-                bf = t;
-            }
-        }
-        CHECK(worst_norm <= 1e-4,
-              "%s: gradient L2 norms of all %d tensors match PyTorch (worst rel err %.2e in %s, "
-              "limit 1e-4)", rc->name, gpt_ntensors(m), worst_norm, tv[bn].name);
-        CHECK(worst_first <= 1.0,
-              "%s: first %d gradient entries of every tensor match PyTorch (worst %.2g of the "
-              "allowed 1e-6 + 1e-4 rel, in %s)", rc->name, REF_FIRST, worst_first, tv[bf].name);
-    }
+    ref_check_grads(rc->name, g, gpt_tensors(m), gpt_ntensors(m), want, 1e-4, 1e-6, 1e-4);
     free(g);
     free(logits);
     ref_batch_free(&rb);
 }
 
+static const char *ref_case_name(size_t k) { return ref_cases[k].name; }
+
 static void test_torch_reference(const char *argv0)
 {
-    char path[4096];
-    FILE *f = ref_open(argv0, "tests/fixtures/gpt_reference.txt", path, sizeof path);
-    CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
-          path);
-    if (!f)
-        return;
-    ref_model *models = NULL;
-    int nm = ref_parse(f, path, &models);
-    fclose(f);
-    CHECK(nm >= 0, "%s parses", path);
-    for (size_t k = 0; k < REF_NCASES && nm >= 0; k++) {
-        const ref_model *want = NULL;
-        for (int i = 0; i < nm; i++)
-            if (strcmp(models[i].name, ref_cases[k].name) == 0)
-                want = &models[i];
-        if (want)
-            ref_compare(k, want);
-        else
-            CHECK(0, "%s has reference values for %s", path, ref_cases[k].name);
-    }
-    ref_models_free(models, nm);
+    ref_check_fixture(argv0, "tests/fixtures/gpt_reference.txt", REF_NCASES, ref_case_name,
+                      ref_compare);
 }
 
 int main(int argc, char **argv)

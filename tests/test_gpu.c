@@ -15,7 +15,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 #include "nn/net.h"
 #include "tap.h"
 #ifdef HAVE_CUDA

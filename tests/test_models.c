@@ -9,7 +9,9 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/rng.h"
-#include "models/models.h"
+#include "io/deck.h"
+#include "models/image_nets.h"
+#include "models/model.h"
 #include "reference.h"
 #include "tap.h"
 
@@ -246,79 +248,33 @@ static void ref_compare(size_t m, const ref_model *want)
     CHECK_CLOSE(loss, want->loss, 0.0, 1e-5, "%s: loss %.9g matches PyTorch's %.9g (rel 1e-5)",
                 name, loss, want->loss);
 
-    int same = want->ngrads == n->ntensors;
-    for (int t = 0; same && t < n->ntensors; t++)
-        same = strcmp(want->grads[t].name, n->tensors[t].name) == 0;
-    if (!same) {
-        CHECK(0, "%s: the fixture lists the same %d tensors in the same order (it has %d)", name,
-              n->ntensors, want->ngrads);
-        CHECK(0, "%s: leading gradient entries match PyTorch (not compared)", name);
-    } else {
-        /* relative error of each norm; norms below 1e-6 are compared absolutely
-         * (float32 rounding of a nearly-cancelled sum is not a bug) */
-        double worst_norm = 0, worst_first = 0;
-        int bad_norm = -1, bad_first = -1;
-        for (int t = 0; t < n->ntensors; t++) {
-            const dt_tensor_view *v = &n->tensors[t];
-            const ref_vals *rg = &want->grads[t];
-            double ss = 0;
-            for (size_t i = 0; i < v->count; i++)
-                ss += (double)g[v->offset + i] * g[v->offset + i];
-            double e = fabs(sqrt(ss) - rg->norm) / fmax(rg->norm, 1e-6);
-            if (isnan(e)) /* a NaN gradient must not compare as "no worse" */
-                e = INFINITY;
-            if (e > worst_norm) {
-                worst_norm = e;
-                bad_norm = t;
-            }
-            for (size_t i = 0; i < REF_FIRST && i < v->count; i++) {
-                /* in units of the allowed error 1e-5 + 1e-3 |want| */
-                double d = fabs(g[v->offset + i] - rg->first[i]) / (1e-5 + 1e-3 * fabs(rg->first[i]));
-                if (isnan(d))
-                    d = INFINITY;
-                if (d > worst_first) {
-                    worst_first = d;
-                    bad_first = t;
-                }
-            }
-        }
-        CHECK(worst_norm <= 1e-3,
-              "%s: gradient L2 norms of all %d tensors match PyTorch (worst rel err %.2e%s%s, limit 1e-3)",
-              name, n->ntensors, worst_norm, bad_norm >= 0 ? " in " : "",
-              bad_norm >= 0 ? n->tensors[bad_norm].name : "");
-        CHECK(worst_first <= 1.0,
-              "%s: first %d gradient entries of every tensor match PyTorch (worst %.2g of the "
-              "allowed 1e-5 + 1e-3 rel%s%s)",
-              name, REF_FIRST, worst_first, bad_first >= 0 ? " in " : "",
-              bad_first >= 0 ? n->tensors[bad_first].name : "");
-    }
+    /* the leading entries within 1e-5 + 1e-3 |want|, the norms within 1e-3 */
+    ref_check_grads(name, g, n->tensors, n->ntensors, want, 1e-3, 1e-5, 1e-3);
     free(g);
     ref_batch_free(&rb);
 }
 
+static const char *ref_case_name(size_t m) { return ref_cases[m].name; }
+
 static void test_torch_reference(const char *argv0)
 {
-    char path[4096];
-    FILE *f = ref_open(argv0, "tests/fixtures/models_reference.txt", path, sizeof path);
-    CHECK(f != NULL, "PyTorch reference fixture %s (%s)", f ? "found" : "not found, set top_srcdir",
-          path);
-    if (!f)
-        return;
-    ref_model *models = NULL;
-    int nm = ref_parse(f, path, &models);
-    fclose(f);
-    CHECK(nm >= 0, "%s parses", path);
-    for (size_t m = 0; m < REF_NCASES && nm >= 0; m++) {
-        const ref_model *want = NULL;
-        for (int i = 0; i < nm; i++)
-            if (strcmp(models[i].name, ref_cases[m].name) == 0)
-                want = &models[i];
-        if (want)
-            ref_compare(m, want);
-        else
-            CHECK(0, "%s has reference values for %s", path, ref_cases[m].name);
-    }
-    ref_models_free(models, nm);
+    ref_check_fixture(argv0, "tests/fixtures/models_reference.txt", REF_NCASES, ref_case_name,
+                      ref_compare);
+}
+
+/* The deck's model.name choices (which --help lists) are exactly the names
+ * the model kinds build: the image networks' and the GPT's. */
+static void test_deck_names(void)
+{
+    const char *const *kinds[] = { model_names, gpt_model_names };
+    char built[512] = "";
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; kinds[k][i]; i++)
+            snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s",
+                     built[0] ? "|" : "", kinds[k][i]);
+    const char *deck = deck_choices("model", "name");
+    CHECK(strcmp(deck, built) == 0, "model.name's choices '%s' are the models built: '%s'", deck,
+          built);
 }
 
 int main(int argc, char **argv)
@@ -342,6 +298,7 @@ int main(int argc, char **argv)
         }
         printf("# backend %s\n", be->name);
         if (k == 0) {
+            test_deck_names();
             test_counts();
             test_init();
         }

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "data/tokens.h"
 #include "tap.h"
+#include "tmpdir.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -14,37 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int slot = 0;
-    slot = (slot + 1) % 4;
-    snprintf(buf[slot], sizeof buf[slot], "%s/%s", tmpdir, name);
-    return buf[slot];
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    struct dirent *e;
-    char p[1024];
-    if (!dp)
-        return;
-    while ((e = readdir(dp)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-            remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(dp);
-    rmdir(dir);
-}
 
 static void write_bytes(const char *path, const void *p, size_t n)
 {
@@ -597,12 +567,8 @@ static void test_fortunes(void)
 
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/dtrain-test-tokens-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! mkdtemp %s failed\n", tmpdir);
+    if (tmpdir_make("tokens") != 0)
         return 1;
-    }
     test_text_dir();
     test_text_errors();
     test_text_check();

@@ -1,4 +1,4 @@
-/* Gossip graphs: hand-computed schedules (REFERENCE.md §2) and invariants
+/* Gossip graphs: hand-computed schedules (doc/references.md, Gossip topologies) and invariants
  * that every algorithm relies on (in-peers agree with out-peers, regular
  * degrees, active/passive pairs, no self or repeated peer in one step). */
 #include <stdint.h>
@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "core/parse.h"
-#include "graph/egraph.h"
-#include "graph/topology.h"
+#include "topology/egraph.h"
+#include "topology/topology.h"
 #include "tap.h"
 
 enum { NMAX = 32, STEPS = 41 };

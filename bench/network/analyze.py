@@ -14,7 +14,7 @@ steps) to the last: time per iteration = (wall_last - wall_first) /
 of the rows after the first over the same steps. The figures of a point are
 means over ranks (over the ranks other than the slow one for other_*).
 
-The alpha-beta model (REFERENCE.md section 10), M = 4 * parameters bytes:
+The alpha-beta model (doc/references.md, Alpha-beta cost model), M = 4 * parameters bytes:
     allreduce (ring)             2 (n-1) alpha + 2 (n-1)/n * M / B
     sgp, dpsgd, adpsgd (1 peer)  alpha + M / B
     osgp                         alpha + M / B, overlapped: time = max(compute, comm)

@@ -30,15 +30,15 @@
 #   --set KEY=VALUE    a dtrain deck override for every run (repeatable), e.g.
 #                      --set optim.batch_size=160 (use another --out for such series)
 #   --out DIR          output directory (default bench/out/network)
-# Environment: DTRAIN, DTRAIN_POST (default /tmp/build/src/...), NETNS_PREFIX
+# Environment: DTRAIN, DTRAIN_POST (default: this tree's src/...), NETNS_PREFIX
 # (default dtn), LOAD_MAX (cores other programs may use before a run, default
 # 0.25), LOAD_WAIT (seconds to wait for that, default 60), FINALIZE_GRACE
 # (default 3 s), RUN_LIMIT (default 600 s), NETNS_FALLBACK=1 (force loopback).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-DTRAIN=${DTRAIN:-/tmp/build/src/dtrain}
-DTRAIN_POST=${DTRAIN_POST:-/tmp/build/src/dtrain-post}
+DTRAIN=${DTRAIN:-$here/../../src/dtrain}
+DTRAIN_POST=${DTRAIN_POST:-$here/../../src/dtrain-post}
 LOAD_MAX=${LOAD_MAX:-0.25}
 LOAD_WAIT=${LOAD_WAIT:-60}
 FINALIZE_GRACE=${FINALIZE_GRACE:-3}

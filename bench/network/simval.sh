@@ -1,5 +1,5 @@
 #!/bin/bash
-# The simulator against the emulated cluster (issue #19, validation): every
+# The simulator against the emulated cluster (validation, bench/RESULTS.md §12b): every
 # point of a bench/network/run.sh grid whose mode dtrain-sim simulates
 # (allreduce, sgp, dpsgd, ...) is simulated on a platform that describes the
 # same links, and the simulated time per iteration is set beside the measured
@@ -20,14 +20,14 @@
 # per iteration is taken between two runs: (T(steps) - T(warmup)) /
 # (steps - warmup). Writes NET_OUT/simval.csv and NET_OUT/simval.md.
 #
-# Environment: DTRAIN_SIM (default /tmp/build/src/dtrain-sim), MODES (default
+# Environment: DTRAIN_SIM (default: this tree's src/dtrain-sim), MODES (default
 # "allreduce sgp dpsgd": the grid's modes that are simulated; osgp and
 # adpsgd have a communication thread, which SMPI cannot run).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 NET_OUT=${1:-$REPO/bench/out/network}
-DTRAIN_SIM=${DTRAIN_SIM:-/tmp/build/src/dtrain-sim}
+DTRAIN_SIM=${DTRAIN_SIM:-$HERE/../../src/dtrain-sim}
 MODES=${MODES:-allreduce sgp dpsgd}
 [ -x "$DTRAIN_SIM" ] || { echo "simval.sh: $DTRAIN_SIM not found (set DTRAIN_SIM)" >&2; exit 1; }
 for f in results.csv calib.csv; do

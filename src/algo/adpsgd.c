@@ -1,4 +1,4 @@
-/* AD-PSGD (Lian et al., ICML 2018; REFERENCE.md §6): every rank loops
+/* AD-PSGD (Lian et al., ICML 2018; doc/references.md, AD-PSGD): every rank loops
  * without waiting for the others:
  *   1. x^ = x (a snapshot; it may be stale by the time it is used)
  *   2. g = grad F(x^)
@@ -28,8 +28,8 @@
 #include "comm/gcount.h"
 #include "comm/progress.h"
 #include "core/error.h"
-#include "graph/topology.h"
-#include "run/trainer.h"
+#include "topology/topology.h"
+#include "engine/engine.h"
 
 enum { TAG_REQ = 31, TAG_REP = 32, TAG_DONE = 33 };
 
@@ -291,6 +291,7 @@ const dt_algo algo_adpsgd = {
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "the group's steps per rank carry over, the exchanges start on the new "
                     "bipartite graph",
+    .thread = "a thread answers the peers' averaging requests while the rank computes",
     .setup = adpsgd_setup,
     .step = adpsgd_step,
     .progress = adpsgd_progress,

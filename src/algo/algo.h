@@ -2,13 +2,13 @@
  *
  * An algorithm sees only the trainer's flat vectors (params, grads), the
  * trainer's gradient/optimizer helpers and the transport. The runtime
- * (run/loop.c and its neighbours, run/trainer.h) owns the loop, logging,
+ * (src/run/) owns the loop, logging,
  * evaluation and checkpoints. */
 #ifndef DT_ALGO_H
 #define DT_ALGO_H
 
 #include "io/checkpoint.h"
-#include "io/config.h"
+#include "io/settings.h"
 
 struct dt_trainer;
 struct dt_runlog;
@@ -54,6 +54,17 @@ typedef struct dt_algo {
     int (*check)(const dt_config *cfg, int nranks);
     int elastic;            /* enum dt_algo_elastic */
     const char *elastic_note; /* what the mode's own arrays start from then (NULL: none) */
+    int nccl;               /* comm.transport = nccl carries its vectors: its exchanges
+                             * go through the transport from the training thread (the
+                             * others use one-sided MPI or a communication thread, and
+                             * keep MPI) */
+    int servers;            /* ranks 0..ps.servers-1 serve the model and, with
+                             * ps.supervisor, the next rank evaluates it (run/roles.c);
+                             * 0: every rank is a worker */
+    const char *thread;     /* why its exchanges run on a communication thread that
+                             * calls MPI (NULL: none); SMPI cannot simulate such a mode */
+    const char *own_step;   /* why it takes its own step rather than the optimizer's,
+                             * and so refuses optim.name = adamw (NULL: the optimizer's) */
     void (*setup)(struct dt_trainer *t);
     /* One training iteration: gradient(s), communication, update. */
     void (*step)(struct dt_trainer *t);
@@ -86,6 +97,13 @@ typedef struct dt_algo {
 
 /* NULL after dt_err_set() naming the known modes. */
 const dt_algo *algo_find(const char *name);
+/* The table's names joined by sep ("local|allreduce|...", or ", "); static
+ * storage, one buffer per separator kind. */
+const char *algo_names(const char *sep);
+/* Hands the deck (io/deck.h) the spellings of algorithm.mode and the rule
+ * only the chosen mode knows (a mode with its own step refuses AdamW).
+ * Before the first deck is parsed. */
+void algo_deck_register(void);
 /* NULL-terminated table of all algorithms. */
 extern const dt_algo *const algo_table[];
 

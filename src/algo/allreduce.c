@@ -1,4 +1,4 @@
-/* AllReduce SGD (REFERENCE.md §1): every step
+/* AllReduce SGD (doc/references.md, AllReduce SGD): every step
  *   g <- allreduce_sum(g_i) / n;  x <- x - lr * sgd(g)
  * on every rank. Replicas start equal (rank 0's parameters are broadcast by
  * the runtime) and stay equal bit for bit: every rank applies the same update
@@ -6,7 +6,7 @@
 #include "algo/algo.h"
 #include "comm/transport.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 static int allreduce_check(const dt_config *cfg, int nranks)
 {
@@ -34,6 +34,7 @@ const dt_algo algo_allreduce = {
     .summary = "gradients averaged with one MPI_Allreduce per step; replicas stay identical",
     .check = allreduce_check,
     .elastic = DT_ELASTIC_REPLICATED,
+    .nccl = 1,
     .step = allreduce_step,
     .model = allreduce_model,
     .device_vectors = 1,

@@ -1,7 +1,7 @@
 /* Compressed pushes for the parameter-server modes: top-k and AdaComp.
  *
  * Top-k sparsification with error feedback
- * (REFERENCE.md §8, Hardy et al. 2017): each tensor of the flat parameter
+ * (doc/references.md, Parameter server, Hardy et al. 2017): each tensor of the flat parameter
  * vector (weights and biases separately) sends its k = max(1, ⌊c·size⌋)
  * entries of largest |g| as (index, value) pairs; what is not sent stays in a
  * residual that is added to the next gradient (the reference dropped it).

@@ -1,5 +1,5 @@
 /* DiLoCo (Douillard et al. 2023, Algorithm 1) and its streaming
- * (Douillard et al. 2025), low-precision and gossip variants (issue 27).
+ * (Douillard et al. 2025), low-precision and gossip variants.
  *
  *   theta <- x(0) on every rank; b <- 0
  *   for the first K steps:  g <- mean_i g_i;  x <- x - lr sgd(g)   (warm-up, = allreduce)
@@ -58,7 +58,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "optim/sgd.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 enum { TAG_SCATTER = 41, TAG_GATHER = 42 };
 

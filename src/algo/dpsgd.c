@@ -1,4 +1,4 @@
-/* D-PSGD (Lian et al., NeurIPS 2017; REFERENCE.md §5):
+/* D-PSGD (Lian et al., NeurIPS 2017; doc/references.md, D-PSGD):
  *   cta (the paper):  x <- sum_j W_ij x_j - lr sgd(g(x))
  *   atc:              x <- sum_j W_ij (x_j - lr sgd(g(x_j)))
  * with a symmetric doubly-stochastic W over the step's neighbours:
@@ -12,7 +12,7 @@
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct dpsgd_state {
     dt_gossip g;
@@ -126,6 +126,7 @@ const dt_algo algo_dpsgd = {
     .decentralized = 1,
     .check = dpsgd_check,
     .elastic = DT_ELASTIC_AVERAGE,
+    .nccl = 1,
     .setup = dpsgd_setup,
     .step = dpsgd_step,
     .model = dpsgd_model,

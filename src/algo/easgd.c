@@ -1,5 +1,5 @@
 /* Elastic averaging SGD, synchronous (Zhang, Choromanska and LeCun 2015;
- * REFERENCE.md §9). Every rank runs local SGD on its replica x_i; every tau
+ * doc/references.md, EASGD). Every rank runs local SGD on its replica x_i; every tau
  * steps, with alpha = beta / n and both updates from the pre-update values,
  *   center <- center + beta * (mean_i x_i - center)
  *   x_i    <- x_i - lr * sgd(g_i) - alpha * (x_i - center)
@@ -13,7 +13,7 @@
 #include "algo/algo.h"
 #include "comm/transport.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct easgd_state {
     float *center;  /* (n) */
@@ -104,6 +104,7 @@ const dt_algo algo_easgd = {
     .check = easgd_check,
     .elastic = DT_ELASTIC_REPLICATED,
     .elastic_note = "the centre variable: old rank 0's (replicated)",
+    .nccl = 1,
     .setup = easgd_setup,
     .step = easgd_step,
     .model = easgd_model,

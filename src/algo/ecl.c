@@ -1,5 +1,6 @@
-/* Edge-consensus learning (Niwa et al., ICML 2021; REFERENCE.md §7) over an
- * undirected graph whose edge ends swap on a cycle of K steps:
+/* Edge-consensus learning (Niwa et al., ICML 2021; doc/references.md,
+ * Edge-consensus learning) over an undirected graph whose edge ends swap on
+ * a cycle of K steps:
  *
  *   pdmm-isvr, admm-isvr, per step t:
  *     1. g = grad F_i(w)                         (minibatch; + lambda w below)
@@ -24,7 +25,7 @@
 #include "algo/ecl_core.h"
 #include "core/error.h"
 #include "io/runlog.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 enum { REC_COLS = 6 };
 static const char *const rec_names[REC_COLS] = { "rank", "epoch", "swaps_started",
@@ -201,7 +202,7 @@ static void ecl_teardown(dt_trainer *t)
     t->algo_state = NULL;
 }
 
-#define ECL_ALGO(var, mode, text, note)                                            \
+#define ECL_ALGO(var, mode, text, note, own)                                       \
     const dt_algo var = {                                                          \
         .name = mode,                                                              \
         .summary = text,                                                           \
@@ -209,6 +210,8 @@ static void ecl_teardown(dt_trainer *t)
         .check = ecl_check,                                                        \
         .elastic = DT_ELASTIC_AVERAGE,                                             \
         .elastic_note = note,                                                      \
+        .thread = "the edge swaps are answered by a communication thread",         \
+        .own_step = own,                                                           \
         .setup = ecl_setup,                                                        \
         .step = ecl_step,                                                          \
         .model = ecl_model,                                                        \
@@ -223,14 +226,19 @@ ECL_ALGO(algo_pdmm_isvr, "pdmm-isvr",
          "overwritten by the neighbour's on swaps (cycle of ecl.round steps); on a convex "
          "problem all ranks reach the centralized minimizer",
          "the edge graph is built for the new rank count, its duals start at zero: "
-         "the method restarts its dual phase");
+         "the method restarts its dual phase",
+         "the edge-consensus modes take their own ISVR step (the dual update is part "
+         "of the step), which has no AdamW form");
 ECL_ALGO(algo_admm_isvr, "admm-isvr",
          "edge-consensus ADMM-ISVR (Douglas-Rachford): as pdmm-isvr with eta from "
          "theta_inv = 2 and each swap averaging the dual with the neighbour's",
          "the edge graph is built for the new rank count, its duals start at zero: "
-         "the method restarts its dual phase");
+         "the method restarts its dual phase",
+         "the edge-consensus modes take their own ISVR step (the dual update is part "
+         "of the step), which has no AdamW form");
 ECL_ALGO(algo_dsgd_ecl, "dsgd-ecl",
          "decentralized SGD baseline of ECL: SGD step, then the mean of w and the last "
          "parameters received from each neighbour, swapped on the same edge schedule",
          "the edge graph is built for the new rank count, each neighbour's last "
-         "parameters start as the averaged model");
+         "parameters start as the averaged model",
+         NULL);

@@ -1,5 +1,6 @@
-/* An edge-consensus node (REFERENCE.md §7): its duals (or, for D-SGD, its
- * neighbours' last parameters), the ISVR primal update and the swaps.
+/* An edge-consensus node (doc/references.md, Edge-consensus learning): its
+ * duals (or, for D-SGD, its neighbours' last parameters), the ISVR primal
+ * update and the swaps.
  *
  * Notation for node i with E edges, step size mu, L2 strength lambda,
  * cycle K, theta_inv = 1 (PDMM, Peaceman-Rachford) or 2 (ADMM,
@@ -24,7 +25,7 @@
 #include <stdint.h>
 
 #include "comm/swap.h"
-#include "graph/egraph.h"
+#include "topology/egraph.h"
 
 typedef enum dt_ecl_kind { ECL_PDMM, ECL_ADMM, ECL_DSGD } dt_ecl_kind;
 

@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #include "comm/transport.h"
-#include "graph/topology.h"
-#include "io/config.h"
+#include "topology/topology.h"
+#include "io/settings.h"
 
 typedef struct dt_gossip {
     dt_topology topo;
@@ -55,7 +55,7 @@ void gossip_finish(dt_gossip *g, dt_transport *tp);
 void gossip_sum_received(const dt_gossip *g, const float *c, float *acc);
 void gossip_free(dt_gossip *g);
 
-/* Push-sum pieces shared by sgp and osgp (REFERENCE.md §3); the message is
+/* Push-sum pieces shared by sgp and osgp (doc/references.md, SGP); the message is
  * x (n floats) followed by the weight w (1 float); x, w, acc and z in g->v's
  * memory.
  * Keep (x, w) / (k+1) and put the same share into g->send for the out-peers

@@ -1,7 +1,7 @@
 /* Single-node reference: one rank, all the data, plain minibatch SGD. */
 #include "algo/algo.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 static int local_check(const dt_config *cfg, int nranks)
 {

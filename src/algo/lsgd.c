@@ -1,4 +1,4 @@
-/* Leader SGD (Teng et al., NeurIPS 2019; REFERENCE.md §9). Ranks form groups
+/* Leader SGD (Teng et al., NeurIPS 2019; doc/references.md, LSGD). Ranks form groups
  * of lsgd.group_size consecutive ranks (default: the ranks of one node). Each
  * step is local SGD followed by pulls towards the last broadcast leaders,
  * global first:
@@ -24,7 +24,7 @@
 #include "comm/gcount.h"
 #include "core/error.h"
 #include "io/runlog.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct lsgd_state {
     MPI_Comm comm, group;      /* all ranks (a duplicate); this rank's group */

@@ -1,4 +1,4 @@
-/* Overlap SGP (REFERENCE.md §4): SGP whose gossip of step t travels while
+/* Overlap SGP (doc/references.md, OSGP): SGP whose gossip of step t travels while
  * step t+1 computes. At the start of a step:
  *   1. absorb the message in flight, if it has arrived (with overlap_tau = 0
  *      always: wait for it; with tau > 0 wait only once it is tau steps old);
@@ -16,7 +16,7 @@
 #include "algo/gossip.h"
 #include "comm/progress.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct osgp_state {
     dt_gossip g;
@@ -170,6 +170,7 @@ const dt_algo algo_osgp = {
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "push-sum: the model is sum x / sum w over the old ranks and their "
                     "messages not yet absorbed, weights reset to 1, nothing pending",
+    .thread = "its exchange of step k overlaps step k+1 on a communication thread",
     .setup = osgp_setup,
     .step = osgp_step,
     .model = osgp_model,

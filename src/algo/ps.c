@@ -1,4 +1,4 @@
-/* Parameter server (REFERENCE.md §8): ps-async (Downpour-style ASGD, with
+/* Parameter server (doc/references.md, Parameter server): ps-async (Downpour-style ASGD, with
  * optional staleness scaling and top-k or AdaComp compression with error
  * feedback) and ps-sync (TensorFlow's SyncReplicas: R gradients per global
  * step, stale ones dropped, backup workers).
@@ -40,9 +40,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "io/runlog.h"
-#include "run/roles.h"
-#include "run/stop.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "algo/ps_int.h"
 
 static const char *const curve_names[4] = { "wall", "clock", "loss", "accuracy" };
@@ -403,7 +401,7 @@ static void ps_teardown(dt_trainer *t)
         .name = NAME, .summary = SUMMARY, .async = 1, .check = CHECK, .setup = ps_setup,  \
         .step = ps_step, .model = ps_model, .state = ps_state_arrays,                      \
         .progress = ps_progress, .finish = ps_finish, .restart = ps_restart,               \
-        .resumed = ps_resumed, .elastic = DT_ELASTIC_SHARDED,                               \
+        .resumed = ps_resumed, .elastic = DT_ELASTIC_SHARDED, .servers = 1,                 \
         .elastic_note = "the clock follows the workers' steps; error-feedback residuals zero", \
         .record = ps_record, .teardown = ps_teardown,                                      \
     }

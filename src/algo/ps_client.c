@@ -13,9 +13,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "io/runlog.h"
-#include "run/roles.h"
-#include "run/stop.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "algo/ps_int.h"
 
 /* ---- worker -------------------------------------------------------------------- */
@@ -188,7 +186,8 @@ void ps_supervisor_run(dt_trainer *t)
             s->pause = 1;
             return;
         }
-        stop_poll(); /* take part in the job-wide stop rounds */
+        if (t->poll_stop)
+            t->poll_stop(); /* take part in the job-wide stop rounds */
         if (seconds > 0 && trainer_clock() >= next) {
             supervisor_eval(t, s, 1);
             next = trainer_clock() + seconds;

@@ -14,9 +14,7 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "io/runlog.h"
-#include "run/roles.h"
-#include "run/stop.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 #include "algo/ps_int.h"
 
 /* ---- server ------------------------------------------------------------------ */
@@ -204,7 +202,7 @@ void ps_server_run(dt_trainer *t)
             MPI_CHECK(MPI_Irecv(&head[c], sizeof head[c], MPI_BYTE, src, TAG_REQ, s->comm,
                                 &req[c]));
         }
-        if (stop_poll() && s->stop_at < 0)
+        if (t->poll_stop && t->poll_stop() && s->stop_at < 0)
             s->stop_at = s->clock; /* a signal reached this server: end at the next reply */
         if (s->sync && (s->stop_at >= 0 || s->pausing))
             server_release(s, t);

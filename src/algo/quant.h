@@ -1,4 +1,4 @@
-/* Wire formats of a flat float vector (DiLoCo's pseudo-gradient, issue 27):
+/* Wire formats of a flat float vector (DiLoCo's pseudo-gradient):
  * fp32 (the floats themselves), bf16 (the upper half of each float, rounded
  * to nearest even) and int8 (blocks of QUANT_BLOCK values, one fp32 scale per
  * block: scale = max|x| / 127, q = round(x / scale), symmetric, no zero

@@ -1,4 +1,4 @@
-/* Stochastic Gradient Push (Assran et al., ICML 2019; REFERENCE.md §3).
+/* Stochastic Gradient Push (Assran et al., ICML 2019; doc/references.md, SGP).
  *
  * State: numerator x (t->params), push-sum weight w (starts at 1),
  * de-biased model z = x / w. Per step t:
@@ -17,7 +17,7 @@
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "core/error.h"
-#include "run/trainer.h"
+#include "engine/engine.h"
 
 typedef struct sgp_state {
     dt_gossip g;
@@ -125,6 +125,7 @@ const dt_algo algo_sgp = {
     .check = sgp_check,
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "push-sum: the model is sum x / sum w over the old ranks, weights reset to 1",
+    .nccl = 1,
     .setup = sgp_setup,
     .step = sgp_step,
     .model = sgp_model,

@@ -1,5 +1,5 @@
-/* Staleness-aware step of the asynchronous parameter server (REFERENCE.md
- * §8, Hardy et al. 2017). A gradient computed on the model of clock t_f
+/* Staleness-aware step of the asynchronous parameter server (doc/references.md,
+ * Parameter server; Hardy et al. 2017). A gradient computed on the model of clock t_f
  * arrives at clock t_now, delay d = t_now - t_f; for each coordinate c,
  * s_c = how many of the last d applied updates touched c, and the step is
  *     w_c <- w_c - γ · g_c / max(1, s_c).

@@ -3,8 +3,8 @@
  * MPI_Iallreduce of (steps since the last round, stop flag) over a
  * duplicate of the group's communicator, posted at one step and tested at
  * the next ones without waiting. No rank holds the count: every rank pays
- * the same for it, so a rank that would own a one-sided window no longer
- * runs ahead of the others. Rounds are matched by order, so every rank sees
+ * the same for it: no rank owns a one-sided window and runs ahead of the
+ * others. Rounds are matched by order, so every rank sees
  * the same sequence of totals and can take a decision (a distributed step,
  * a checkpoint, the end) at the same round as the others. */
 #ifndef DT_COMM_GCOUNT_H

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph/topology.h"
+#include "topology/topology.h"
 
 /* The device of the rank with index local_rank among the local_size ranks of
  * its node, where ngpus devices are visible. Returns the device (local_rank),

@@ -1,9 +1,10 @@
-/* Pairwise swaps with graph neighbours (edge-consensus learning, REFERENCE.md §7).
+/* Pairwise swaps with graph neighbours (edge-consensus learning:
+ * doc/references.md, Edge-consensus learning).
  *
  * Every edge end of this rank carries one vector of n floats. A swap of an
  * edge sends this rank's vector for it and receives the neighbour's (both
  * directions in one exchange). Which swaps happen at step t comes from the
- * edge graph's phases (graph/egraph.h):
+ * edge graph's phases (topology/egraph.h):
  *
  *   threaded (asynchronous): this rank starts the swaps of its ends with
  *     phase t mod K and blocks until each is answered; a communication thread
@@ -26,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph/egraph.h"
+#include "topology/egraph.h"
 
 typedef void (*dt_swap_fill)(void *arg, int end, float *out);
 typedef void (*dt_swap_absorb)(void *arg, int end, const float *in);

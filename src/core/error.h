@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdnoreturn.h>
 
+/* dt_malloc and the other allocators: every file that checks also allocates */
+#include "core/alloc.h"
+
 /* Record a formatted message for the calling thread; always returns -1. */
 int dt_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prefix the recorded message with context: "<prefix>: <old message>";
@@ -26,24 +29,6 @@ void dt_err_clear(void);
 noreturn void dt_fatal(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define DT_FATAL(...) dt_fatal(__FILE__, __LINE__, __VA_ARGS__)
-
-/* Allocation that never returns NULL (fatal on failure, names the size). */
-void *dt_malloc_(size_t bytes, const char *file, int line);
-void *dt_calloc_(size_t n, size_t size, const char *file, int line);
-void *dt_realloc_(void *p, size_t bytes, const char *file, int line);
-#define dt_malloc(b) dt_malloc_((b), __FILE__, __LINE__)
-#define dt_calloc(n, s) dt_calloc_((n), (s), __FILE__, __LINE__)
-#define dt_realloc(p, b) dt_realloc_((p), (b), __FILE__, __LINE__)
-/* 64-byte aligned float buffer (SIMD-friendly), zero-filled. */
-float *dt_falloc_(size_t n, const char *file, int line);
-#define dt_falloc(n) dt_falloc_((n), __FILE__, __LINE__)
-/* A message buffer: a header of at most DT_MSG_HEADER bytes, then a payload
- * of floats. In the simulator a large one has its payload shared like the
- * flat vectors (only the header's page is the rank's own, and only it is
- * copied when the message is delivered); elsewhere it is dt_malloc's. */
-#define DT_MSG_HEADER 4096
-void *dt_msg_alloc_(size_t bytes, const char *file, int line);
-#define dt_msg_alloc(b) dt_msg_alloc_((b), __FILE__, __LINE__)
 
 /* Every MPI call is checked: the error string of the MPI library is printed. */
 #define MPI_CHECK(call)                                                        \

@@ -54,14 +54,16 @@ typedef struct dt_shard {
 /* IID: a permutation seeded by seed alone (same on every rank), cut into
  * nranks equal contiguous chunks of floor(N / nranks); rank takes its chunk. */
 int partition_iid(const dt_dataset *d, int rank, int nranks, uint64_t seed, dt_shard *out);
-/* Class-skewed split of REFERENCE.md §7: classes shuffled with seed; rank k
- * holds `per_rank` classes at positions (shift*k mod C) ... (wrapping); each
+/* Class-skewed split (doc/references.md, Edge-consensus learning): classes
+ * shuffled with seed; rank k holds `per_rank` classes at positions
+ * (shift*k mod C) ... (wrapping); each
  * class divided among its holders with U(0.8, 1.0) weights, contiguous chunks
  * in dataset order, last holder takes the remainder. (§7: per_rank 8, shift 4.) */
 int partition_class_skew(const dt_dataset *d, int rank, int nranks, uint64_t seed,
                          int per_rank, int shift, dt_shard *out);
-/* REFERENCE.md §8: dataset cut into nshards blocks of `shard_size` in dataset
- * order; worker m (0-based) of W takes blocks m*floor(nshards/W) ... + floor(nshards/W)-1. */
+/* Blocks (doc/references.md, Parameter server): dataset cut into nshards
+ * blocks of `shard_size` in dataset order; worker m (0-based) of W takes
+ * blocks m*floor(nshards/W) ... + floor(nshards/W)-1. */
 int partition_blocks(const dt_dataset *d, int rank, int nranks, int64_t nshards,
                      int64_t shard_size, dt_shard *out);
 void shard_free(dt_shard *s);

@@ -309,14 +309,9 @@ static int reason_or_space(int err, const char *dir)
     return err ? err : EIO;
 }
 
-int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
-                     const dt_ckpt_array *arrays, int narrays, const void *blob,
-                     size_t blob_len, int keep, char *written, size_t written_len)
+/* Collective: rank 0 creates dir; every rank must then see it. */
+static void dir_ready(MPI_Comm comm, int rank, const char *dir)
 {
-    int rank, nranks;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    MPI_CHECK(MPI_Comm_size(comm, &nranks));
-
     if (rank == 0) {
         int e = mkdir_p(dir);
         if (e != 0)
@@ -328,6 +323,98 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
         DT_FATAL("checkpoint directory %s is not visible on this rank (%s); output_dir must "
                  "be on a filesystem shared by all ranks",
                  dir, strerror(errno ? errno : ENOTDIR));
+}
+
+/* Collective: a full filesystem is found before HDF5 is involved (a
+ * collective write that fails inside HDF5 can leave the file half-open in
+ * the library, which then crashes closing it at MPI_Finalize); the verdict
+ * is rank 0's statvfs, the same on every rank. */
+static void space_check(MPI_Comm comm, int rank, int nranks, const char *dir,
+                        const dt_ckpt_array *arrays, int narrays, size_t blob_len, wfail *f)
+{
+    unsigned long long need = 0, avail = ~0ULL;
+    for (int a = 0; a < narrays; a++)
+        need += (unsigned long long)arrays[a].n * sizeof(float);
+    need = (need + blob_len) * (unsigned long long)nranks;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
+    need += need / 64 + 65536; /* chunk index, checksums, attributes */
+    if (rank == 0) {
+        struct statvfs sv;
+        if (statvfs(dir, &sv) == 0)
+            avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    }
+    MPI_CHECK(MPI_Bcast(&avail, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
+    if (avail < need)
+        wfail_note(f, ENOSPC, "checking free space (%llu bytes free, about %llu needed)",
+                   avail, need);
+}
+
+/* Collective: the attributes, every rank's row of each array and of the
+ * state blob into the open file, flushed and closed. */
+static void file_fill(MPI_Comm comm, hid_t file, int rank, int nranks, const dt_ckpt_meta *m,
+                      const dt_ckpt_array *arrays, int narrays, const void *blob,
+                      size_t blob_len, wfail *f)
+{
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5_CHECK(dxpl);
+    H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
+
+    h5attr_write_i64(file, "step", m->step);
+    h5attr_write_i64(file, "epoch", m->epoch);
+    h5attr_write_i64(file, "nranks", nranks);
+    h5attr_write_i64(file, "nparams", m->nparams);
+    h5attr_write_string(file, "model", m->model);
+    h5attr_write_string(file, "mode", m->mode);
+    h5attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
+    if (m->elastic > 0) /* absent: a history on one rank count */
+        h5attr_write_i64(file, "elastic_resumes", m->elastic);
+
+    for (int a = 0; a < narrays; a++) {
+        check_same(comm, arrays[a].name, arrays[a].n);
+        dataset_write_rows(file, dxpl, arrays[a].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
+                           rank, nranks, arrays[a].data, arrays[a].n, f); // (nranks, n)
+        watchdog_beat(-1);
+    }
+    check_same(comm, "the state blob", blob_len);
+    dataset_write_rows(file, dxpl, "state", H5T_STD_U8LE, H5T_NATIVE_UINT8, rank, nranks,
+                       blob, blob_len, f); // (nranks, blob_len)
+
+    H5_CHECK(H5Pclose(dxpl));
+    /* H5Fflush on an MPI-IO file is MPI_File_sync: the data is on disk
+     * on every rank before rank 0 makes the file visible. */
+    WCHK(f, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing the file");
+    WCHK(f, H5Fclose(file), "closing the file");
+    /* a failed close may leave the file open: once more, so the library
+     * does not try again at MPI_Finalize */
+    if (f->err && H5Iis_valid(file) > 0)
+        H5Fclose(file);
+}
+
+/* Collective, after a failed write: the lowest failing rank's reason is
+ * everyone's message (a rank's own reason where it failed itself). */
+static int failure_agree(MPI_Comm comm, int first, const wfail *f, const char *tmp)
+{
+    int own = f->err != 0;
+    wfail fr = *f;
+    MPI_CHECK(MPI_Bcast(&fr, (int)sizeof fr, MPI_BYTE, first, comm));
+    fr.what[sizeof fr.what - 1] = '\0';
+    if (own)
+        fr = *f;
+    char where[32] = "";
+    if (!own)
+        snprintf(where, sizeof where, " (on rank %d)", first);
+    return dt_err_set("cannot write checkpoint %s: %s failed%s: %s; no partial file is left",
+                      tmp, fr.what, where, strerror(fr.err));
+}
+
+int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
+                     const dt_ckpt_array *arrays, int narrays, const void *blob,
+                     size_t blob_len, int keep, char *written, size_t written_len)
+{
+    int rank, nranks;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &nranks));
+    dir_ready(comm, rank, dir);
 
     /* Attributes are collective metadata: every rank must write the same
      * values, so rank 0's are used (AD-PSGD ranks may disagree on the step). */
@@ -355,24 +442,7 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
         H5_CHECK(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
 
     wfail f = { 0, "" };
-    /* A full filesystem is found before HDF5 is involved: a collective
-     * write that fails inside HDF5 can leave the file half-open in the
-     * library, which then crashes closing it at MPI_Finalize. */
-    unsigned long long need = 0, avail = ~0ULL;
-    for (int a = 0; a < narrays; a++)
-        need += (unsigned long long)arrays[a].n * sizeof(float);
-    need = (need + blob_len) * (unsigned long long)nranks;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
-    need += need / 64 + 65536; /* chunk index, checksums, attributes */
-    if (rank == 0) {
-        struct statvfs sv;
-        if (statvfs(dir, &sv) == 0)
-            avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
-    }
-    MPI_CHECK(MPI_Bcast(&avail, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
-    if (avail < need)
-        wfail_note(&f, ENOSPC, "checking free space (%llu bytes free, about %llu needed)",
-                   avail, need);
+    space_check(comm, rank, nranks, dir, arrays, narrays, blob_len, &f);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5_CHECK(fapl);
     H5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
@@ -381,41 +451,8 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
         WCHK(&f, file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "creating the file");
     H5_CHECK(H5Pclose(fapl));
     /* H5Fcreate is collective: it fails on every rank or on none */
-    if (file >= 0) {
-        hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-        H5_CHECK(dxpl);
-        H5_CHECK(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
-
-        h5attr_write_i64(file, "step", m.step);
-        h5attr_write_i64(file, "epoch", m.epoch);
-        h5attr_write_i64(file, "nranks", nranks);
-        h5attr_write_i64(file, "nparams", m.nparams);
-        h5attr_write_string(file, "model", m.model);
-        h5attr_write_string(file, "mode", m.mode);
-        h5attr_write_i64(file, "format_version", CKPT_FORMAT_VERSION);
-        if (m.elastic > 0) /* absent: a history on one rank count */
-            h5attr_write_i64(file, "elastic_resumes", m.elastic);
-
-        for (int a = 0; a < narrays; a++) {
-            check_same(comm, arrays[a].name, arrays[a].n);
-            dataset_write_rows(file, dxpl, arrays[a].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
-                               rank, nranks, arrays[a].data, arrays[a].n, &f); // (nranks, n)
-            watchdog_beat(-1);
-        }
-        check_same(comm, "the state blob", blob_len);
-        dataset_write_rows(file, dxpl, "state", H5T_STD_U8LE, H5T_NATIVE_UINT8, rank, nranks,
-                           blob, blob_len, &f); // (nranks, blob_len)
-
-        H5_CHECK(H5Pclose(dxpl));
-        /* H5Fflush on an MPI-IO file is MPI_File_sync: the data is on disk
-         * on every rank before rank 0 makes the file visible. */
-        WCHK(&f, H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing the file");
-        WCHK(&f, H5Fclose(file), "closing the file");
-        /* a failed close may leave the file open: once more, so the library
-         * does not try again at MPI_Finalize */
-        if (f.err && H5Iis_valid(file) > 0)
-            H5Fclose(file);
-    }
+    if (file >= 0)
+        file_fill(comm, file, rank, nranks, &m, arrays, narrays, blob, blob_len, &f);
     if (f.err)
         f.err = reason_or_space(f.err, dir);
     MPI_CHECK(MPI_Barrier(comm));
@@ -431,7 +468,6 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
     }
     H5_CHECK(H5Eset_auto2(H5E_DEFAULT, old_func, old_data));
 
-    /* agree: the lowest failing rank's reason is everyone's */
     int mine = f.err ? rank : nranks, first;
     MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
     if (first == nranks) {
@@ -439,18 +475,7 @@ int checkpoint_write(MPI_Comm comm, const char *dir, const dt_ckpt_meta *meta,
             snprintf(written, written_len, "%s", final);
         return 0;
     }
-    int own = f.err != 0;
-    wfail fr = f;
-    MPI_CHECK(MPI_Bcast(&fr, (int)sizeof fr, MPI_BYTE, first, comm));
-    fr.what[sizeof fr.what - 1] = '\0';
-    if (own)
-        fr = f;
-    char where[32] = "";
-    if (!own)
-        snprintf(where, sizeof where, " (on rank %d)", first);
-    dt_err_set("cannot write checkpoint %s: %s failed%s: %s; no partial file is left", tmp,
-               fr.what, where, strerror(fr.err));
-    return -1;
+    return failure_agree(comm, first, &f, tmp);
 }
 
 void checkpoint_clean_partial(const char *dir)

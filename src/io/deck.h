@@ -10,7 +10,16 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#include "io/config.h"
+#include "io/settings.h"
+
+/* The spellings of algorithm.mode ("a|b|c") and a rule between keys that
+ * only the chosen mode knows (0, or -1 after dt_err_set(); NULL: none),
+ * from the layer that holds the algorithms (algo_deck_register), set once
+ * before the first deck is parsed: the deck knows no mode by itself. */
+void deck_use_modes(const char *choices, int (*rule)(const dt_config *cfg, const char *where));
+
+/* The spellings of enum key section.name, "a|b|c" ("" for another key). */
+const char *deck_choices(const char *section, const char *name);
 
 /* Parse and validate a deck file plus "section.key=value" overrides (applied
  * after the file). On success fills cfg, and *effective (malloc'd) holds the

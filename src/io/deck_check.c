@@ -23,13 +23,10 @@ static bool is_language_data(const char *data)
 int deck_check_config(const dt_config *cfg, const bool *given, const char *where,
                       strbuf *notes)
 {
-    const char *mode = cfg->algorithm.mode;
     bool adamw = strcmp(cfg->optim.name, "adamw") == 0;
 
-    if (adamw && (strcmp(mode, "pdmm-isvr") == 0 || strcmp(mode, "admm-isvr") == 0))
-        return dt_err_set("%s: optim.name = adamw with algorithm.mode = %s: the edge-consensus "
-                          "modes take their own ISVR step (the dual update is part of the "
-                          "step), which has no AdamW form; use optim.name = sgd", where, mode);
+    if (deck_mode_rule(cfg, where) != 0)
+        return -1;
     if (adamw) {
         /* AdamW has no momentum buffer: beta1 plays that role */
         bool m = given_key(given, "optim", "momentum"), n = given_key(given, "optim", "nesterov");

@@ -49,6 +49,8 @@ typedef struct deck_key {
     unsigned bounds;     /* B_* */
     double lo, hi;
     const char *choices; /* KT_ENUM: "a|b|c", the first spelling is stored */
+    const char *const *choices_from; /* KT_ENUM without choices: where a layer above
+                                      * puts them at run time (deck_use_modes) */
     norm_fn norm;        /* KT_STRING: extra validation, canonical form */
     const char *expect;  /* KT_STRING: what a good value looks like */
     const char *hint;    /* appended when a value is rejected */
@@ -58,6 +60,11 @@ typedef struct deck_key {
 } deck_key;
 
 /* ---- deck_schema.c ---------------------------------------------------------
+ * The key's choices (KT_ENUM): its own, or those given at run time ("" before). */
+const char *deck_key_choices(const deck_key *k);
+/* The rule deck_use_modes installed: 0, or -1 after dt_err_set(). */
+int deck_mode_rule(const dt_config *cfg, const char *where);
+/*
  * The rows of the table; deck_schema.c checks at compile time that the table
  * has exactly DECK_NKEYS rows (per-key arrays below are sized by it). */
 #define DECK_NKEYS 111

@@ -1,6 +1,6 @@
 /* The deck's schema: one table of keys drives parsing, validation, defaults,
  * the effective deck and the --help reference, so the four cannot drift
- * apart. Adding a key: a row here, its field in io/config.h, DECK_NKEYS in
+ * apart. Adding a key: a row here, its field in io/settings.h, DECK_NKEYS in
  * deck_internal.h, and its documentation in inputs/reference.ini. */
 #include <inttypes.h>
 #include <limits.h>
@@ -25,6 +25,29 @@
 #define IN_CLOSED_CLOSED(a, b) .bounds = B_LO | B_HI, .lo = (a), .hi = (b)
 /* for counts the rest of dtrain keeps in an int */
 #define IN_INT(a) .bounds = B_LO | B_HI, .lo = (a), .hi = INT_MAX
+
+/* algorithm.mode: the algorithms' table (algo/registry.c) gives its
+ * spellings, and the rule only the chosen mode knows, before the first parse */
+static const char *mode_choices;
+static int (*mode_rule)(const dt_config *cfg, const char *where);
+
+void deck_use_modes(const char *choices, int (*rule)(const dt_config *cfg, const char *where))
+{
+    mode_choices = choices;
+    mode_rule = rule;
+}
+
+int deck_mode_rule(const dt_config *cfg, const char *where)
+{
+    return mode_rule ? mode_rule(cfg, where) : 0;
+}
+
+const char *deck_key_choices(const deck_key *k)
+{
+    if (k->choices)
+        return k->choices;
+    return k->choices_from && *k->choices_from ? *k->choices_from : "";
+}
 
 /* Sections appear in the effective deck in this order. Docs are one line;
  * inputs/reference.ini carries the longer explanations. */
@@ -67,9 +90,7 @@ static const deck_key keys_table[] = {
      .doc = "tests only: every gradient is zero and the optimizer leaves the model as it is "
             "(no momentum, no weight decay), so only the algorithm's exchanges move the models"},
 
-    {"algorithm", "mode", KT_ENUM, "local",
-     .choices = "local|allreduce|dpsgd|sgp|osgp|adpsgd|ps-async|ps-sync|easgd|lsgd|"
-                "pdmm-isvr|admm-isvr|dsgd-ecl|diloco",
+    {"algorithm", "mode", KT_ENUM, "local", .choices_from = &mode_choices,
      AT(algorithm.mode, char *),
      .doc = "local: one rank; allreduce; gossip: dpsgd, sgp, osgp, adpsgd; parameter "
             "server: ps-async, ps-sync; elastic: easgd, lsgd; edge consensus: pdmm-isvr, "
@@ -413,6 +434,12 @@ static const char *type_name(key_type t)
     return "?";
 }
 
+const char *deck_choices(const char *section, const char *name)
+{
+    int k = deck_key_find(section, name);
+    return k >= 0 && keys_table[k].type == KT_ENUM ? deck_key_choices(&keys_table[k]) : "";
+}
+
 /* Defaults must satisfy their own checks and enum spellings must fit their
  * fields; a schema that breaks this is a programming error. */
 void deck_schema_defaults_fill(dt_config *cfg)
@@ -422,7 +449,7 @@ void deck_schema_defaults_fill(dt_config *cfg)
     for (int i = 0; i < DECK_NKEYS; i++) {
         const deck_key *k = &keys_table[i];
         if (k->type == KT_ENUM)
-            for (const char *c = k->choices; *c;) {
+            for (const char *c = deck_key_choices(k); *c;) {
                 size_t n = strcspn(c, "|");
                 if (n >= k->size)
                     DT_FATAL("deck schema: choice '%.*s' of %s.%s does not fit its %zu-byte field",

@@ -117,9 +117,10 @@ void deck_expect_describe(const deck_key *k, char *out, size_t cap)
     case KT_ENUM: {
         strbuf b = {0};
         deck_sb_printf(&b, "one of ");
-        for (const char *c = k->choices; *c;) {
+        const char *choices = deck_key_choices(k);
+        for (const char *c = choices; *c;) {
             size_t n = strcspn(c, "|");
-            deck_sb_printf(&b, "%s%.*s", c == k->choices ? "" : ", ", (int)n, c);
+            deck_sb_printf(&b, "%s%.*s", c == choices ? "" : ", ", (int)n, c);
             c += n + (c[n] == '|');
         }
         snprintf(out, cap, "%s", b.s);
@@ -354,6 +355,85 @@ int deck_norm_epochs(const char *in, char *out, size_t cap, char *why, size_t wh
     return list_norm(in, true, 32, epoch_norm, &prev, out, cap, why, whycap);
 }
 
+/* KT_ENUM: one of the key's choices, any case; the stored spelling is the
+ * choice's. On a miss, why names the choices and the nearest one. */
+static int enum_set(const deck_key *k, const char *value, void *f, const char *expect, char *why,
+                    size_t whycap)
+{
+    size_t vlen = strlen(value);
+    int best_d = 3;
+    const char *best = NULL;
+    size_t best_n = 0;
+    for (const char *c = deck_key_choices(k); *c;) {
+        size_t n = strcspn(c, "|");
+        if (n == vlen && strncasecmp(c, value, n) == 0) {
+            memset(f, 0, k->size);
+            memcpy(f, c, n);
+            return 0;
+        }
+        char choice[64];
+        snprintf(choice, sizeof choice, "%.*s", (int)n, c);
+        int d = deck_edit_distance(value, choice);
+        if (d < best_d) {
+            best_d = d;
+            best = c;
+            best_n = n;
+        }
+        c += n + (c[n] == '|');
+    }
+    int w = snprintf(why, whycap, "expected %s", expect);
+    if (k->hint && w >= 0 && (size_t)w < whycap)
+        w += snprintf(why + w, whycap - (size_t)w, " (%s)", k->hint);
+    if (best && w >= 0 && (size_t)w < whycap)
+        snprintf(why + w, whycap - (size_t)w, "; did you mean '%.*s'?", (int)best_n, best);
+    return -1;
+}
+
+/* KT_STRING: no control character and no ' ;' (inih would cut the value
+ * there when the effective deck is re-read), one deck line at most, then
+ * the key's own check and canonical form (norm). */
+static int string_set(const deck_key *k, const char *value, void *f, const char *expect,
+                      char *why, size_t whycap)
+{
+    size_t len = strlen(value), max = value_len_max(k);
+    for (const char *p = value; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            snprintf(why, whycap, "control character 0x%02x at position %zu; expected %s",
+                     (unsigned char)*p, (size_t)(p - value) + 1, expect);
+            return -1;
+        }
+        /* inih would cut the value there when the effective deck is re-read */
+        if (*p == ';' && p > value && isspace((unsigned char)p[-1])) {
+            snprintf(why, whycap, "' ;' would start a comment in the deck; expected %s", expect);
+            return -1;
+        }
+    }
+    if (len > max) {
+        snprintf(why, whycap, "too long (%zu characters; at most %zu fit on one deck line)", len,
+                 max);
+        return -1;
+    }
+    if (k->nonempty && len == 0) {
+        snprintf(why, whycap, "expected %s", expect);
+        return -1;
+    }
+    char canon[DT_PATH_MAX];
+    if (k->norm) {
+        char reason[WHY_MAX / 2];
+        if (k->norm(value, canon, k->size < sizeof canon ? k->size : sizeof canon, reason,
+                    sizeof reason) < 0) {
+            snprintf(why, whycap, "expected %s; %s", expect, reason);
+            return -1;
+        }
+    } else {
+        snprintf(canon, sizeof canon, "%s", value);
+    }
+    /* zero the tail so two parses of one deck compare equal byte for byte */
+    memset(f, 0, k->size);
+    memcpy(f, canon, strlen(canon));
+    return 0;
+}
+
 /* Parse and check value for key k and store it in cfg. On failure why says
  * what was expected (and what is wrong, where that is more than the type). */
 int deck_value_set(const deck_key *k, const char *value, dt_config *cfg, char *why,
@@ -401,76 +481,12 @@ int deck_value_set(const deck_key *k, const char *value, dt_config *cfg, char *w
         *(bool *)f = v;
         return 0;
     }
-    case KT_ENUM: {
-        size_t vlen = strlen(value);
-        int best_d = 3;
-        const char *best = NULL;
-        size_t best_n = 0;
-        for (const char *c = k->choices; *c;) {
-            size_t n = strcspn(c, "|");
-            if (n == vlen && strncasecmp(c, value, n) == 0) {
-                memset(f, 0, k->size);
-                memcpy(f, c, n);
-                return 0;
-            }
-            char choice[64];
-            snprintf(choice, sizeof choice, "%.*s", (int)n, c);
-            int d = deck_edit_distance(value, choice);
-            if (d < best_d) {
-                best_d = d;
-                best = c;
-                best_n = n;
-            }
-            c += n + (c[n] == '|');
-        }
-        int w = snprintf(why, whycap, "expected %s", expect);
-        if (k->hint && w >= 0 && (size_t)w < whycap)
-            w += snprintf(why + w, whycap - (size_t)w, " (%s)", k->hint);
-        if (best && w >= 0 && (size_t)w < whycap)
-            snprintf(why + w, whycap - (size_t)w, "; did you mean '%.*s'?", (int)best_n, best);
-        return -1;
-    }
+    case KT_ENUM:
+        return enum_set(k, value, f, expect, why, whycap);
     case KT_STRING:
-        break;
+        return string_set(k, value, f, expect, why, whycap);
     }
-
-    size_t len = strlen(value), max = value_len_max(k);
-    for (const char *p = value; *p; p++) {
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-            snprintf(why, whycap, "control character 0x%02x at position %zu; expected %s",
-                     (unsigned char)*p, (size_t)(p - value) + 1, expect);
-            return -1;
-        }
-        /* inih would cut the value there when the effective deck is re-read */
-        if (*p == ';' && p > value && isspace((unsigned char)p[-1])) {
-            snprintf(why, whycap, "' ;' would start a comment in the deck; expected %s", expect);
-            return -1;
-        }
-    }
-    if (len > max) {
-        snprintf(why, whycap, "too long (%zu characters; at most %zu fit on one deck line)", len,
-                 max);
-        return -1;
-    }
-    if (k->nonempty && len == 0) {
-        snprintf(why, whycap, "expected %s", expect);
-        return -1;
-    }
-    char canon[DT_PATH_MAX];
-    if (k->norm) {
-        char reason[WHY_MAX / 2];
-        if (k->norm(value, canon, k->size < sizeof canon ? k->size : sizeof canon, reason,
-                    sizeof reason) < 0) {
-            snprintf(why, whycap, "expected %s; %s", expect, reason);
-            return -1;
-        }
-    } else {
-        snprintf(canon, sizeof canon, "%s", value);
-    }
-    /* zero the tail so two parses of one deck compare equal byte for byte */
-    memset(f, 0, k->size);
-    memcpy(f, canon, strlen(canon));
-    return 0;
+    return -1;
 }
 
 /* The value as the effective deck writes it; doubles in the shortest form

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 
 /* One line per kind: the names it answers to and its constructor. */
 static const struct {

@@ -13,7 +13,7 @@
 
 #include "backend/backend.h"
 #include "data/sample.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "nn/net.h"
 
 typedef struct dt_model dt_model;

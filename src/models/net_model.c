@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "models/model.h"
-#include "models/models.h"
+#include "models/image_nets.h"
 
 static void net_model_reserve(dt_model *m, int B) { net_reserve(m->impl, B); }
 

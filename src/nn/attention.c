@@ -39,7 +39,7 @@
  * attention took 1,042 and 1,120 ms against 1,394 and 1,434 with the fp32
  * tiles, 8.3-8.4 % of the step against 10.6 %: its products in half the
  * time, the rest (softmax, packing, the first touch of each head's q, k, v
- * and dqkv) about as before. */
+ * and dqkv) about the same. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -94,7 +94,7 @@ size_t attention_work(int T)
  * cols is a multiple of 16): lanes at or past n are masked out (their inputs
  * never reach a result, whatever they hold) and written as zeros. A row
  * ending less than 16 floats before cols finishes its last n % 16 entries
- * one at a time, as before (the blocked path's last block when T % 16 != 0). */
+ * one at a time (the blocked path's last block when T % 16 != 0). */
 static const v16i lane_ids = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
 /* lanes of a where m is set, else of b */

@@ -1,6 +1,6 @@
 /* A network as a small DAG of layers over one flat parameter buffer.
  *
- * Models (models/models.c) build a net node by node; the engine lays the
+ * Models (models/image_nets.c) build a net node by node; the engine lays the
  * parameters of every node out in one contiguous float vector (the order in
  * which nodes were added), so params, grads and momentum are each one buffer
  * and every algorithm communicates (float *buf, size_t n) in one call.
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "core/tensor_view.h"
 
 typedef enum dt_op {
     OP_INPUT, OP_LINEAR, OP_CONV2D, OP_MAXPOOL, OP_AVGPOOL, OP_RELU, OP_SIGMOID,
@@ -41,20 +42,6 @@ typedef struct dt_node {
     int64_t w_off, b_off;  /* offsets of weight and bias in the flat vector, -1: none */
     size_t w_n, b_n;
 } dt_node;
-
-/* One entry per parameter tensor: a view into the flat vector. */
-typedef struct dt_tensor_view {
-    char name[32];         /* e.g. "conv1.weight" */
-    char shape[40];        /* e.g. "(32, 1, 3, 3)" */
-    size_t offset, count;
-    size_t fan_in;         /* for initialization */
-    int init;              /* 0: kaiming-uniform bound 1/sqrt(fan_in); 1: ones; 2: zeros */
-    int ndim;              /* dimensions of the tensor: 1 for biases and normalisation
-                            * gains, 2+ for weights and embeddings (weight decay of
-                            * AdamW applies to ndim >= 2) */
-    int conv;              /* belongs to a convolution (AdaComp bins its gradients
-                            * apart from the dense layers', algo/ps.c) */
-} dt_tensor_view;
 
 typedef struct dt_net {
     const dt_backend *be;

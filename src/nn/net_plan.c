@@ -435,6 +435,292 @@ static int keep_bf16(spans *a, int aspan, size_t sz, int ts, int tf, int tb_firs
     return k;
 }
 
+/* What net_plan_buffers knows of each node j (arrays of N), and the spans
+ * it places in the arena. */
+typedef struct buffer_plan {
+    int N, last, end;       /* nodes; the logits' node; END: backward step t is END - t */
+    int logits;             /* the node owning the logits' buffer */
+    int *born;              /* the step that writes activation j (a fused GroupNorm
+                             * writes its ReLU's buffer early) */
+    int *fwd_last;          /* the last forward step that reads j, 0: none */
+    int *bwd_first;         /* the earliest backward step that reads j, 0: none */
+    int *act_span;          /* j's activation, -1: none (a view or written in place) */
+    int *rec_span;          /* j recomputed before backward, or kept widened from bf16 */
+    int *grad_span;         /* j's gradient */
+    int *dx_span;           /* scratch for node j's dx when it cannot add in place */
+    int *work_fwd_span, *work_bwd_span; /* node j's kernel scratch, per pass */
+    int *bf16_span;         /* j kept as a bf16 copy between forward and backward */
+    int *max_bwd_read;      /* the last backward reader of j's bf16 copy */
+    char *bf16_bad, *bf16_widen; /* a reader needs j in floats; a reader widens it */
+    spans a;
+} buffer_plan;
+
+static int *plan_ints(int N, int fill)
+{
+    int *v = dt_malloc((size_t)N * sizeof *v);
+    for (int j = 0; j < N; j++)
+        v[j] = fill;
+    return v;
+}
+
+static void plan_init(buffer_plan *p, const dt_net *n)
+{
+    const int N = n->nnodes;
+    memset(p, 0, sizeof *p);
+    p->N = N;
+    p->last = N - 1;
+    p->end = 2 * N;
+    p->born = dt_calloc((size_t)N, sizeof *p->born);
+    for (int j = 0; j < N; j++)
+        p->born[j] = j;
+    p->fwd_last = dt_calloc((size_t)N, sizeof *p->fwd_last);
+    p->bwd_first = dt_calloc((size_t)N, sizeof *p->bwd_first);
+    p->act_span = plan_ints(N, -1);
+    p->rec_span = plan_ints(N, -1);
+    p->grad_span = plan_ints(N, -1);
+    p->dx_span = plan_ints(N, -1);
+    p->work_fwd_span = plan_ints(N, -1);
+    p->work_bwd_span = plan_ints(N, -1);
+    p->bf16_span = plan_ints(N, -1);
+    p->max_bwd_read = dt_calloc((size_t)N, sizeof *p->max_bwd_read);
+    p->bf16_bad = dt_calloc((size_t)N, 1);
+    p->bf16_widen = dt_calloc((size_t)N, 1);
+    p->a = (spans){ NULL, 0 };
+}
+
+static void plan_free(buffer_plan *p)
+{
+    free(p->born);
+    free(p->fwd_last);
+    free(p->bwd_first);
+    free(p->act_span);
+    free(p->rec_span);
+    free(p->grad_span);
+    free(p->dx_span);
+    free(p->work_fwd_span);
+    free(p->work_bwd_span);
+    free(p->bf16_span);
+    free(p->max_bwd_read);
+    free(p->bf16_bad);
+    free(p->bf16_widen);
+    free(p->a.s);
+}
+
+/* When each activation is written, last read forward, first read backward. */
+static void plan_lifetimes(buffer_plan *p, const dt_net *n)
+{
+    for (int i = 1; i < p->N; i++) {
+        const dt_node *d = &n->nodes[i];
+        for (int k = 0; k < 2; k++) { // forward readers
+            const int in = k ? d->in1 : d->in0;
+            if (in > 0 && i > p->fwd_last[act_owner(n, in)])
+                p->fwd_last[act_owner(n, in)] = i;
+        }
+        if (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE) {
+            const int o = act_owner(n, d->fuse_out);
+            if (i < p->born[o])
+                p->born[o] = i;
+            if (d->fuse == FUSE_ADD_RELU && i > p->fwd_last[act_owner(n, d->fuse_skip)])
+                p->fwd_last[act_owner(n, d->fuse_skip)] = i;
+        }
+        if (d->op == OP_FLATTEN || d->fuse == FUSE_ABSORBED) // no backward of its own
+            continue;
+        int reads[2] = { 0, 0 }; // backward readers, in the order net_backward reads
+        if (bwd_reads_input(d->op) && d->in0 > 0)
+            reads[0] = act_owner(n, d->in0);
+        if (bwd_reads_output(d->op))
+            reads[1] = act_owner(n, i);
+        if (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE)
+            reads[1] = act_owner(n, d->fuse_out);
+        for (int k = 0; k < 2; k++)
+            if (reads[k] > 0 && (p->bwd_first[reads[k]] == 0 || i < p->bwd_first[reads[k]]))
+                p->bwd_first[reads[k]] = i;
+    }
+    p->logits = act_owner(n, p->last);
+}
+
+/* The activations' spans (and the recomputed ones'). */
+static void plan_activations(buffer_plan *p, const dt_net *n, int B)
+{
+    const int END = p->end;
+    for (int j = 1; j < p->N; j++) {
+        const dt_node *d = &n->nodes[j];
+        if (act_owner(n, j) != j || (d->op == OP_GROUPNORM && d->fuse == FUSE_ADD_RELU))
+            continue; // a view, an in-place ReLU, or a GroupNorm writing its ReLU's buffer
+        const size_t sz = (size_t)B * node_size(d);
+        int t1 = p->fwd_last[j] > 0 ? p->fwd_last[j] : j;
+        if (j == p->logits)
+            t1 = END;
+        else if (d->recompute_at)
+            p->rec_span[j] = span_add(&p->a, sz, END - d->recompute_at, END - j);
+        else if (p->bwd_first[j])
+            t1 = END - p->bwd_first[j];
+        p->act_span[j] = span_add(&p->a, sz, p->born[j], t1);
+    }
+}
+
+/* The gradients' spans, from each one's first consumer's backward (n's
+ * first_use) to its own; a ReLU's input gradient continues its output's. */
+static void plan_gradients(buffer_plan *p, dt_net *n, int B)
+{
+    const int N = p->N, last = p->last, END = p->end;
+    n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
+    n->unwritten = dt_calloc((size_t)N, sizeof *n->unwritten);
+    for (int i = 1; i < N; i++) {
+        const dt_node *d = &n->nodes[i];
+        if (d->op == OP_FLATTEN)
+            continue;
+        int in[2] = { net_base_of(n, d->in0), d->in1 > 0 ? net_base_of(n, d->in1) : 0 };
+        for (int k = 0; k < 2; k++)
+            if (in[k] > 0 && i > n->first_use[in[k]])
+                n->first_use[in[k]] = i;
+    }
+    n->first_use[last] = N; /* dlogits: written by the forward pass */
+    for (int j = last; j >= 1; j--) { // a ReLU before its input: the in-place hand-on
+        const dt_node *d = &n->nodes[j];
+        if (d->op == OP_FLATTEN || n->first_use[j] == 0 || net_grad_unused(n, j))
+            continue;
+        // dies after its own backward; an absorbed ReLU's gradient is read by the
+        // fused GroupNorm's backward, later in backward order
+        const int until = END - (d->fuse == FUSE_ABSORBED ? d->fuse_by : j);
+        const int r = n->first_use[j];
+        if (r < N && p->grad_span[r] >= 0 && relu_grad_in_place(n, r, j)) {
+            p->grad_span[j] = p->grad_span[r];
+            p->a.s[p->grad_span[j]].t1 = until;
+        } else {
+            p->grad_span[j] = span_add(&p->a, (size_t)B * node_size(d),
+                                       j == last ? last : END - r, until);
+        }
+    }
+}
+
+/* Scratch for one step each: dx that cannot be added in place, and the
+ * linear and convolution kernels' workspaces per pass. */
+static void plan_scratch(buffer_plan *p, const dt_net *n, int B)
+{
+    const int N = p->N, last = p->last, END = p->end;
+    for (int i = 1; i < last; i++)
+        if (needs_dx_tmp(n, i, B))
+            p->dx_span[i] = span_add(&p->a, (size_t)B * node_size(&n->nodes[n->nodes[i].in0]),
+                                     END - i, END - i);
+    for (int i = 1; i < N; i++) {
+        const dt_node *d = &n->nodes[i];
+        if (d->op == OP_LINEAR && n->be->linear_workspace) {
+            const size_t w = n->be->linear_workspace(B, (int)node_size(&n->nodes[d->in0]), d->c);
+            if (w) {
+                p->work_fwd_span[i] = span_add(&p->a, w, i, i);
+                p->work_bwd_span[i] = span_add(&p->a, w, END - i, END - i);
+            }
+            continue;
+        }
+        if (d->op != OP_CONV2D)
+            continue;
+        const dt_conv_shape cs = conv_shape(n, d, B);
+        // net_backward passes dx exactly when the input's gradient has a buffer
+        const int has_dx = d->in0 > 0 && p->grad_span[net_base_of(n, d->in0)] >= 0;
+        size_t wf = n->be->conv2d_workspace(&cs), wb = wf;
+        if (n->be->conv2d_pass_workspace) {
+            wf = n->be->conv2d_pass_workspace(&cs, DT_CONV_WORK_FORWARD);
+            wb = n->be->conv2d_pass_workspace(&cs, has_dx ? DT_CONV_WORK_BACKWARD
+                                                          : DT_CONV_WORK_BACKWARD_NO_DX);
+        }
+        if (wf)
+            p->work_fwd_span[i] = span_add(&p->a, wf, i, i);
+        if (wb)
+            p->work_bwd_span[i] = span_add(&p->a, wb, END - i, END - i);
+    }
+}
+
+/* On a bf16 backend: each activation whose backward readers take bf16 of
+ * it, largest first, kept as a bf16 copy where that shrinks the packed
+ * arena. Returns the arena's floats. */
+static size_t plan_keep_bf16(buffer_plan *p, const dt_net *n, int B, size_t total)
+{
+    const int N = p->N, END = p->end;
+    bf16_readers(n, B, p->max_bwd_read, p->bf16_bad, p->bf16_widen);
+    int *order = dt_malloc((size_t)N * sizeof *order), m = 0;
+    for (int j = 1; j < N; j++)
+        if (p->act_span[j] >= 0 && p->rec_span[j] < 0 && j != p->logits &&
+            p->bwd_first[j] > 0 && !p->bf16_bad[j] && p->fwd_last[j] > 0)
+            order[m++] = j;
+    for (int q = 1; q < m; q++) // largest first, then in node order
+        for (int r = q; r > 0 && node_size(&n->nodes[order[r]]) >
+                                     node_size(&n->nodes[order[r - 1]]); r--) {
+            const int t = order[r];
+            order[r] = order[r - 1];
+            order[r - 1] = t;
+        }
+    for (int q = 0; q < m; q++) {
+        const int j = order[q];
+        spans trial = { dt_malloc((size_t)(p->a.n + 2) * sizeof *p->a.s), p->a.n };
+        memcpy(trial.s, p->a.s, (size_t)p->a.n * sizeof *p->a.s);
+        int rec;
+        const int r = relu_writer(n, j);
+        const int k = keep_bf16(&trial, p->act_span[j], (size_t)B * node_size(&n->nodes[j]),
+                                r ? r : p->fwd_last[j], p->fwd_last[j], END - p->max_bwd_read[j],
+                                END - p->bwd_first[j], p->bf16_widen[j], &rec);
+        const size_t t = spans_pack(&trial);
+        if (t < total) {
+            free(p->a.s);
+            p->a = trial;
+            total = t;
+            p->bf16_span[j] = k;
+            p->rec_span[j] = rec;
+        } else {
+            free(trial.s);
+        }
+    }
+    free(order);
+    return spans_pack(&p->a);
+}
+
+/* One arena of total floats, and every node's pointers into it. */
+static void plan_assign(const buffer_plan *p, dt_net *n, size_t total)
+{
+    const int N = p->N;
+    n->arena = total ? n->be->mem_alloc(total * sizeof(float)) : NULL; // one device allocation on a GPU
+    n->arena_n = total;
+    n->act_fwd = dt_calloc((size_t)N, sizeof *n->act_fwd);
+    n->act_rec = dt_calloc((size_t)N, sizeof *n->act_rec);
+    n->dx_tmp = dt_calloc((size_t)N, sizeof *n->dx_tmp);
+    n->work_fwd = dt_calloc((size_t)N, sizeof *n->work_fwd);
+    n->work_bwd = dt_calloc((size_t)N, sizeof *n->work_bwd);
+    n->owner = dt_calloc((size_t)N, sizeof *n->owner);
+    n->stash = dt_calloc((size_t)N, sizeof *n->stash);
+    n->stash_at = dt_calloc((size_t)N, sizeof *n->stash_at);
+    n->widen_at = dt_calloc((size_t)N, sizeof *n->widen_at);
+    n->mask16 = dt_calloc((size_t)N, sizeof *n->mask16);
+    const span *s = p->a.s;
+    for (int j = 1; j < N; j++) {
+        n->owner[j] = act_owner(n, j);
+        if (p->act_span[j] >= 0)
+            n->act[j] = n->arena + s[p->act_span[j]].off;
+        if (p->rec_span[j] >= 0) {
+            n->act_fwd[j] = n->act[j];
+            n->act_rec[j] = n->arena + s[p->rec_span[j]].off;
+        }
+        if (p->bf16_span[j] >= 0) {
+            n->stash[j] = (uint16_t *)(n->arena + s[p->bf16_span[j]].off);
+            n->stash_at[j] = relu_writer(n, j) ? relu_writer(n, j) : p->fwd_last[j];
+            n->widen_at[j] = p->rec_span[j] >= 0 ? p->max_bwd_read[j] : 0;
+        }
+        if (p->dx_span[j] >= 0)
+            n->dx_tmp[j] = n->arena + s[p->dx_span[j]].off;
+        if (p->work_fwd_span[j] >= 0)
+            n->work_fwd[j] = n->arena + s[p->work_fwd_span[j]].off;
+        if (p->work_bwd_span[j] >= 0)
+            n->work_bwd[j] = n->arena + s[p->work_bwd_span[j]].off;
+    }
+    for (int j = 1; j < N; j++) {
+        n->act[j] = n->act[act_owner(n, j)];
+        if (n->nodes[j].op == OP_RELU && n->stash[act_owner(n, j)] &&
+            !p->bf16_widen[act_owner(n, j)])
+            n->mask16[j] = n->stash[act_owner(n, j)];
+        const int b = net_base_of(n, j);
+        n->dact[j] = p->grad_span[b] >= 0 ? n->arena + s[p->grad_span[b]].off : NULL;
+    }
+}
+
 /* Activations: an output lives from the step that writes it (a fused
  * GroupNorm writes its ReLU's buffer) to its last reader: the last consumer's
  * forward for outputs no backward reads, the earliest backward step that
@@ -461,211 +747,15 @@ static int keep_bf16(spans *a, int aspan, size_t sz, int ts, int tf, int tb_firs
  * ReLU outputs below 2^-134, which round to zero. */
 void net_plan_buffers(dt_net *n, int B)
 {
-    const int N = n->nnodes, last = N - 1, END = 2 * N;
-    int *first = dt_calloc((size_t)N, sizeof *first), *lastf = dt_calloc((size_t)N, sizeof *lastf);
-    int *bread = dt_calloc((size_t)N, sizeof *bread); /* earliest backward reader, 0: none */
-    int *aspan = dt_malloc((size_t)N * sizeof *aspan), *rspan = dt_malloc((size_t)N * sizeof *rspan);
-    int *gspan = dt_malloc((size_t)N * sizeof *gspan), *tspan = dt_malloc((size_t)N * sizeof *tspan);
-    int *wfspan = dt_malloc((size_t)N * sizeof *wfspan), *wbspan = dt_malloc((size_t)N * sizeof *wbspan);
-    spans a = { NULL, 0 };
-    for (int j = 0; j < N; j++) {
-        first[j] = j;
-        aspan[j] = rspan[j] = gspan[j] = tspan[j] = wfspan[j] = wbspan[j] = -1;
-    }
-    for (int i = 1; i < N; i++) {
-        const dt_node *d = &n->nodes[i];
-        for (int k = 0; k < 2; k++) { // forward readers
-            const int in = k ? d->in1 : d->in0;
-            if (in > 0 && i > lastf[act_owner(n, in)])
-                lastf[act_owner(n, in)] = i;
-        }
-        if (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE) {
-            const int o = act_owner(n, d->fuse_out);
-            if (i < first[o])
-                first[o] = i;
-            if (d->fuse == FUSE_ADD_RELU && i > lastf[act_owner(n, d->fuse_skip)])
-                lastf[act_owner(n, d->fuse_skip)] = i;
-        }
-        if (d->op == OP_FLATTEN || d->fuse == FUSE_ABSORBED) // no backward of its own
-            continue;
-        int reads[2] = { 0, 0 }; // backward readers, in the order net_backward reads
-        if (bwd_reads_input(d->op) && d->in0 > 0)
-            reads[0] = act_owner(n, d->in0);
-        if (bwd_reads_output(d->op))
-            reads[1] = act_owner(n, i);
-        if (d->op == OP_GROUPNORM && d->fuse != FUSE_NONE)
-            reads[1] = act_owner(n, d->fuse_out);
-        for (int k = 0; k < 2; k++)
-            if (reads[k] > 0 && (bread[reads[k]] == 0 || i < bread[reads[k]]))
-                bread[reads[k]] = i;
-    }
-    const int logits = act_owner(n, last);
-    for (int j = 1; j < N; j++) {
-        const dt_node *d = &n->nodes[j];
-        if (act_owner(n, j) != j || (d->op == OP_GROUPNORM && d->fuse == FUSE_ADD_RELU))
-            continue; // a view, an in-place ReLU, or a GroupNorm writing its ReLU's buffer
-        const size_t sz = (size_t)B * node_size(d);
-        int t1 = lastf[j] > 0 ? lastf[j] : j;
-        if (j == logits)
-            t1 = END;
-        else if (d->recompute_at)
-            rspan[j] = span_add(&a, sz, END - d->recompute_at, END - j);
-        else if (bread[j])
-            t1 = END - bread[j];
-        aspan[j] = span_add(&a, sz, first[j], t1);
-    }
-
-    n->first_use = dt_calloc((size_t)N, sizeof *n->first_use);
-    n->unwritten = dt_calloc((size_t)N, sizeof *n->unwritten);
-    for (int i = 1; i < N; i++) {
-        const dt_node *d = &n->nodes[i];
-        if (d->op == OP_FLATTEN)
-            continue;
-        int in[2] = { net_base_of(n, d->in0), d->in1 > 0 ? net_base_of(n, d->in1) : 0 };
-        for (int k = 0; k < 2; k++)
-            if (in[k] > 0 && i > n->first_use[in[k]])
-                n->first_use[in[k]] = i;
-    }
-    n->first_use[last] = N; /* dlogits: written by the forward pass */
-    for (int j = last; j >= 1; j--) { // a ReLU before its input: the in-place hand-on
-        const dt_node *d = &n->nodes[j];
-        if (d->op == OP_FLATTEN || n->first_use[j] == 0 || net_grad_unused(n, j))
-            continue;
-        // dies after its own backward; an absorbed ReLU's gradient is read by the
-        // fused GroupNorm's backward, later in backward order
-        const int until = END - (d->fuse == FUSE_ABSORBED ? d->fuse_by : j);
-        const int r = n->first_use[j];
-        if (r < N && gspan[r] >= 0 && relu_grad_in_place(n, r, j)) {
-            gspan[j] = gspan[r];
-            a.s[gspan[j]].t1 = until;
-        } else {
-            gspan[j] = span_add(&a, (size_t)B * node_size(d), j == last ? last : END - r, until);
-        }
-    }
-    for (int i = 1; i < last; i++)
-        if (needs_dx_tmp(n, i, B))
-            tspan[i] = span_add(&a, (size_t)B * node_size(&n->nodes[n->nodes[i].in0]), END - i,
-                                END - i);
-    for (int i = 1; i < N; i++) {
-        const dt_node *d = &n->nodes[i];
-        if (d->op == OP_LINEAR && n->be->linear_workspace) {
-            const size_t w = n->be->linear_workspace(B, (int)node_size(&n->nodes[d->in0]), d->c);
-            if (w) {
-                wfspan[i] = span_add(&a, w, i, i);
-                wbspan[i] = span_add(&a, w, END - i, END - i);
-            }
-            continue;
-        }
-        if (d->op != OP_CONV2D)
-            continue;
-        const dt_conv_shape cs = conv_shape(n, d, B);
-        // net_backward passes dx exactly when the input's gradient has a buffer
-        const int has_dx = d->in0 > 0 && gspan[net_base_of(n, d->in0)] >= 0;
-        size_t wf = n->be->conv2d_workspace(&cs), wb = wf;
-        if (n->be->conv2d_pass_workspace) {
-            wf = n->be->conv2d_pass_workspace(&cs, DT_CONV_WORK_FORWARD);
-            wb = n->be->conv2d_pass_workspace(&cs, has_dx ? DT_CONV_WORK_BACKWARD
-                                                          : DT_CONV_WORK_BACKWARD_NO_DX);
-        }
-        if (wf)
-            wfspan[i] = span_add(&a, wf, i, i);
-        if (wb)
-            wbspan[i] = span_add(&a, wb, END - i, END - i);
-    }
-
-    size_t total = spans_pack(&a);
-    int *kspan = dt_malloc((size_t)N * sizeof *kspan), *maxread = dt_calloc((size_t)N, sizeof *maxread);
-    char *bad = dt_calloc((size_t)N, 1), *widen = dt_calloc((size_t)N, 1);
-    for (int j = 0; j < N; j++)
-        kspan[j] = -1;
-    if (n->be->to_bf16 && !n->no_keep_bf16) {
-        bf16_readers(n, B, maxread, bad, widen);
-        int *order = dt_malloc((size_t)N * sizeof *order), m = 0;
-        for (int j = 1; j < N; j++)
-            if (aspan[j] >= 0 && rspan[j] < 0 && j != logits && bread[j] > 0 && !bad[j] &&
-                lastf[j] > 0)
-                order[m++] = j;
-        for (int q = 1; q < m; q++) // largest first, then in node order
-            for (int r = q; r > 0 && node_size(&n->nodes[order[r]]) >
-                                         node_size(&n->nodes[order[r - 1]]); r--) {
-                const int t = order[r];
-                order[r] = order[r - 1];
-                order[r - 1] = t;
-            }
-        for (int q = 0; q < m; q++) {
-            const int j = order[q];
-            spans trial = { dt_malloc((size_t)(a.n + 2) * sizeof *a.s), a.n };
-            memcpy(trial.s, a.s, (size_t)a.n * sizeof *a.s);
-            int rec;
-            const int r = relu_writer(n, j);
-            const int k = keep_bf16(&trial, aspan[j], (size_t)B * node_size(&n->nodes[j]),
-                                    r ? r : lastf[j], lastf[j], END - maxread[j], END - bread[j],
-                                    widen[j], &rec);
-            const size_t t = spans_pack(&trial);
-            if (t < total) {
-                free(a.s);
-                a = trial;
-                total = t;
-                kspan[j] = k;
-                rspan[j] = rec;
-            } else {
-                free(trial.s);
-            }
-        }
-        free(order);
-        total = spans_pack(&a);
-    }
-    n->arena = total ? n->be->mem_alloc(total * sizeof(float)) : NULL; // one device allocation on a GPU
-    n->arena_n = total;
-    n->act_fwd = dt_calloc((size_t)N, sizeof *n->act_fwd);
-    n->act_rec = dt_calloc((size_t)N, sizeof *n->act_rec);
-    n->dx_tmp = dt_calloc((size_t)N, sizeof *n->dx_tmp);
-    n->work_fwd = dt_calloc((size_t)N, sizeof *n->work_fwd);
-    n->work_bwd = dt_calloc((size_t)N, sizeof *n->work_bwd);
-    n->owner = dt_calloc((size_t)N, sizeof *n->owner);
-    n->stash = dt_calloc((size_t)N, sizeof *n->stash);
-    n->stash_at = dt_calloc((size_t)N, sizeof *n->stash_at);
-    n->widen_at = dt_calloc((size_t)N, sizeof *n->widen_at);
-    n->mask16 = dt_calloc((size_t)N, sizeof *n->mask16);
-    for (int j = 1; j < N; j++) {
-        n->owner[j] = act_owner(n, j);
-        if (aspan[j] >= 0)
-            n->act[j] = n->arena + a.s[aspan[j]].off;
-        if (rspan[j] >= 0) {
-            n->act_fwd[j] = n->act[j];
-            n->act_rec[j] = n->arena + a.s[rspan[j]].off;
-        }
-        if (kspan[j] >= 0) {
-            n->stash[j] = (uint16_t *)(n->arena + a.s[kspan[j]].off);
-            n->stash_at[j] = relu_writer(n, j) ? relu_writer(n, j) : lastf[j];
-            n->widen_at[j] = rspan[j] >= 0 ? maxread[j] : 0;
-        }
-        if (tspan[j] >= 0)
-            n->dx_tmp[j] = n->arena + a.s[tspan[j]].off;
-        if (wfspan[j] >= 0)
-            n->work_fwd[j] = n->arena + a.s[wfspan[j]].off;
-        if (wbspan[j] >= 0)
-            n->work_bwd[j] = n->arena + a.s[wbspan[j]].off;
-    }
-    for (int j = 1; j < N; j++) {
-        n->act[j] = n->act[act_owner(n, j)];
-        if (n->nodes[j].op == OP_RELU && n->stash[act_owner(n, j)] && !widen[act_owner(n, j)])
-            n->mask16[j] = n->stash[act_owner(n, j)];
-        const int b = net_base_of(n, j);
-        n->dact[j] = gspan[b] >= 0 ? n->arena + a.s[gspan[b]].off : NULL;
-    }
-    free(first);
-    free(lastf);
-    free(bread);
-    free(aspan);
-    free(rspan);
-    free(gspan);
-    free(tspan);
-    free(wfspan);
-    free(wbspan);
-    free(kspan);
-    free(maxread);
-    free(bad);
-    free(widen);
-    free(a.s);
+    buffer_plan p;
+    plan_init(&p, n);
+    plan_lifetimes(&p, n);
+    plan_activations(&p, n, B);
+    plan_gradients(&p, n, B);
+    plan_scratch(&p, n, B);
+    size_t total = spans_pack(&p.a);
+    if (n->be->to_bf16 && !n->no_keep_bf16)
+        total = plan_keep_bf16(&p, n, B, total);
+    plan_assign(&p, n, total);
+    plan_free(&p);
 }

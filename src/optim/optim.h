@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "core/tensor_view.h"
 #include "io/checkpoint.h"
-#include "io/config.h"
-#include "nn/net.h"
+#include "io/settings.h"
 
 #define DT_OPTIM_MAX_STATE 4
 

@@ -19,8 +19,8 @@
  *   t < W:  base (t + 1) / (W + 1)
  *   t >= W: base
  * where base = schedule_lr(epoch schedule, fractional epoch of step t): the
- * epoch-based warm-up and step decays run underneath as before, and W = 0
- * gives exactly the old schedule. Given both warm-ups, both factors apply
+ * epoch-based warm-up and step decays run underneath, and W = 0 gives
+ * exactly the epoch-based schedule alone. Given both warm-ups, both factors apply
  * (the deck may refuse the pair). min_lr and decay_steps do not apply. */
 #ifndef DT_OPTIM_SCHEDULE_H
 #define DT_OPTIM_SCHEDULE_H

@@ -1,5 +1,5 @@
 /* SGD with momentum on the flat vectors, and the learning-rate schedule
- * (REFERENCE.md §0).
+ * (doc/references.md, Common pieces).
  *
  * Step (PyTorch's torch.optim.SGD, dampening 0):
  *   g  <- g + wd * x

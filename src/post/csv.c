@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 #include "post/output.h"
-#include "post/record.h"
+#include "post/record_read.h"
 
 /* the columns written as integers */
 static const int train_is_int[NTRAIN] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};

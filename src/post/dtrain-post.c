@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "post/post.h"
-#include "post/record.h"
+#include "post/record_read.h"
 
 static void usage(FILE *f)
 {
@@ -28,7 +28,7 @@ static void usage(FILE *f)
           "         mean over ranks with the min..max band (language-model records:\n"
           "         next-token accuracy, and training and validation loss in nats);\n"
           "         --data keeps the data files and the gnuplot script in DIR (see\n"
-          "         postproc/plot.gp). Environment:\n"
+          "         tools/plot.gp). Environment:\n"
           "         DTRAIN_GNUPLOT (gnuplot to run), DTRAIN_PLOT_GP (script body to use)\n"
           "       dtrain-post summary RUN.h5 [RUN2.h5 ...]\n"
           "         one line per run: final test accuracy (mean over ranks, averaged model),\n"

@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "post/gnuplot.h"
 #include "post/output.h"
-#include "post/record.h"
+#include "post/record_read.h"
 
 /* What the figure's panels are called: an image classifier's record, or a
  * language model's (run.h5 attribute sample_unit = tokens), whose accuracy
@@ -36,7 +36,7 @@ static const plot_labels labels_lm = {"next-token accuracy", "next-token accurac
                                       "training and validation loss",
                                       "training and validation loss (nats)", 1};
 
-/* The plotting commands; postproc/plot.gp carries the same text (image
+/* The plotting commands; tools/plot.gp carries the same text (image
  * labels) with its documentation, for users who want to restyle the figure
  * (point DTRAIN_PLOT_GP at an edited copy). The caller defines dir, nruns
  * and out. */

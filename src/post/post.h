@@ -3,6 +3,9 @@
 #ifndef DT_POST_POST_H
 #define DT_POST_POST_H
 
+/* NULL-terminated: csv, plot, summary, simplot, sample (post/commands.c) */
+extern const char *const post_command_names[];
+
 /* csv: DIR/train.csv, DIR/eval.csv and one CSV per series group of the
  * record at path (outdir NULL: the record's directory). */
 int post_csv(const char *path, const char *outdir);

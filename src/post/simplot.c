@@ -68,65 +68,60 @@ static int by_x(const void *a, const void *b)
 
 /* sim.csv files of dtrain-sim: one line per mode (and platform, when they
  * differ), time per iteration against the rank count, log-log. */
-int post_simplot(char **paths, int npaths, const char *out, const char *keep_dir)
+enum { SIM_SERIES_MAX = 64 };
+
+/* One sim.csv file's rows into the series s (*ns of them), one per mode and
+ * platform; plat0 (128 bytes) the first platform seen, *nplat 2 once a
+ * second one appears. 0, or -1 after dt_err_set(). */
+static int sim_csv_read(const char *path, sim_series *s, int *ns, char *plat0, int *nplat)
 {
-    enum { MAXS = 64 };
-    sim_series *s = dt_calloc(MAXS, sizeof *s);
-    int ns = 0, rc = -1, nplat = 0;
-    char plat0[128] = "", dir[PATH_MAX] = "";
-    for (int p = 0; p < npaths; p++) {
-        FILE *f = fopen(paths[p], "r");
-        if (!f) {
-            dt_err_set("%s: %s", paths[p], strerror(errno));
-            goto out;
-        }
-        char line[4096], *fld[64];
-        int c_mode = -1, c_ranks = -1, c_plat = -1, c_t = -1, row = 0;
-        while (fgets(line, sizeof line, f)) {
-            int nf = csv_split(line, fld, 64);
-            if (row++ == 0) {
-                for (int i = 0; i < nf; i++) {
-                    c_mode = !strcmp(fld[i], "mode") ? i : c_mode;
-                    c_ranks = !strcmp(fld[i], "ranks") ? i : c_ranks;
-                    c_plat = !strcmp(fld[i], "platform") ? i : c_plat;
-                    c_t = !strcmp(fld[i], "time_per_iter_s") ? i : c_t;
-                }
-                if (c_mode < 0 || c_ranks < 0 || c_plat < 0 || c_t < 0) {
-                    fclose(f);
-                    dt_err_set("%s: not a dtrain-sim record (no mode, ranks, platform, "
-                               "time_per_iter_s columns)", paths[p]);
-                    goto out;
-                }
-                continue;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return dt_err_set("%s: %s", path, strerror(errno));
+    char line[4096], *fld[64];
+    int c_mode = -1, c_ranks = -1, c_plat = -1, c_t = -1, row = 0;
+    while (fgets(line, sizeof line, f)) {
+        int nf = csv_split(line, fld, 64);
+        if (row++ == 0) {
+            for (int i = 0; i < nf; i++) {
+                c_mode = !strcmp(fld[i], "mode") ? i : c_mode;
+                c_ranks = !strcmp(fld[i], "ranks") ? i : c_ranks;
+                c_plat = !strcmp(fld[i], "platform") ? i : c_plat;
+                c_t = !strcmp(fld[i], "time_per_iter_s") ? i : c_t;
             }
-            if (nf <= c_t || nf <= c_plat || nf <= c_mode || nf <= c_ranks) {
+            if (c_mode < 0 || c_ranks < 0 || c_plat < 0 || c_t < 0) {
                 fclose(f);
-                dt_err_set("%s:%d: %d fields, too few", paths[p], row, nf);
-                goto out;
+                return dt_err_set("%s: not a dtrain-sim record (no mode, ranks, platform, "
+                                  "time_per_iter_s columns)", path);
             }
-            if (!plat0[0])
-                snprintf(plat0, sizeof plat0, "%s", fld[c_plat]);
-            if (strcmp(plat0, fld[c_plat]))
-                nplat = 2;
-            char label[160];
-            snprintf(label, sizeof label, "%s|%s", fld[c_mode], fld[c_plat]);
-            sim_series *se = series_of(s, &ns, MAXS, label);
-            if (!se || se->n == 256) {
-                fclose(f);
-                dt_err_set("more than %d series or 256 points in one", MAXS);
-                goto out;
-            }
-            se->ranks[se->n] = atof(fld[c_ranks]);
-            se->t[se->n++] = atof(fld[c_t]);
+            continue;
         }
-        fclose(f);
+        if (nf <= c_t || nf <= c_plat || nf <= c_mode || nf <= c_ranks) {
+            fclose(f);
+            return dt_err_set("%s:%d: %d fields, too few", path, row, nf);
+        }
+        if (!plat0[0])
+            snprintf(plat0, 128, "%s", fld[c_plat]);
+        if (strcmp(plat0, fld[c_plat]))
+            *nplat = 2;
+        char label[160];
+        snprintf(label, sizeof label, "%s|%s", fld[c_mode], fld[c_plat]);
+        sim_series *se = series_of(s, ns, SIM_SERIES_MAX, label);
+        if (!se || se->n == 256) {
+            fclose(f);
+            return dt_err_set("more than %d series or 256 points in one", SIM_SERIES_MAX);
+        }
+        se->ranks[se->n] = atof(fld[c_ranks]);
+        se->t[se->n++] = atof(fld[c_t]);
     }
-    if (ns == 0) {
-        dt_err_set("no rows in the sim.csv files given");
-        goto out;
-    }
-    if (post_workdir(dir, sizeof dir, keep_dir) != 0)
-        goto out;
+    fclose(f);
+    return 0;
+}
+
+/* dir/simK.dat: series K's (ranks, time per iteration) in rank order, its
+ * title the mode (and the platform when there are several). */
+static int sim_series_write(const char *dir, sim_series *s, int ns, int nplat)
+{
     char path[PATH_MAX];
     for (int i = 0; i < ns; i++) {
         double xy[256][2];
@@ -134,12 +129,10 @@ int post_simplot(char **paths, int npaths, const char *out, const char *keep_dir
             xy[k][0] = s[i].ranks[k], xy[k][1] = s[i].t[k];
         qsort(xy, (size_t)s[i].n, sizeof xy[0], by_x);
         if (post_path_fmt(path, sizeof path, "%s/sim%d.dat", dir, i + 1) != 0)
-            goto out;
+            return -1;
         FILE *f = fopen(path, "w");
-        if (!f) {
-            dt_err_set("%s: cannot create: %s", path, strerror(errno));
-            goto out;
-        }
+        if (!f)
+            return dt_err_set("%s: cannot create: %s", path, strerror(errno));
         char *bar = strchr(s[i].label, '|');
         *bar = '\0';
         fprintf(f, "ranks \"%s%s%s%s\"\n", s[i].label, nplat ? " (" : "", nplat ? bar + 1 : "",
@@ -147,13 +140,21 @@ int post_simplot(char **paths, int npaths, const char *out, const char *keep_dir
         for (int k = 0; k < s[i].n; k++)
             fprintf(f, "%.0f %.9g\n", xy[k][0], xy[k][1]);
         if (post_close_checked(f, path) != 0)
-            goto out;
+            return -1;
     }
+    return 0;
+}
+
+/* dir/plot.gp: time per iteration against ranks, log-log, one line per
+ * series; rendered into out. */
+static int sim_plot_render(const char *dir, int ns, int nplat, const char *plat0, const char *out)
+{
+    char path[PATH_MAX];
     if (post_path_fmt(path, sizeof path, "%s/plot.gp", dir) != 0)
-        goto out;
+        return -1;
     FILE *f = post_gp_script_open(path, "simplot", dir, "nseries", ns, out);
     if (!f)
-        goto out;
+        return -1;
     fprintf(f, "\ntitle = ");
     post_gp_quote(f, nplat ? "dtrain-sim: time per iteration" : plat0);
     fputs("\nif (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
@@ -173,8 +174,25 @@ int post_simplot(char **paths, int npaths, const char *out, const char *keep_dir
           "pt 7 ps 0.8 lw 1.5\n"
           "set output\n", f);
     if (post_close_checked(f, path) != 0)
+        return -1;
+    return post_gnuplot_render(path, out);
+}
+
+int post_simplot(char **paths, int npaths, const char *out, const char *keep_dir)
+{
+    sim_series *s = dt_calloc(SIM_SERIES_MAX, sizeof *s);
+    int ns = 0, rc = -1, nplat = 0;
+    char plat0[128] = "", dir[PATH_MAX] = "", path[PATH_MAX];
+    for (int p = 0; p < npaths; p++)
+        if (sim_csv_read(paths[p], s, &ns, plat0, &nplat) != 0)
+            goto out;
+    if (ns == 0) {
+        dt_err_set("no rows in the sim.csv files given");
         goto out;
-    if (post_gnuplot_render(path, out) != 0)
+    }
+    if (post_workdir(dir, sizeof dir, keep_dir) != 0 ||
+        sim_series_write(dir, s, ns, nplat) != 0 ||
+        sim_plot_render(dir, ns, nplat, plat0, out) != 0)
         goto out;
     rc = 0;
 out:

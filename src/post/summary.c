@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "post/record.h"
+#include "post/record_read.h"
 
 typedef struct post_stats {
     double last_step, acc_mean, acc_avg, wall, images_per_s, comm_share;

@@ -14,7 +14,7 @@
 #include "io/checkpoint.h"
 #include "run/finite.h"
 #include "run/roles.h"
-#include "run/trainer_int.h"
+#include "run/run_int.h"
 
 /* The newest checkpoint this run wrote or resumed from, for messages. */
 static char last_ckpt[DT_PATH_MAX + 64] = "";

@@ -7,7 +7,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "io/config.h"
+#include "io/settings.h"
 
 typedef struct dt_device {
     int cuda;         /* 1: compute.device = cuda */

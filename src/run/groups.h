@@ -7,7 +7,7 @@
 #include <mpi.h>
 
 #include "io/deck.h"
-#include "run/trainer.h"
+#include "run/run.h"
 
 /* Every group's mode accepts its rank count (bipartite needs an even count,
  * and so on). Serial and the same on every rank; -1 with a message that

@@ -14,7 +14,7 @@
 #include "core/watchdog.h"
 #include "run/roles.h"
 #include "run/stop.h"
-#include "run/trainer_int.h"
+#include "run/run_int.h"
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"
 #endif
@@ -258,23 +258,13 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
     return status;
 }
 
-/* comm.transport = nccl moves the vectors of the modes whose data traffic
- * goes through the transport from the training thread; the modes built on
- * one-sided MPI or a communication thread keep MPI (host staging). */
-static int nccl_moves(const char *mode)
-{
-    static const char *modes[] = { "allreduce", "easgd", "sgp", "dpsgd" };
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(mode, modes[i]) == 0)
-            return 1;
-    return 0;
-}
-
 static dt_transport *transport_create(dt_trainer *t, const dt_config *cfg, MPI_Comm comm)
 {
     if (strcmp(cfg->comm.transport, "nccl") != 0)
         return transport_mpi_create(comm);
-    if (!nccl_moves(cfg->algorithm.mode)) {
+    /* the modes built on one-sided MPI or a communication thread keep MPI
+     * (host staging): dt_algo.nccl */
+    if (!t->algo->nccl) {
         if (t->rank == 0)
             say("comm.transport = nccl: mode %s exchanges over one-sided MPI or a "
                 "communication thread; its vectors go over MPI\n", cfg->algorithm.mode);
@@ -295,20 +285,17 @@ static void trainer_free(dt_trainer *t)
     engine_free(t);
 }
 
-int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Comm comm,
-                dt_run_result *res)
+/* The rank's place in the group and the settings the engine reads first. */
+static void trainer_init(dt_trainer *t, const dt_group *g, const dt_roles *roles, MPI_Comm comm)
 {
     const dt_config *cfg = &g->cfg;
-    trainer_group_tag[0] = '\0';
-    if (g->name[0])
-        snprintf(trainer_group_tag, sizeof trainer_group_tag, "[%s] ", g->name);
-    dt_trainer tr, *t = &tr;
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
     t->comm = comm;
     MPI_CHECK(MPI_Comm_rank(comm, &t->rank));
     MPI_CHECK(MPI_Comm_size(comm, &t->nranks));
     t->roles = roles;
+    t->poll_stop = stop_poll;
     /* servers and the supervisor train nothing: they carry worker 0's shard */
     t->worker = roles->mine == ROLE_WORKER ? roles->index : 0;
     t->nworkers = 0;
@@ -317,41 +304,59 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     t->data.B = (int)cfg->optim.batch_size;
     t->meter.weight = 1.0f;
     backend_set_threads((int)cfg->compute.threads);
+}
 
-    int rc = 0;
+/* The mode by name and its own checks (the simulator's too): 0, or -1 after
+ * dt_err_set(). */
+static int mode_check(dt_trainer *t)
+{
+    const dt_config *cfg = t->cfg;
     t->algo = algo_find(cfg->algorithm.mode);
     if (!t->algo || t->algo->check(cfg, t->nranks) != 0)
-        rc = -1;
+        return -1;
 #ifdef DTRAIN_SIM
-    if (rc == 0 && sim_check(cfg) != 0)
-        rc = -1;
-#endif
-    if (agree(comm, t->rank, rc, "") != 0)
-        return 1;
-    if (agree(comm, t->rank, record_prepare_output(cfg, t->rank), "") != 0)
-        return 1;
-    if (agree(comm, t->rank, data_setup(t), "") != 0 ||
-        agree(comm, t->rank, engine_create_model(t), "") != 0) {
-        trainer_free(t);
-        return 1;
+    if (t->algo->thread) {
+        /* SMPI runs every simulated rank in one OS thread */
+        static char simulated[512];
+        simulated[0] = '\0';
+        for (int i = 0; algo_table[i]; i++)
+            if (!algo_table[i]->thread)
+                snprintf(simulated + strlen(simulated), sizeof simulated - strlen(simulated),
+                         "%s%s", simulated[0] ? ", " : "", algo_table[i]->name);
+        return dt_err_set("algorithm.mode = %s is not simulated: %s, and SMPI cannot run an "
+                          "application thread that calls MPI (simulated modes: %s)",
+                          t->algo->name, t->algo->thread, simulated);
     }
-    engine_alloc(t);
+    if (sim_check(cfg) != 0)
+        return -1;
+#endif
+    return 0;
+}
+
+/* Collective: the engine (data, model, flat vectors, transport, optimizer)
+ * and the step budget and schedules. 0, or 1 with every rank told why. */
+static int engine_build(dt_trainer *t)
+{
+    const dt_config *cfg = t->cfg;
+    MPI_Comm comm = t->comm;
+    if (agree(comm, t->rank, data_setup(t), "") != 0 ||
+        agree(comm, t->rank, engine_create_model(t), "") != 0)
+        return 1;
+    engine_alloc(t, t->algo->device_vectors);
     t->tp = transport_create(t, cfg, comm);
 #ifndef DTRAIN_SIM
     /* NCCL takes device buffers; MPI gets them through host staging */
     if (t->dev.vectors && strcmp(t->tp->name, "nccl") != 0)
         t->tp = transport_staged_create(t->tp, t->model->be);
 #endif
-    /* one model for all: rank 0's parameters (REFERENCE.md §1) */
+    /* one model for all: rank 0's parameters (doc/references.md, AllReduce SGD) */
     t->tp->bcast(t->tp, t->params, t->n, 0);
     if (agree(comm, t->rank, engine_create_optim(t), "") != 0 ||
         agree(comm, t->rank,
               schedule_init(&t->sched, cfg->optim.lr, cfg->optim.lr_scaling, t->data.B,
                             t->nworkers, cfg->optim.warmup_epochs, cfg->optim.decay_epochs,
-                            cfg->optim.decay_factor), "") != 0) {
-        trainer_free(t);
+                            cfg->optim.decay_factor), "") != 0)
         return 1;
-    }
     /* synchronous modes step together: every rank uses the smallest epoch */
     int64_t spe = data_steps_per_epoch(t);
     MPI_CHECK(MPI_Allreduce(&spe, &t->steps_per_epoch, 1, MPI_INT64_T, MPI_MIN, comm));
@@ -360,7 +365,6 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
             fprintf(stderr, "dtrain: %serror: data.samples_per_epoch = %lld is smaller than "
                             "optim.batch_size = %d: an epoch would have no step\n",
                     trainer_group_tag, (long long)cfg->data.samples_per_epoch, t->data.B);
-        trainer_free(t);
         return 1;
     }
     t->total_steps = cfg->run.epochs * t->steps_per_epoch;
@@ -368,43 +372,48 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         t->total_steps = cfg->run.max_steps;
     /* the cosine ends at optim.decay_steps, or at this budget (a resume
      * takes the end stored in its checkpoint) */
+    int64_t cosine_end = cfg->optim.decay_steps > 0 ? cfg->optim.decay_steps
+                         : t->total_steps > cfg->optim.warmup_steps ? t->total_steps
+                         : cfg->optim.warmup_steps;
     if (agree(comm, t->rank,
               schedule_steps_init(&t->lsched, cfg->optim.schedule, t->sched.target,
-                                  cfg->optim.min_lr, cfg->optim.warmup_steps,
-                                  cfg->optim.decay_steps > 0 ? cfg->optim.decay_steps
-                                  : t->total_steps > cfg->optim.warmup_steps
-                                      ? t->total_steps : cfg->optim.warmup_steps), "") != 0) {
-        trainer_free(t);
+                                  cfg->optim.min_lr, cfg->optim.warmup_steps, cosine_end),
+              "") != 0)
         return 1;
-    }
-    if (t->algo->setup)
-        t->algo->setup(t);
+    return 0;
+}
 
-    t->wall_start = trainer_clock();
-    ckpt_start(t);
-    int resumed = 0;
-    char skipped[8192] = "";
-    if (cfg->run.resume) {
-        resumed = ckpt_restore(t, skipped, sizeof skipped);
-        if (resumed < 0) {
-            if (t->rank == 0)
-                fprintf(stderr, "dtrain: %serror: %s\n", trainer_group_tag, dt_err_msg());
-            trainer_free(t);
-            return 1;
-        }
-        if (!resumed && t->rank == 0)
-            say("run.resume = true but %s/checkpoints holds no checkpoint: starting fresh\n",
-                   cfg->run.output_dir);
+/* run.resume: 1 if a checkpoint was restored, 0 for a fresh start, -1 after
+ * rank 0 said why; skipped (len) gets what was passed over. */
+static int run_resume(dt_trainer *t, char *skipped, size_t len)
+{
+    const dt_config *cfg = t->cfg;
+    if (!cfg->run.resume)
+        return 0;
+    int resumed = ckpt_restore(t, skipped, len);
+    if (resumed < 0) {
+        if (t->rank == 0)
+            fprintf(stderr, "dtrain: %serror: %s\n", trainer_group_tag, dt_err_msg());
+        return -1;
     }
+    if (!resumed && t->rank == 0)
+        say("run.resume = true but %s/checkpoints holds no checkpoint: starting fresh\n",
+               cfg->run.output_dir);
+    return resumed;
+}
 
+/* Collective: the effective deck, the run record (path rec) with what a
+ * resume passed over and the rank-count change, and rank 0's first line.
+ * NULL with every rank told why. */
+static dt_runlog *run_record_open(dt_trainer *t, const dt_group *g, int world_ranks, int resumed,
+                                  const char *skipped, char *rec)
+{
+    const dt_config *cfg = t->cfg;
     if (t->rank == 0)
         record_write_deck(cfg->run.output_dir, g->effective);
-    char rec[DT_PATH_MAX + 16];
     dt_runlog *log = record_open(t, g, world_ranks, resumed, rec);
-    if (agree(comm, t->rank, log ? 0 : -1, rec) != 0) {
-        trainer_free(t);
-        return 1;
-    }
+    if (agree(t->comm, t->rank, log ? 0 : -1, rec) != 0)
+        return NULL;
     if (skipped[0])
         runlog_note(log, "resume_skipped", skipped);
     /* what the CPU runs: the level, layouts and kernels (backend/cpu/dispatch.h) */
@@ -412,7 +421,7 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     char compute[512];
     cpu_dispatch_describe(compute, sizeof compute);
     /* rank 0's (ranks on unlike nodes may differ; the record holds one) */
-    MPI_CHECK(MPI_Bcast(compute, (int)sizeof compute, MPI_CHAR, 0, comm));
+    MPI_CHECK(MPI_Bcast(compute, (int)sizeof compute, MPI_CHAR, 0, t->comm));
     if (on_cpu)
         runlog_note(log, "compute", compute);
     if (t->elastic_from) { /* the latest rank-count change and its rule */
@@ -422,7 +431,6 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         runlog_note_i64(log, "resume_from_ranks", t->elastic_from);
         runlog_note(log, "elastic_rule", how);
     }
-
     if (t->rank == 0) {
         say("dtrain: mode %s, model %s (%zu parameters), %d rank(s), batch %d, "
                "%lld steps (%lld per epoch), output %s\n",
@@ -432,25 +440,31 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
             say("compute: %s\n", compute);
         fflush(stdout);
     }
+    return log;
+}
 
-    double mean_acc = 0;
+/* Collective: the training loop with its evaluations, the final checkpoint
+ * and the algorithm's own series. Returns the exit status. */
+static int run_train(dt_trainer *t, dt_runlog *log, int resumed, double *mean_acc)
+{
+    const dt_config *cfg = t->cfg;
     /* resumed from the final checkpoint (another group was signalled after
      * this one finished): the final evaluation is already in the record */
     int at_end = resumed && t->step >= t->total_steps;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &at_end, 1, MPI_INT, MPI_MIN, comm));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &at_end, 1, MPI_INT, MPI_MIN, t->comm));
     int64_t last_eval = at_end ? t->step : -1;
     /* a resume on another rank count: the resumed model is evaluated at once
      * (a row at the resume step, after the old segment's: the averaged model,
      * and the consensus distance, 0 where every rank took the same model) */
     if (t->elastic_from && !at_end)
-        eval_run(t, log, trainer_clock() - t->wall_start, &mean_acc);
+        eval_run(t, log, trainer_clock() - t->wall_start, mean_acc);
     /* asynchronous modes are not watched: their ranks make progress at their
      * own pace, a server without any step of its own */
     if (!t->algo->async)
         watchdog_start((double)cfg->run.stall_timeout, t->rank, trainer_group_tag);
-    int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, &mean_acc, &last_eval);
+    int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, mean_acc, &last_eval);
     if (status == 0 && last_eval != t->step)
-        eval_run(t, log, trainer_clock() - t->wall_start, &mean_acc);
+        eval_run(t, log, trainer_clock() - t->wall_start, mean_acc);
     if (status == 0 || status == DT_EXIT_REQUEUE) {
         int s = ckpt_save(t);
         if (s != 0)
@@ -458,6 +472,61 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     }
     if (status != 1 && t->algo->record)
         t->algo->record(t, log);
+    return status;
+}
+
+/* Rank 0's last line of a finished run. */
+static void run_report_done(const dt_trainer *t, double mean_acc, const char *rec)
+{
+    char steps[64];
+    if (t->algo->async) /* rank 0's own count may be a server's clock */
+        snprintf(steps, sizeof steps, "%.0f steps per rank (rank 0: %lld)", t->global_step,
+                 (long long)t->step);
+    else
+        snprintf(steps, sizeof steps, "%lld steps", (long long)t->step);
+    say("done: %s in %.1f s, final %s %.2f%% (mean over ranks); record %s\n", steps,
+        trainer_clock() - t->wall_start,
+        t->data.tokens ? "next-token accuracy" : "test accuracy", 100 * mean_acc, rec);
+    fflush(stdout);
+}
+
+int run_group(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Comm comm,
+              dt_run_result *res)
+{
+    const dt_config *cfg = &g->cfg;
+    trainer_group_tag[0] = '\0';
+    if (g->name[0])
+        snprintf(trainer_group_tag, sizeof trainer_group_tag, "[%s] ", g->name);
+    dt_trainer tr, *t = &tr;
+    trainer_init(t, g, roles, comm);
+    if (agree(comm, t->rank, mode_check(t), "") != 0)
+        return 1;
+    if (agree(comm, t->rank, record_prepare_output(cfg, t->rank), "") != 0)
+        return 1;
+    if (engine_build(t) != 0) {
+        trainer_free(t);
+        return 1;
+    }
+    if (t->algo->setup)
+        t->algo->setup(t);
+
+    t->wall_start = trainer_clock();
+    ckpt_start(t);
+    char skipped[8192] = "";
+    int resumed = run_resume(t, skipped, sizeof skipped);
+    if (resumed < 0) {
+        trainer_free(t);
+        return 1;
+    }
+    char rec[DT_PATH_MAX + 16];
+    dt_runlog *log = run_record_open(t, g, world_ranks, resumed, skipped, rec);
+    if (!log) {
+        trainer_free(t);
+        return 1;
+    }
+
+    double mean_acc = 0;
+    int status = run_train(t, log, resumed, &mean_acc);
     watchdog_phase("writing the run record", -1);
 #ifdef DTRAIN_SIM
     if (status == 0) {
@@ -475,18 +544,8 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
     watchdog_stop();
     if (res)
         record_result(t, mean_acc, res);
-    if (t->rank == 0 && status == 0) {
-        char steps[64];
-        if (t->algo->async) /* rank 0's own count may be a server's clock */
-            snprintf(steps, sizeof steps, "%.0f steps per rank (rank 0: %lld)", t->global_step,
-                     (long long)t->step);
-        else
-            snprintf(steps, sizeof steps, "%lld steps", (long long)t->step);
-        say("done: %s in %.1f s, final %s %.2f%% (mean over ranks); record %s\n", steps,
-            trainer_clock() - t->wall_start,
-            t->data.tokens ? "next-token accuracy" : "test accuracy", 100 * mean_acc, rec);
-        fflush(stdout);
-    }
+    if (t->rank == 0 && status == 0)
+        run_report_done(t, mean_acc, rec);
     trainer_free(t);
     return status;
 }

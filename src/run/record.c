@@ -13,7 +13,7 @@
 
 #include "core/build_info.h"
 #include "core/error.h"
-#include "run/trainer_int.h"
+#include "run/run_int.h"
 
 char trainer_group_tag[DT_GROUP_NAME_MAX + 4] = "";
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/algo.h"
 #include "core/error.h"
 
 const char *role_name(dt_role role)
@@ -22,7 +23,8 @@ void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg)
     MPI_CHECK(MPI_Comm_size(comm, &r->nranks));
     r->role = dt_calloc((size_t)r->nranks, sizeof *r->role);
     int servers = 0, supervisor = 0;
-    if (strncmp(cfg->algorithm.mode, "ps-", 3) == 0) {
+    const dt_algo *a = algo_find(cfg->algorithm.mode);
+    if (a && a->servers) {
         servers = (int)cfg->ps.servers;
         supervisor = cfg->ps.supervisor;
     }

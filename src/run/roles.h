@@ -1,26 +1,17 @@
 /* Rank roles, computed once at start-up from the deck and the group's rank
  * count: workers train; in the parameter-server modes ranks 0..S-1 are
  * servers (ps.servers) and the next rank a supervisor (ps.supervisor).
- * Each role gets its own sub-communicator. */
+ * Each role gets its own sub-communicator. The types (dt_roles) are the
+ * engine's (engine/engine.h): an algorithm reads its rank's role. */
 #ifndef DT_RUN_ROLES_H
 #define DT_RUN_ROLES_H
 
 #include <mpi.h>
 #include <stdio.h>
 
-#include "io/config.h"
+#include "engine/engine.h"
+#include "io/settings.h"
 #include "io/deck.h"
-
-typedef enum dt_role { ROLE_WORKER = 0, ROLE_SERVER = 1, ROLE_SUPERVISOR = 2 } dt_role;
-
-typedef struct dt_roles {
-    int nranks;
-    dt_role *role;          /* (nranks) role of every rank */
-    dt_role mine;
-    int index, count;       /* this rank's position among the ranks of its role, and
-                             * how many share it (workers: the data shard) */
-    MPI_Comm role_comm;     /* the ranks sharing this rank's role */
-} dt_roles;
 
 /* Collective over comm, the ranks of one group. */
 void roles_build(dt_roles *r, MPI_Comm comm, const dt_config *cfg);

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "run/trainer.h"
+#include "run/run.h"
 
 static volatile sig_atomic_t signalled = 0;
 

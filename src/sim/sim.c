@@ -126,26 +126,8 @@ int sim_parse_args(int *argc, char **argv)
     return 0;
 }
 
-/* Modes whose communication runs on a thread of their own (comm/progress.c,
- * comm/swap.c): SMPI runs every simulated rank in one OS thread and cannot
- * run a second application thread that calls MPI. */
-static const char *const threaded[][2] = {
-    { "osgp", "its exchange of step k overlaps step k+1 on a communication thread" },
-    { "adpsgd", "a thread answers the peers' averaging requests while the rank computes" },
-    { "pdmm-isvr", "the edge swaps are answered by a communication thread" },
-    { "admm-isvr", "the edge swaps are answered by a communication thread" },
-    { "dsgd-ecl", "the edge swaps are answered by a communication thread" },
-};
-
 int sim_check(const dt_config *cfg)
 {
-    for (size_t i = 0; i < sizeof threaded / sizeof threaded[0]; i++)
-        if (!strcmp(cfg->algorithm.mode, threaded[i][0]))
-            return dt_err_set("algorithm.mode = %s is not simulated: %s, and SMPI cannot run an "
-                              "application thread that calls MPI (simulated modes: local, "
-                              "allreduce, dpsgd, sgp, easgd, lsgd, ps-async, ps-sync, "
-                              "diloco)",
-                              threaded[i][0], threaded[i][1]);
     if (cfg->run.resume)
         return dt_err_set("run.resume = true: the simulator writes no checkpoints");
     if (cfg->run.checkpoint_every > 0)

@@ -23,10 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/config.h"
-
-/* Flat buffers at least this long (floats) are shared between ranks. */
-#define SIM_SHARED_MIN ((size_t)1 << 16)
+#include "core/alloc.h" /* SIM_SHARED_MIN */
+#include "io/settings.h"
 
 typedef struct dt_sim {
     double compute_time;        /* sim.compute_time: simulated seconds per step */
@@ -43,7 +41,8 @@ typedef struct dt_sim {
  * value. */
 int sim_parse_args(int *argc, char **argv);
 const dt_sim *sim_config(void);
-/* -1 after dt_err_set() for a mode or setting the simulator cannot run. */
+/* -1 after dt_err_set() for a setting the simulator cannot run (the loop
+ * refuses the modes with a communication thread: dt_algo.thread). */
 int sim_check(const dt_config *cfg);
 /* One step's forward and backward pass: simulated time only. */
 void sim_compute(int rank);

@@ -13,6 +13,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static int modes_set;
+    if (!modes_set++)
+        deck_use_modes(FUZZ_MODES, NULL);
     if (size == 0 || size > 65536)
         return 0;
     int world = 1 + data[0] % 8;

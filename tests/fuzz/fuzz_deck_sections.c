@@ -18,7 +18,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/deck.h"
 #include "io/deck_internal.h"
+#include "fuzz_util.h"
 
 typedef struct probe_state {
     parse_ctx *c;
@@ -64,6 +66,9 @@ static void run_both(const char *text, size_t len, const char *what)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static int modes_set;
+    if (!modes_set++)
+        deck_use_modes(FUZZ_MODES, NULL);
     if (size > 65536)
         return 0;
     run_both((const char *)data, size, "input");

@@ -1,4 +1,4 @@
-/* libFuzzer: the edge-consensus graph file reader (src/graph/egraph.c).
+/* libFuzzer: the edge-consensus graph file reader (src/topology/egraph.c).
  * Input: byte 0 = rank count 2..33, byte 1 = round K 1..16; the rest is the
  * graph file (edge lines "I J" or "I J PI PJ", an optional "round K"). An
  * accepted file has mirrored ends and no number above 10^6. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "graph/egraph.h"
+#include "topology/egraph.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

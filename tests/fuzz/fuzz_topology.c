@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "graph/topology.h"
+#include "topology/topology.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,7 +1,7 @@
 /* CUDA_CHECK: every CUDA runtime call goes through it. A failure records
  * "file:line: call: cudaGetErrorString" with dt_err_set() and returns -1 from
- * the calling function, so the caller (the device path, once wired) ends the
- * run with the message on every rank. Only for .cu files. */
+ * the calling function, so the caller (the CUDA backend, backend/cuda.c) ends
+ * the run with the message on every rank. Only for .cu files. */
 #ifndef DT_NN_CUDA_CHECK_H
 #define DT_NN_CUDA_CHECK_H
 

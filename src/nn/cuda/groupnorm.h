@@ -7,9 +7,8 @@
  * forward, lanes over B*C*8, the mean over B*G, lanes about the mean, rstd
  * over B*G, affine over the elements; backward, lanes over B*C*4, channel
  * sums over B*C, group sums over B*G, parameter gradients over C, dx over the
- * elements. (They replaced one thread per (sample, group), 1,024 threads at
- * batch 128 each reading a whole group: part of the change that took
- * resnet20_gn from 1,210 to 10,324 img/s on an H200.) */
+ * elements: many threads per group rather than one thread per (sample,
+ * group), which reads a whole group alone (bench/RESULTS.md §11). */
 #ifndef DT_NN_CUDA_GROUPNORM_H
 #define DT_NN_CUDA_GROUPNORM_H
 

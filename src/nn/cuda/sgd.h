@@ -73,7 +73,7 @@ static inline DT_HD void flat_sub_at(size_t i, const float *d, float *x)
 /* The gossip modes' terms (algo/gossip.c, algo/dpsgd.c), each the exact
  * float expression of the host loop it replaced (core/vec.h), so the CPU
  * backend's results are bit for bit those of the loops.
- * Push-sum share (REFERENCE.md §3): x <- x a; keep it and put it in the
+ * Push-sum share (doc/references.md, SGP): x <- x a; keep it and put it in the
  * message y. x, y: (n) */
 static inline DT_HD void flat_scale_copy_at(size_t i, float a, float *x, float *y)
 {

@@ -1,4 +1,4 @@
-/* Edge graphs of edge-consensus learning (REFERENCE.md §7).
+/* Edge graphs of edge-consensus learning (doc/references.md, Edge-consensus learning).
  *
  * An undirected graph whose edges are swapped on a cycle of K steps: each
  * END of an edge has its own phase in 0..K-1, and at step t the rank swaps
@@ -18,8 +18,8 @@
  * Generated graphs get automatic phases: the ends of rank i, sorted by
  * neighbour, get phases (i + m * K / deg_i) mod K, m = 0..deg_i-1 (distinct
  * when deg_i <= K). */
-#ifndef DT_GRAPH_EGRAPH_H
-#define DT_GRAPH_EGRAPH_H
+#ifndef DT_TOPOLOGY_EGRAPH_H
+#define DT_TOPOLOGY_EGRAPH_H
 
 #include <stdint.h>
 

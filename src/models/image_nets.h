@@ -1,4 +1,4 @@
-/* Models by name, built on the network engine (nn/net.h).
+/* The image networks by name, built on the network engine (nn/net.h).
  *
  *   logreg       linear (C*H*W -> classes)
  *   mlp          linear layers of model.hidden widths with model.activation,
@@ -10,11 +10,11 @@
  *                CIFAR ResNets (He et al. 2016, 6n+2 layers, widths 16/32/64)
  *                with GroupNorm (model.gn_groups) in place of BatchNorm and
  *                1x1-conv + GroupNorm shortcuts where the shape changes. */
-#ifndef DT_MODELS_H
-#define DT_MODELS_H
+#ifndef DT_MODELS_IMAGE_NETS_H
+#define DT_MODELS_IMAGE_NETS_H
 
 #include "backend/backend.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "nn/net.h"
 
 /* Build the named model for inputs of shape (c, h, w) and `classes`.

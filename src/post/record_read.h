@@ -1,7 +1,7 @@
 /* dtrain-post: a run record (run.h5, see io/runlog.h) in memory, and the
  * records that command-line arguments name. */
-#ifndef DT_POST_RECORD_H
-#define DT_POST_RECORD_H
+#ifndef DT_POST_RECORD_READ_H
+#define DT_POST_RECORD_READ_H
 
 #include <hdf5.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Communication graphs of the gossip algorithms (REFERENCE.md §2).
+/* Communication graphs of the gossip algorithms (doc/references.md, Gossip topologies).
  *
  * Built-in graphs are circulant: one list of offsets, reduced mod n, is
  * turned into every rank's book of absolute peers, so every rank sends to and
@@ -9,7 +9,7 @@
  *
  * Storage: one flat block of ints holds all books; book[r] points into it.
  */
-#include "graph/topology.h"
+#include "topology/topology.h"
 
 #include "core/error.h"
 #include "core/parse.h"

@@ -1,5 +1,6 @@
-/* Edge graphs with per-end swap phases (REFERENCE.md §7); see egraph.h. */
-#include "graph/egraph.h"
+/* Edge graphs with per-end swap phases (doc/references.md, Edge-consensus
+ * learning); see egraph.h. */
+#include "topology/egraph.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,9 @@
-/* The typed run configuration, filled from a validated deck (io/deck_*.c;
- * the key table is io/deck_schema.c). Every field corresponds to one deck
- * key, documented in inputs/reference.ini. */
-#ifndef DT_IO_CONFIG_H
-#define DT_IO_CONFIG_H
+/* The settings of a run: every key of the deck as a typed field of
+ * dt_config, filled from a validated deck (io/deck_*.c; the key table is
+ * io/deck_schema.c, each key documented in inputs/reference.ini). Named
+ * apart from autoconf's config.h, which every .c file includes first. */
+#ifndef DT_IO_SETTINGS_H
+#define DT_IO_SETTINGS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,7 +31,7 @@ typedef struct dt_config {
     } run;
     struct {
         char mode[32];
-        char topology[32];        /* auto | exponential | ... (graph/topology.h) */
+        char topology[32];        /* auto | exponential | ... (topology/topology.h) */
         int64_t peers;
         char graph_file[DT_PATH_MAX];
         int64_t overlap_tau;      /* osgp */

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "data/data.h"
 #include "data/tokens.h"
-#include "run/trainer_int.h"
+#include "engine/engine.h"
 
 #ifdef DTRAIN_SIM
 /* The simulator loads no data: the sample shape (for the model's size) and

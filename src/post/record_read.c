@@ -4,7 +4,7 @@
 #include "config.h"
 #endif
 
-#include "post/record.h"
+#include "post/record_read.h"
 
 #include <errno.h>
 #include <hdf5.h>

@@ -27,6 +27,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "algo/algo.h"
 #include "io/deck.h"
 #include "io/h5attr.h"
 #include "models/gpt.h"
@@ -178,6 +179,7 @@ static int post_sample(const char *arg, const char *prompt, long ntokens, double
     snprintf(deckp, sizeof deckp, "%s/deck.ini", run);
     dt_config cfg;
     char *eff = NULL;
+    algo_deck_register();
     if (deck_parse(deckp, 0, NULL, &cfg, &eff) != 0)
         return -1;
     free(eff);

@@ -1,4 +1,4 @@
-/* Communication graphs of the gossip algorithms (REFERENCE.md §2).
+/* Communication graphs of the gossip algorithms (doc/references.md, Gossip topologies).
  *
  * Every rank builds the same dt_topology from (kind, n, k, file), so the
  * out-peers and in-peers of ANY rank at ANY gossip step are computed locally,
@@ -26,8 +26,8 @@
  *   file              undirected edge list; static; a rank's peers are its
  *                     neighbours (k = its degree, may differ between ranks).
  */
-#ifndef DT_GRAPH_TOPOLOGY_H
-#define DT_GRAPH_TOPOLOGY_H
+#ifndef DT_TOPOLOGY_TOPOLOGY_H
+#define DT_TOPOLOGY_TOPOLOGY_H
 
 #include <stdint.h>
 

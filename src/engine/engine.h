@@ -1,37 +1,45 @@
-/* The training runtime: owns the model, data, optimizer, transport, run
- * record and checkpoints of one rank, and runs the loop around an algorithm's
- * step. Algorithms include this header and use the engine's calls
- * (trainer_gradient, trainer_update, trainer_scale, trainer_vectors) and the
- * flat vectors; the runtime's own files share run/trainer_int.h:
+/* The rank's engine: its network, the flat vectors (params, grads) and
+ * their device mirrors, the optimizer, the batch sources and the test-set
+ * evaluation. Algorithms (src/algo/) call it through trainer_gradient,
+ * trainer_update, trainer_scale and trainer_vectors and read the flat
+ * vectors; the loop (src/run/) creates and frees it. Its files:
  *
- *   run/loop.c          trainer_run, the synchronous and asynchronous loops
- *   run/engine.c        the rank's model, flat vectors, device mirrors, optimizer
- *   run/data_setup.c    data sets, shards, batch sources
- *   run/evaluate.c      the test-set evaluation, the averaged model, consensus
- *   run/checkpointing.c save and restore, the non-finite scan before a save
- *   run/record.c        progress lines, /train rows, the run record, provenance
+ *   engine/engine.c      the model, flat vectors, device mirrors, optimizer
+ *   engine/data_setup.c  data sets, shards, batch sources
+ *   engine/evaluate.c    a model's loss and accuracy on the test set
  *
- * loop -> algorithm -> engine: nothing below calls back up. */
-#ifndef DT_RUN_TRAINER_H
-#define DT_RUN_TRAINER_H
+ * run -> algo -> engine: this header includes nothing above it and only
+ * names the algorithm's ops (struct dt_algo) it carries a pointer to. */
+#ifndef DT_ENGINE_ENGINE_H
+#define DT_ENGINE_ENGINE_H
 
 #include <mpi.h>
 #include <stdint.h>
 
-#include "algo/algo.h"
 #include "comm/transport.h"
 #include "data/source.h"
-#include "io/config.h"
+#include "io/settings.h"
 #include "io/deck.h"
 #include "models/model.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 
-/* Exit status asking the batch system to requeue (sysexits EX_TEMPFAIL). */
-#define DT_EXIT_REQUEUE 75
-/* Exit status of a run stopped on NaN or Inf (run.check_finite). */
-#define DT_EXIT_NONFINITE 3
+struct dt_algo; /* the algorithm's ops (algo/algo.h) */
+
+/* A rank's role in its group, fixed at start-up (run/roles.c builds it):
+ * workers train; in the modes with servers, ranks 0..S-1 are servers and
+ * the next one may be a supervisor. */
+typedef enum dt_role { ROLE_WORKER = 0, ROLE_SERVER = 1, ROLE_SUPERVISOR = 2 } dt_role;
+
+typedef struct dt_roles {
+    int nranks;
+    dt_role *role;          /* (nranks) role of every rank */
+    dt_role mine;
+    int index, count;       /* this rank's position among the ranks of its role, and
+                             * how many share it (workers: the data shard) */
+    MPI_Comm role_comm;     /* the ranks sharing this rank's role */
+} dt_roles;
 
 /* What the rank measured: the interval since the last /train row, and
  * totals of the run. Algorithms add their communication time and bytes. */
@@ -46,7 +54,7 @@ typedef struct dt_meter {
 
 /* Where the batches come from and the host buffers they land in. */
 typedef struct dt_batches {
-    dt_source *train, *test; /* run/data_setup.c */
+    dt_source *train, *test; /* engine/data_setup.c */
     int B;
     dt_sample shape;        /* a full batch's shape (the simulator: without sources) */
     int64_t classes;        /* targets in [0, classes) */
@@ -79,14 +87,14 @@ typedef struct dt_mirrors {
 
 typedef struct dt_trainer {
     const dt_config *cfg;
-    const dt_algo *algo;
+    const struct dt_algo *algo;
     MPI_Comm comm;          /* the ranks that train together (every role) */
     int rank, nranks;
-    const struct dt_roles *roles; /* every rank's role (run/roles.h) */
+    const dt_roles *roles;  /* every rank's role */
     int worker, nworkers;   /* this rank's data shard among the workers' */
     dt_transport *tp;
 
-    /* the engine (run/engine.c) */
+    /* the engine (engine/engine.c) */
     dt_model *model;        /* NULL in the simulator and the algorithms' tests */
     size_t n;               /* parameters in the flat vector */
     float *params;          /* (n) this rank's x */
@@ -110,6 +118,11 @@ typedef struct dt_trainer {
     double avg_model_acc;   /* test accuracy of the averaged model, last evaluation */
 
     void *algo_state;       /* owned by the algorithm */
+
+    /* The loop's job-wide stop agreement (run/stop.h), which a rank that
+     * serves others polls while it waits: 1 once a stop was requested.
+     * NULL: none (the algorithms' tests). */
+    int (*poll_stop)(void);
 
     /* The gradient oracle: NULL means the model on the next minibatch.
      * Tests of the algorithms install closed-form objectives here. It must
@@ -139,22 +152,38 @@ void trainer_scale(dt_trainer *t, float *x, float a);
  * vectors, else the CPU backend (host memory). */
 const dt_backend *trainer_vectors(const dt_trainer *t);
 
-/* What a finished (or stopped) run reports; the same on every rank. */
-typedef struct dt_run_result {
-    int64_t steps;          /* steps of the group's rank 0 */
-    double wall;            /* seconds since the run began, across restarts */
-    double avg_model_acc;   /* test accuracy of the averaged model, last evaluation */
-    double mean_acc;        /* test accuracy, mean over ranks, last evaluation */
-    double images_per_s;    /* training samples per second, all ranks together */
-    double comm_share;      /* (communication + wait) / step time, over ranks, this run */
-} dt_run_result;
+/* ---- engine/engine.c: created by the loop in this order ------------------ */
 
-/* Run the training of group g (its configuration and effective deck) on
- * comm, the group's ranks, with their roles; world_ranks is the size of the job, for the
- * record. Returns the exit status: 0, 1 (error, already reported), or
- * DT_EXIT_REQUEUE after a signal-triggered checkpoint; res (may be NULL)
- * gets the figures. Collective over comm. */
-int trainer_run(const dt_group *g, const struct dt_roles *roles, int world_ranks, MPI_Comm comm,
-                dt_run_result *res);
+/* The model for the data (not in the simulator, which only sizes it): -1
+ * after dt_err_set(). */
+int engine_create_model(dt_trainer *t);
+/* The flat vectors (initialised from run.seed), the model's activations and
+ * the batch buffers; device_vectors: the mode keeps its flat vectors in a
+ * device backend's memory (dt_algo.device_vectors). */
+void engine_alloc(dt_trainer *t, int device_vectors);
+/* The optimizer and its state vectors where the flat vectors live: -1 after
+ * dt_err_set(). */
+int engine_create_optim(dt_trainer *t);
+/* The parameters x where the model reads them (a device copy if needed). */
+const float *engine_params_on_backend(dt_trainer *t, const float *x);
+/* The first b samples of the host batch h into the device batch d. */
+void engine_batch_to_backend(dt_trainer *t, int64_t b, const dt_sample *h, dt_sample *d);
+/* Host scratch k of n floats: the mirror of a vector in the backend's
+ * memory, valid from the to_host that fills it. */
+float *engine_mirror(dt_trainer *t, int k, size_t n);
+/* The host view of a vector: itself, or its mirror k filled from the backend. */
+const float *engine_on_host(dt_trainer *t, int k, const float *x, size_t n);
+/* Everything the rank's engine, data and transport hold (after the
+ * algorithm's teardown). */
+void engine_free(dt_trainer *t);
+
+/* ---- engine/data_setup.c --------------------------------------------------- */
+
+/* The data sets, this worker's shard and the batch sources (the simulator:
+ * the sample shape and the training set's size only). -1 after
+ * dt_err_set(). */
+int data_setup(dt_trainer *t);
+/* Steps of this rank's epoch (before the group agrees on the smallest). */
+int64_t data_steps_per_epoch(const dt_trainer *t);
 
 #endif

@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "core/watchdog.h"
 #include "optim/adamw.h"
-#include "run/trainer_int.h"
+#include "engine/engine.h"
 #ifdef HAVE_CUDA
 #include "backend/cuda_device.h"
 #endif
@@ -219,7 +219,7 @@ int engine_create_model(dt_trainer *t)
     return built;
 }
 
-void engine_alloc(dt_trainer *t)
+void engine_alloc(dt_trainer *t, int device_vectors)
 {
     t->params = dt_falloc(t->n);
     t->grads = dt_falloc(t->n);
@@ -241,7 +241,7 @@ static const dt_backend *alloc_be; /* the backend of the pinned allocations belo
 static void *host_alloc(size_t bytes) { return alloc_be->host_alloc(bytes); }
 static void *dev_alloc(size_t bytes) { return alloc_be->mem_alloc(bytes); }
 
-void engine_alloc(dt_trainer *t)
+void engine_alloc(dt_trainer *t, int device_vectors)
 {
     const dt_config *cfg = t->cfg;
     const dt_backend *be = t->model->be;
@@ -249,7 +249,7 @@ void engine_alloc(dt_trainer *t)
      * backend without host work (SGD; AdamW and clipping run on host vectors,
      * so those runs copy the parameters up and the gradient down each step) */
     const dt_optim_ops *ops = optim_find(cfg->optim.name);
-    t->dev.vectors = be->device && t->algo->device_vectors && ops && ops->step_backend &&
+    t->dev.vectors = be->device && device_vectors && ops && ops->step_backend &&
                      !(cfg->optim.clip_norm > 0);
     if (t->dev.vectors) { /* initialized on the host, then sent up once */
         t->params = be->mem_alloc(t->n * sizeof(float));

@@ -2,7 +2,7 @@
 """Convert an edge-consensus node list in JSON (the layout of the ECL-ISVR
 reference's conf/node_list*.json) into a dtrain graph file.
 
-    postproc/ecl-graph.py node_list.json > graph.txt
+    tools/ecl-graph.py node_list.json > graph.txt
 
 Input: {"nodes": {"node0": {"round": K, "edges": {"node6": 2, ...}}, ...}}:
 per node its cycle K and, per neighbour, the phase at which this node

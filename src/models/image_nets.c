@@ -1,4 +1,4 @@
-#include "models/models.h"
+#include "models/image_nets.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,12 +1,14 @@
-/* Declarations shared by the runtime's own files (run/trainer.h lists
- * them); algorithms do not include this header. */
-#ifndef DT_RUN_TRAINER_INT_H
-#define DT_RUN_TRAINER_INT_H
+/* Declarations shared by the loop's own files (run/run.h lists them);
+ * nothing below src/run/ includes this header. */
+#ifndef DT_RUN_RUN_INT_H
+#define DT_RUN_RUN_INT_H
 
 #include <stdio.h>
 
+#include "algo/algo.h"
+#include "engine/engine.h"
 #include "io/runlog.h"
-#include "run/trainer.h"
+#include "run/run.h"
 
 #ifdef DTRAIN_SIM
 #define DT_SIMULATED 1 /* vectors without meaning: no scans of their values */
@@ -41,40 +43,7 @@ void record_flush_rows(dt_trainer *t, dt_runlog *log, dt_train_row **rows, int64
 /* The figures of dt_run_result, agreed over the group. */
 void record_result(dt_trainer *t, double mean_acc, dt_run_result *res);
 
-/* ---- run/engine.c ---------------------------------------------------------- */
-
-/* The model for the data (not in the simulator, which only sizes it): -1
- * after dt_err_set(). */
-int engine_create_model(dt_trainer *t);
-/* The flat vectors (initialised from run.seed), the model's activations and
- * the batch buffers. */
-void engine_alloc(dt_trainer *t);
-/* The optimizer and its state vectors where the flat vectors live: -1 after
- * dt_err_set(). */
-int engine_create_optim(dt_trainer *t);
-/* The parameters x where the model reads them (a device copy if needed). */
-const float *engine_params_on_backend(dt_trainer *t, const float *x);
-/* The first b samples of the host batch h into the device batch d. */
-void engine_batch_to_backend(dt_trainer *t, int64_t b, const dt_sample *h, dt_sample *d);
-/* Host scratch k of n floats: the mirror of a vector in the backend's
- * memory, valid from the to_host that fills it. */
-float *engine_mirror(dt_trainer *t, int k, size_t n);
-/* The host view of a vector: itself, or its mirror k filled from the backend. */
-const float *engine_on_host(dt_trainer *t, int k, const float *x, size_t n);
-/* Everything the rank's engine, data and transport hold (after the
- * algorithm's teardown). */
-void engine_free(dt_trainer *t);
-
-/* ---- run/data_setup.c ------------------------------------------------------ */
-
-/* The data sets, this worker's shard and the batch sources (the simulator:
- * the sample shape and the training set's size only). -1 after
- * dt_err_set(). */
-int data_setup(dt_trainer *t);
-/* Steps of this rank's epoch (before the group agrees on the smallest). */
-int64_t data_steps_per_epoch(const dt_trainer *t);
-
-/* ---- run/evaluate.c -------------------------------------------------------- */
+/* ---- run/eval_group.c ----------------------------------------------------- */
 
 /* Collective: per-rank test metrics, the averaged model and the consensus
  * distance, into the record and rank 0's line. */
