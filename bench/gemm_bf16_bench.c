@@ -10,7 +10,7 @@
  *         src/libdtrain.a -lopenblas -ldnnl -lm -o bench/gemm_bf16_bench
  *   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 bench/gemm_bf16_bench [seconds] */
 #include "core/error.h"
-#include "nn/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16.h"
 
 #include <cblas.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
 #include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
 #include "nn/cuda/xent.h"
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 #include "nn/lower.h"
 #include "backend/gemm_args.h"
 #include "optim/sgd.h"

@@ -3,7 +3,7 @@
  * Per layer: the bf16 linear passes (nn/transformer.h matmul_*_bf16, which
  * serve c_attn, attn.c_proj, c_fc, mlp.c_proj and the tied head) at the
  * model's shapes against exact (double) arithmetic on the fp32 operands,
- * within the bound of nn/gemm_bf16.h: rounding an operand to bf16 costs a
+ * within the bound of backend/cpu/gemm_bf16.h: rounding an operand to bf16 costs a
  * relative u = 2^-8, a product of two rounded operands is exact in fp32 and
  * the fp32 sum of K of them adds g_K = K 2^-24 / (1 - K 2^-24), so every
  * output of a product over K terms is off by at most
@@ -16,7 +16,7 @@
  * That bf16 really ran is checked as in tests/test_bf16.c: somewhere the
  * error exceeds 2^-10 S / sqrt(K), far above fp32's own ~2^-24 S.
  *
- * The attention (nn/attention.c's attention_*_bf16) at the GPT's tiled
+ * The attention (backend/cpu/attention.c's attention_*_bf16) at the GPT's tiled
  * shapes, with and without dropout and kept probabilities, against exact
  * arithmetic within a bound composed from the same per-product bound (see
  * test_attention_bf16); shapes it does not take are the fp32 path's bits.
@@ -40,7 +40,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "models/gpt.h"
-#include "nn/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "nn/transformer.h"
 #include "bf16_bound.h"
 #include "tap.h"
@@ -150,7 +150,7 @@ static void test_linear(const char *name, int N, int in, int out, int bias)
     free(db32), free(dW32), free(dW2);
 }
 
-/* ---- the attention (nn/attention.c) in bf16 ----------------------------------
+/* ---- the attention (backend/cpu/attention.c) in bf16 ----------------------------------
  *
  * attention_forward_bf16/backward_bf16 against exact (double) arithmetic on
  * the fp32 q, k, v, dy, within a bound composed from the per-product bound
@@ -173,7 +173,7 @@ static void test_linear(const char *name, int N, int in, int out, int bias)
  * above the bound wherever a row has few keys. The fp32 tiled path's
  * results are the comparison for "bf16 ran". */
 
-/* the mask index of probability (i, j) of head bh, as nn/attention.c draws it */
+/* the mask index of probability (i, j) of head bh, as backend/cpu/attention.c draws it */
 static uint64_t att_mask_index(int bh, int T, int i, int j)
 {
     return ((uint64_t)bh * T + (uint64_t)i) * T + (uint64_t)j;

@@ -53,7 +53,7 @@ typedef struct dt_backend {
     int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
     int device;     /* 0: tensors in host memory; 1: in the device's memory (CUDA) */
     /* DT_PREC_FP32, or DT_PREC_BF16: the linear and conv kernels round their
-     * inputs (x, W, dy) to bf16 and accumulate in fp32 (nn/gemm_bf16.h); every
+     * inputs (x, W, dy) to bf16 and accumulate in fp32 (backend/cpu/gemm_bf16.h); every
      * tensor argument stays float, and every other kernel is the fp32 one. */
     int precision;
 
@@ -162,7 +162,7 @@ typedef struct dt_backend {
      * backward reader takes no more than bf16 of them: a conv whose weight
      * gradient reads x only rounded to bf16 (conv2d_reads_x_bf16), a linear
      * layer whose kernels round x (linear_reads_x_bf16), a ReLU mask.
-     * to_bf16 rounds to nearest even (nn/gemm_bf16.h), from_bf16 widens
+     * to_bf16 rounds to nearest even (backend/cpu/gemm_bf16.h), from_bf16 widens
      * exactly; the ReLU backward takes the stored output in bf16:
      * dx += dy * (y > 0), d = d * (y > 0) in place; the ReLU that writes an
      * activation kept in bf16 makes the copy in the same pass:
@@ -237,7 +237,7 @@ int backend_precision_of(const char *name);
 /* The twin of `be` whose matrix work runs at `precision` (be itself when it
  * already does): for bf16, the oneDNN CPU backend's bf16 table. NULL after
  * dt_err_set() with one line saying why not: the CPU has no bf16 instructions
- * (nn/gemm_bf16.h: bf16_check_cpu), the native kernels (bf16 runs on oneDNN),
+ * (backend/cpu/gemm_bf16.h: bf16_check_cpu), the native kernels (bf16 runs on oneDNN),
  * a device backend (not implemented there). */
 const dt_backend *backend_with_precision(const dt_backend *be, int precision);
 /* The precision backend_cpu_by_name applies from now on in this process

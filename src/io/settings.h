@@ -128,7 +128,7 @@ typedef struct dt_config {
     struct {
         char device[16];          /* cpu | cuda (run/device.c) */
         int64_t threads;          /* compute threads per rank */
-        char kernels[16];         /* auto | dnnl | native (backend/cpu.c) */
+        char kernels[16];         /* auto | dnnl | native (backend/cpu/cpu.c) */
         bool test_device_memory;  /* tests: backend/cpu_devmem.c */
         char precision[8];        /* fp32 | bf16 (backend/backend.h: backend_with_precision) */
     } compute;

@@ -30,7 +30,7 @@
  * pre-activation (fch16, 4 C a token, the largest kept tensor): c_fc's
  * fp32 output is rounded to bf16 as PyTorch's autocast stores a linear
  * layer's output, and GELU, forward and backward, reads the rounded values
- * widened back to fp32, so both passes see the same input (nn/gelu.c's bf16
+ * widened back to fp32, so both passes see the same input (backend/cpu/gelu.c's bf16
  * passes: each reads and writes bf16 in one pass; "baby", 1,500
  * steps: validation loss 2.1140 against fp32's 2.1141). It is what puts
  * "baby"'s peak RSS below fp32's (oneDNN's bf16 kernels add code). GELU's
@@ -44,7 +44,7 @@
  * most T keys over a head of at most 64 channels, where a oneDNN call's
  * fixed cost eats the bf16 rate (one thread, Zen 4, CPU time per call:
  * q k^T 16x64x64 1.8 us sgemm vs 2.9 us bf16; P v with P rounded per block
- * 1.2 vs 2.5 us at 64 keys); nn/attention_bf16.c's attention_*_bf16 run them in
+ * 1.2 vs 2.5 us at 64 keys); backend/cpu/attention_bf16.c's attention_*_bf16 run them in
  * its own vdpbf16ps register tiles, with no call at all (the fp32 tiles
  * where the shape or the CPU does not fit them). The softmax and its
  * backward stay fp32, as do LayerNorm, GELU, the loss, the bias sums and
@@ -62,7 +62,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "nn/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "nn/transformer.h"
 
 /* Per-block tensors, in the flat vector's order (tensors 2 + 12 l + kind). */

@@ -35,7 +35,7 @@ typedef struct dt_gpt_config {
     float dropout;
     /* DT_PREC_FP32 (0, the default) or DT_PREC_BF16 (backend/backend.h): the
      * linear layers' and the tied head's products in bf16 with fp32
-     * accumulation (nn/gemm_bf16.h); parameters, gradients, LayerNorm,
+     * accumulation (backend/cpu/gemm_bf16.h); parameters, gradients, LayerNorm,
      * softmax, attention, the loss and every reduction stay fp32 */
     int precision;
 } dt_gpt_config;

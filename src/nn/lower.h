@@ -1,7 +1,7 @@
 /* Convolution lowered onto GEMMs, one element at a time: the per-element
  * bodies of the CUDA im2col / col2im / bias kernels (nn/cuda/lower.cu), also
  * compiled for the host by tests/test_cuda_host.c and checked there against
- * the CPU backend's convolution (nn/conv2d.c) through the same GEMMs.
+ * the CPU backend's convolution (backend/cpu/conv2d.c) through the same GEMMs.
  *
  * Layouts (plain NCHW only; the CUDA backend's cblock is 0):
  *   x, dx     (B, C, H, W)

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "core/rng.h"
-#include "nn/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16.h"
 
 /* The factor dropout with probability p applies to element i of the site
  * keyed `key`: 0 or 1 / (1 - p). Inline: called once per element. */
@@ -67,7 +67,7 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
                      float *dx, float *dW, float *db);
 
 /* The same layer with bf16 products and fp32 accumulation (compute.precision =
- * bf16, nn/gemm_bf16.h): the weight comes already rounded (W16 (out, in);
+ * bf16, backend/cpu/gemm_bf16.h): the weight comes already rounded (W16 (out, in);
  * the backward reads it only for dx, and takes NULL without dx), the
  * activation x and the gradient dy are rounded into the caller's scratch x16
  * (N, in) and dy16 (N, out); y, dx, dW stay fp32, the bias is added and db

@@ -1,4 +1,4 @@
-/* Per-element bodies of ReLU and sigmoid (CPU: nn/activation.c). Backward
+/* Per-element bodies of ReLU and sigmoid (CPU: backend/cpu/activation.c). Backward
  * takes the forward output y and accumulates into dx, as every backend's
  * input gradient does (backend/backend.h). Plain C99 that nvcc also compiles:
  * activation.cu maps one thread to one i, tests/test_cuda_host.c runs every i

@@ -1,4 +1,4 @@
-/* Per-element bodies of the residual add (CPU: nn/add.c); y may alias a. */
+/* Per-element bodies of the residual add (CPU: backend/cpu/add.c); y may alias a. */
 #ifndef DT_NN_CUDA_ADD_H
 #define DT_NN_CUDA_ADD_H
 

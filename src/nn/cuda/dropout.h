@@ -1,4 +1,4 @@
-/* Per-element body of inverted dropout (CPU: nn/dropout.c). The mask is
+/* Per-element body of inverted dropout (CPU: backend/cpu/dropout.c). The mask is
  * rng_hash_uniform(key, i) >= p, a pure function of (key, i): the CPU and CUDA
  * kernels draw the same mask for the same key. */
 #ifndef DT_NN_CUDA_DROPOUT_H

@@ -1,5 +1,5 @@
 /* Per-group and per-element bodies of GroupNorm in the plain layout, with the
- * fused ReLU and residual add of backend.h (CPU: nn/groupnorm.c):
+ * fused ReLU and residual add of backend.h (CPU: backend/cpu/groupnorm.c):
  *   y = [relu](x a[c] + sh[c] [+ skip]),  a = rstd gamma,  sh = beta - mean a.
  * The statistics and gradient sums keep the CPU's order (eight float lanes per
  * channel plane for the statistics, four for the gradient sums, gathered in
@@ -30,7 +30,7 @@ static inline DT_HD float gn_grad_in(size_t e, const float *y, const float *dy)
  * the CPU's bits: t over B*C*8 is lane t%8 of channel plane t/8, summing
  * v - c (sq: its square) over the plane's elements i = lane (mod 8) below the
  * last whole group of eight, lane 0 then the tail in order, exactly as the
- * CPU's lanes (nn/groupnorm.c); c is center[(b, g)] (NULL: 0) */
+ * CPU's lanes (backend/cpu/groupnorm.c); c is center[(b, g)] (NULL: 0) */
 static inline DT_HD void groupnorm_lane_at(size_t t, int C, int HW, int G, const float *x,
                                            const float *center, int sq, float *lanes)
 {

@@ -1,7 +1,7 @@
 /* The CUDA kernels' host entry points, callable from C. Pointers are device
  * memory; stream is a cudaStream_t (NULL: the default stream). Each returns 0,
  * or -1 after dt_err_set() with the CUDA error (file:line). Same arguments and
- * conventions as the CPU kernels in nn/kernels_cpu.h: input gradients
+ * conventions as the CPU kernels in backend/cpu/kernels.h: input gradients
  * accumulate, a NULL input gradient is skipped. Built only --with-cuda; called
  * by the CUDA backend (backend/cuda.c). */
 #ifndef DT_NN_CUDA_KERNELS_CUDA_H

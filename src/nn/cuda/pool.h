@@ -1,5 +1,5 @@
 /* Per-element bodies of max and global average pooling in the plain (NCHW)
- * layout (CPU: nn/pool.c). Max pool: the first maximum in row-major window
+ * layout (CPU: backend/cpu/pool.c). Max pool: the first maximum in row-major window
  * order wins (strict >), a window holding a NaN outputs NaN; backward gathers
  * per input element over the windows that contain it, in the outputs' raster
  * order, so overlapping windows (stride < k) need no atomics and sum in the

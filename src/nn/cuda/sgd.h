@@ -1,6 +1,6 @@
 /* Per-element bodies of the optimizer's step and of the algorithms'
  * arithmetic on the flat vectors, shared by the CPU (optim/sgd.c,
- * backend/cpu.c) and the device (nn/cuda/sgd.cu). SGD step (equations in
+ * backend/cpu/cpu.c) and the device (nn/cuda/sgd.cu). SGD step (equations in
  * optim/sgd.h): g <- g + wd x; v <- m v + g; d <- nesterov ? g + m v : v;
  * x <- x - lr d. With m = 0 the momentum buffer is neither read nor written. */
 #ifndef DT_NN_CUDA_SGD_H

@@ -1,4 +1,4 @@
-/* Per-row body of softmax cross-entropy (CPU: nn/xent.c): one sample's loss
+/* Per-row body of softmax cross-entropy (CPU: backend/cpu/xent.c): one sample's loss
  * (log-sum-exp after subtracting the row maximum, in double), whether its
  * argmax (ties to the lowest index) is the label, and its logit gradient
  * (softmax - onehot) / B. The mean over rows is the caller's: the host test

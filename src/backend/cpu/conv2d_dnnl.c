@@ -33,7 +33,7 @@
  * y are fp32. */
 #include "config.h"
 
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #ifdef HAVE_DNNL
 
@@ -48,7 +48,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
-#include "nn/dnnl_impl.h"
+#include "backend/cpu/dnnl_impl.h"
 #include "nn/layout.h"
 
 #define DNNL_CHECK(call)                                                                 \
@@ -448,7 +448,7 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
 
 #ifdef HAVE_DNNL
 
-#include "nn/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16.h"
 
 /* Where the bf16 copies of x and dy go: the forward's x in the conv
  * scratch; the backward's dy at the start of the scratch, and x (read only

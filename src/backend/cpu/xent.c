@@ -1,7 +1,7 @@
 /* Softmax cross-entropy, the loss of every classifier here. The log-softmax
  * subtracts the row maximum first, so logits of any size give a finite loss;
  * the per-row arithmetic is the one the CUDA kernel runs (nn/cuda/xent.h). */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #include "core/error.h"
 #include "nn/cuda/xent.h" // the row's arithmetic, shared with the CUDA kernel

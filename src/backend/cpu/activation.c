@@ -5,10 +5,10 @@
  * the default -O2 GCC then emits packed compare-and-mask code (SLP), while the
  * plain loop compiled to a data-dependent branch that mispredicts on half the
  * activations (6.1 against 0.35 ms for the 1.2 M values of mnist_cnn's conv2). */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #include "core/simd.h"
-#include "nn/bf16_round.h"
+#include "backend/cpu/bf16_round.h"
 #include "nn/cuda/activation.h"
 
 #include <math.h>
@@ -129,7 +129,7 @@ DT_KERNEL_BODY void relu_inplace16_range_body(size_t n, const uint16_t *y, float
 DT_KERNEL_VARIANTS(relu_inplace16_range, (size_t n, const uint16_t *y, float *d), (n, y, d));
 
 /* AVX-512 with its 16-bit lanes (x86-64-v4) where the CPU has it, as
- * nn/gemm_bf16.c's conversion: the rounding's integer steps vectorize there */
+ * backend/cpu/gemm_bf16.c's conversion: the rounding's integer steps vectorize there */
 DT_KERNEL_BODY void relu_forward16_range_body(size_t n, const float *x, float *y, uint16_t *y16)
 {
 #pragma omp simd

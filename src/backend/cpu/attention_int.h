@@ -1,9 +1,9 @@
-/* What the attention's fp32 paths (nn/attention.c) and its bf16 tiled path
- * (nn/attention_bf16.c) share: the block and head geometry, the scratch
+/* What the attention's fp32 paths (backend/cpu/attention.c) and its bf16 tiled path
+ * (backend/cpu/attention_bf16.c) share: the block and head geometry, the scratch
  * layout's sizes, and the per-block softmax and dropout steps, which are
  * fp32 in both precisions. */
-#ifndef DT_NN_ATTENTION_INT_H
-#define DT_NN_ATTENTION_INT_H
+#ifndef DT_BACKEND_CPU_ATTENTION_INT_H
+#define DT_BACKEND_CPU_ATTENTION_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

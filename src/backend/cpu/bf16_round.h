@@ -1,6 +1,6 @@
 /* One float rounded to bf16, the bit pattern's top half: the rounding every
- * bf16 copy is made with (nn/gemm_bf16.c's conversions, the ReLU that
- * writes its output's bf16 copy in nn/activation.c), so that they agree bit
+ * bf16 copy is made with (backend/cpu/gemm_bf16.c's conversions, the ReLU that
+ * writes its output's bf16 copy in backend/cpu/activation.c), so that they agree bit
  * for bit.
  *
  * Round to nearest even on the bit pattern: adding 0x7fff plus the lowest
@@ -9,8 +9,8 @@
  * so that rounding cannot turn one into infinity. Branch-free, so that the
  * loops that call it vectorize: a conversion costs a pass over memory, no
  * more. */
-#ifndef DT_NN_BF16_ROUND_H
-#define DT_NN_BF16_ROUND_H
+#ifndef DT_BACKEND_CPU_BF16_ROUND_H
+#define DT_BACKEND_CPU_BF16_ROUND_H
 
 #include <stdint.h>
 #include <string.h>

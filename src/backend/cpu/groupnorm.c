@@ -8,7 +8,7 @@
  * sum is bound by the add latency, ~4 cycles a value) and are gathered in
  * double per group; the element-wise loops load a block of four before storing
  * it, which the -O2 vectorizer turns into packed SSE. */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 #include "core/error.h"
 #include "core/simd.h"
 #include "nn/layout.h"
@@ -161,7 +161,7 @@ static void groupnorm_backward_plain(int B, int C, int HW, int G, const float *x
 }
 
 /* The blocked kernels, for 16-channel blocks (AVX-512) and 8-channel ones
- * (AVX2 and below): nn/groupnorm_blocked.h once per size. */
+ * (AVX2 and below): backend/cpu/groupnorm_blocked.h once per size. */
 #define GN_CHUNK 64
 enum { GN_FRESH_DX = 1, GN_FRESH_SKIP = 2 };
 #define GN_CAT_(a, b) a##b
@@ -171,7 +171,7 @@ enum { GN_FRESH_DX = 1, GN_FRESH_SKIP = 2 };
 #define GN_VI v16i_gn
 #define GN_FN(f) GN_CAT(f, 16)
 #define GN_BODY(f) GN_CAT(f, 16_body)
-#include "nn/groupnorm_blocked.h"
+#include "backend/cpu/groupnorm_blocked.h"
 #undef L
 #undef GN_VF
 #undef GN_VI
@@ -182,7 +182,7 @@ enum { GN_FRESH_DX = 1, GN_FRESH_SKIP = 2 };
 #define GN_VI v8i_gn
 #define GN_FN(f) GN_CAT(f, 8)
 #define GN_BODY(f) GN_CAT(f, 8_body)
-#include "nn/groupnorm_blocked.h"
+#include "backend/cpu/groupnorm_blocked.h"
 #undef L
 #undef GN_VF
 #undef GN_VI

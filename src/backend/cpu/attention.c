@@ -9,7 +9,7 @@
  * P = exp(S - lse) block by block, which costs one more q k^T product but
  * keeps B*NH*T*T floats per layer out of memory (for the "small" GPT 12.6 MB
  * a layer); where they are cheap to keep, the caller passes `probs` and the
- * backward reads them instead. exp is nn/fast_exp.h's, sixteen lanes at a
+ * backward reads them instead. exp is backend/cpu/fast_exp.h's, sixteen lanes at a
  * time; masked entries are exact zeros in P and dS, so they add nothing.
  *
  * Two paths compute the products, chosen by shape:
@@ -27,7 +27,7 @@
  *   the whole T x T square, 1.6x the blocked products' work.
  * - blocked (any other shape): OpenBLAS sgemms per block, the reference the
  *   tests compare the tiled path with (attention_*_blocked).
- * With compute.precision = bf16 (attention_*_bf16, nn/attention_bf16.c) the tiled shapes run the
+ * With compute.precision = bf16 (attention_*_bf16, backend/cpu/attention_bf16.c) the tiled shapes run the
  * same blocks and causal tiles with all six products in bf16 with fp32 sums
  * (vdpbf16ps, two multiply-adds a lane per instruction where an FMA does
  * one; the CPU needs AVX512-BF16): q, k, v, dy, the probabilities after
@@ -49,8 +49,8 @@
 #endif
 
 #include "core/simd.h"
-#include "nn/attention_int.h"
-#include "nn/fast_exp.h"
+#include "backend/cpu/attention_int.h"
+#include "backend/cpu/fast_exp.h"
 
 /* The kernels here are mostly multiply-adds: core/simd.h's variants with
  * contraction of a * b + c into FMA (on the AVX2 and AVX-512 variants), which
@@ -352,7 +352,7 @@ void attention_backward_blocked(int B, int T, int C, int NH, const float *qkv, c
     }
 }
 
-/* ---- the steps of a tiled block both precisions share (nn/attention_int.h) ---- */
+/* ---- the steps of a tiled block both precisions share (backend/cpu/attention_int.h) ---- */
 
 void att_block_softmax(int bh, int T, int r0, float *P, float *lse, float *probs, float p,
                        uint64_t key)

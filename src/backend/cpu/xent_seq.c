@@ -1,13 +1,13 @@
 /* Softmax cross-entropy at every position of a sequence batch. The forward
  * keeps only each row's log-sum-exp; the backward turns the logits into their
- * gradient in place, so no second (N, V) buffer exists. exp is nn/fast_exp.h's,
+ * gradient in place, so no second (N, V) buffer exists. exp is backend/cpu/fast_exp.h's,
  * sixteen lanes at a time; each row's sum and the loss add up in double. */
 #include "nn/transformer.h"
 
 #include <math.h>
 
 #include "core/simd.h"
-#include "nn/fast_exp.h"
+#include "backend/cpu/fast_exp.h"
 
 /* Row n: its log-sum-exp and argmax. */
 DT_KERNEL_BODY void xent_row_body(int V, const float *z, float *lse, int *arg)

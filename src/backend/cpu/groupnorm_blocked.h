@@ -1,5 +1,5 @@
 /* GroupNorm on channel-blocked activations, for one block size: included by
- * nn/groupnorm.c once per size with L (the lanes of a block, 8 or 16) and
+ * backend/cpu/groupnorm.c once per size with L (the lanes of a block, 8 or 16) and
  * GN_FN / GN_BODY (names carrying L) defined. */
 typedef float GN_VF __attribute__((vector_size(4 * L), aligned(4)));
 typedef int GN_VI __attribute__((vector_size(4 * L), aligned(4)));

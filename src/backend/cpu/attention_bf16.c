@@ -1,14 +1,14 @@
 /* Causal multi-head self-attention with its six products in bf16
- * (compute.precision = bf16): the tiled path of nn/attention.c (blocks of
+ * (compute.precision = bf16): the tiled path of backend/cpu/attention.c (blocks of
  * ATT_TB query rows, register tiles that follow the causal edge) with
  * AVX512-BF16 products; shapes or CPUs it does not fit take the fp32 paths.
- * The figures are in nn/attention.c's header. */
+ * The figures are in backend/cpu/attention.c's header. */
 #include "core/isa.h"
 #include <math.h>
 #include <string.h>
 
-#include "nn/attention_int.h"
-#include "nn/bf16_round.h"
+#include "backend/cpu/attention_int.h"
+#include "backend/cpu/bf16_round.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -23,7 +23,7 @@
  *
  * The same blocks, tiles and causal edges as the fp32 tiled path, but every
  * product is tile_bf: out[r][c] (+)= alpha sum_k a[r][k] b[k][c] with both
- * operands rounded to bf16 (nn/bf16_round.h, the rounding of every bf16 copy
+ * operands rounded to bf16 (backend/cpu/bf16_round.h, the rounding of every bf16 copy
  * here) and the products summed in fp32 by vdpbf16ps, two terms of the sum
  * per lane and instruction where the fp32 FMA does one. `a` is rows with the k pairs
  * adjacent (one 32-bit word broadcast per pair), `b` is (K/2, columns) words
@@ -46,7 +46,7 @@
 
 #if ATT_HAVE_BF16
 
-/* Sixteen floats rounded to bf16 exactly as bf16_round (nn/bf16_round.h):
+/* Sixteen floats rounded to bf16 exactly as bf16_round (backend/cpu/bf16_round.h):
  * each lane's bf16 in its high half, the low half zero. */
 static inline __attribute__((always_inline)) ATT_BF16 __m512i round_hi(__m512 x)
 {

@@ -1,7 +1,7 @@
-/* CPU kernels, one layer per file in src/nn/, gathered into the CPU backend
- * table by backend/cpu.c. Signatures and conventions: backend/backend.h. */
-#ifndef DT_NN_KERNELS_CPU_H
-#define DT_NN_KERNELS_CPU_H
+/* CPU kernels, one layer per file in src/backend/cpu/, gathered into the CPU backend
+ * table by backend/cpu/cpu.c. Signatures and conventions: backend/backend.h. */
+#ifndef DT_BACKEND_CPU_KERNELS_H
+#define DT_BACKEND_CPU_KERNELS_H
 
 #include "backend/backend.h"
 
@@ -10,7 +10,7 @@ void cpu_linear_forward(int B, int in, int out, const float *x, const float *W,
                         const float *b, float *y, float *work);
 void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
                          const float *dy, float *dx, float *dW, float *db, float *work);
-/* linear.c, bf16 products (nn/gemm_bf16.h; needs oneDNN) */
+/* linear.c, bf16 products (backend/cpu/gemm_bf16.h; needs oneDNN) */
 size_t bf16_linear_workspace(int B, int in, int out);
 int bf16_linear_is_bf16(int in, int out);
 void bf16_linear_forward(int B, int in, int out, const float *x, const float *W,

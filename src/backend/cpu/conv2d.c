@@ -19,7 +19,7 @@
  *
  * Plain layout only (the native backend's cblock is 0): this is the reference
  * the oneDNN path (conv2d_dnnl.c) is tested against. */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #include <cblas.h>
 #include <string.h>

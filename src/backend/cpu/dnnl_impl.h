@@ -7,8 +7,8 @@
  * tests hold the count at zero for every model at every ISA level) and said
  * once on stderr, and the distinct names of the others kept for the run
  * record. */
-#ifndef DT_NN_DNNL_IMPL_H
-#define DT_NN_DNNL_IMPL_H
+#ifndef DT_BACKEND_CPU_DNNL_IMPL_H
+#define DT_BACKEND_CPU_DNNL_IMPL_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* Which oneDNN implementations run (nn/dnnl_impl.h). */
-#include "nn/dnnl_impl.h"
+/* Which oneDNN implementations run (backend/cpu/dnnl_impl.h). */
+#include "backend/cpu/dnnl_impl.h"
 
 #include <pthread.h>
 #include <stdio.h>

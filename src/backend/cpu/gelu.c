@@ -2,12 +2,12 @@
  * the identity (1 + tanh(u)) / 2 = sigmoid(2u):
  *   gelu(x) = x s, s = 1 / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
  *   gelu'(x) = s + x s (1 - s) 2 u'(x),  u'(x) = sqrt(2/pi) (1 + 3 0.044715 x^2),
- * one vectorised exp per element (nn/fast_exp.h) instead of a libm tanhf. */
+ * one vectorised exp per element (backend/cpu/fast_exp.h) instead of a libm tanhf. */
 #include "nn/transformer.h"
 
 #include "core/simd.h"
-#include "nn/bf16_round.h"
-#include "nn/fast_exp.h"
+#include "backend/cpu/bf16_round.h"
+#include "backend/cpu/fast_exp.h"
 
 #include <string.h>
 

@@ -15,8 +15,8 @@
  * for the life of the process, as in conv2d_dnnl.c. Calls are not reentrant:
  * one thread computes at a time (the engine's thread; oneDNN's OpenMP team
  * works inside each call). */
-#ifndef DT_NN_GEMM_BF16_H
-#define DT_NN_GEMM_BF16_H
+#ifndef DT_BACKEND_CPU_GEMM_BF16_H
+#define DT_BACKEND_CPU_GEMM_BF16_H
 
 #include <stddef.h>
 #include <stdint.h>

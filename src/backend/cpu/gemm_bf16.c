@@ -1,9 +1,9 @@
-/* bf16 GEMM through oneDNN's matmul primitive (nn/gemm_bf16.h). */
+/* bf16 GEMM through oneDNN's matmul primitive (backend/cpu/gemm_bf16.h). */
 #include "config.h"
 
-#include "nn/gemm_bf16.h"
-#include "nn/dnnl_impl.h"
-#include "nn/bf16_round.h"
+#include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/dnnl_impl.h"
+#include "backend/cpu/bf16_round.h"
 
 #include "core/error.h"
 #include "core/simd.h"
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the rounding of one float (nn/bf16_round.h) */
+/* the rounding of one float (backend/cpu/bf16_round.h) */
 static inline dt_bf16 bf16_of(float f) { return bf16_round(f); }
 
 /* AVX-512 where the CPU has it (the integer steps above, 16 at a time; the

@@ -1,7 +1,7 @@
 /* Element-wise sum, the join of a residual block's two paths. The loops take
  * blocks of four with all loads before the stores, so that -O2 emits packed
  * SSE even though the arrays may alias (y == a is a valid call). */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #include "core/simd.h"
 

@@ -1,6 +1,6 @@
 /* Fully connected layer on the CPU: y (B, out) = x (B, in) W^T + b, with W
  * stored (out, in) as in PyTorch so checkpoints and initialisers agree. */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -67,7 +67,7 @@ void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
 }
 
 /* ---- bf16 (compute.precision = bf16): the same layer on bf16 operands ----
- * x, W and dy are rounded to bf16 on each call (nn/gemm_bf16.h), products
+ * x, W and dy are rounded to bf16 on each call (backend/cpu/gemm_bf16.h), products
  * accumulate in fp32, y, dx, dW and db are fp32; the bias is added in fp32.
  * The kernels keep nothing between the forward and the backward (the engine
  * may keep x in bf16 for a layer that reads it so: nn/net_plan.c). The copies
@@ -76,7 +76,7 @@ void cpu_linear_backward(int B, int in, int out, const float *x, const float *W,
  * were 4.7 MB of mnist_cnn's peak RSS at batch 128 (fc1, 9216 -> 128). */
 
 #include "core/error.h"
-#include "nn/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16.h"
 
 /* A layer whose weight has fewer elements than this stays fp32 (the
  * functions above): there the three roundings and oneDNN's call cost more

@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "core/vec.h"
 #include "nn/cuda/sgd.h"
-#include "nn/gemm_bf16.h"
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/kernels.h"
 #include "optim/sgd.h"
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"

@@ -2,7 +2,7 @@
  * time so inference needs no rescaling. The mask comes from the counter-based
  * rng_hash_uniform(key, i), so it depends only on (key, i): the CPU and CUDA
  * backends draw the same mask, and a resumed run redraws it bit for bit. */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 
 #include "core/rng.h"
 #include "core/simd.h"

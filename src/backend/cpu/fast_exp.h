@@ -12,8 +12,8 @@
  * range [-87.3, 88.3] (below it returns ~1e-38 instead of 0; above, ~2e38
  * instead of inf). Rounding adds and removes 1.5 * 2^23, which needs the
  * default round-to-nearest mode and no -ffast-math. */
-#ifndef DT_NN_FAST_EXP_H
-#define DT_NN_FAST_EXP_H
+#ifndef DT_BACKEND_CPU_FAST_EXP_H
+#define DT_BACKEND_CPU_FAST_EXP_H
 
 #include <stdint.h>
 #include <string.h>

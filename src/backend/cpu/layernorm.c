@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/simd.h"
-#include "nn/bf16_round.h"
+#include "backend/cpu/bf16_round.h"
 
 #define LN_EPS 1e-5f
 

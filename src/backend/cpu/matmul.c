@@ -1,6 +1,6 @@
 /* The linear layers of a transformer: fp32 through oneDNN's sgemm where
  * dtrain is built with oneDNN, else OpenBLAS's; bf16 through oneDNN's matmul
- * (nn/gemm_bf16.h). The weight is (out, in) as in PyTorch. Unlike linear.c's,
+ * (backend/cpu/gemm_bf16.h). The weight is (out, in) as in PyTorch. Unlike linear.c's,
  * the input gradient is written, not added: in a transformer every linear
  * layer's input feeds only that layer (the residual stream adds its own
  * gradient separately).
@@ -11,7 +11,7 @@
  * call; "baby" GPT 768 x 128 x 512: 107 against 91 GFLOP/s for dW, 106
  * against 98 for dx; "small" 2048 x 384 x 1536: 104-110 against 95-101),
  * and it threads with the engine's OpenMP team instead of a second pool.
- * The attention's many small products stay OpenBLAS's (nn/attention.c),
+ * The attention's many small products stay OpenBLAS's (backend/cpu/attention.c),
  * where its small-matrix kernels cost less per call. */
 #include "config.h"
 

@@ -1,6 +1,6 @@
 /* Pooling: k x k max-pool with stride s and no padding (the winner's index in
  * its (H, W) plane is saved for backward), and global average pooling. */
-#include "nn/kernels_cpu.h"
+#include "backend/cpu/kernels.h"
 #include "nn/layout.h"
 
 #include "core/error.h"
