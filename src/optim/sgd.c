@@ -23,22 +23,32 @@ void sgd_init(dt_sgd *o, size_t n, double momentum, double weight_decay, bool ne
 }
 
 /* The per-element bodies are nn/cuda/sgd.h's, the device's own; one loop per
- * case keeps the branches out of the loops. */
-static void sgd_span(size_t i0, size_t len, float m, float wd, int nesterov, float lr,
-                     float *restrict x, const float *restrict g, float *restrict v)
+ * case keeps the branches out of the loops. Compiled per ISA level
+ * (core/simd.h): the same bits at every level. */
+DT_KERNEL_BODY void sgd_span_body(size_t i0, size_t len, float m, float wd, int nesterov,
+                                  float lr, float *restrict x, const float *restrict g,
+                                  float *restrict v)
 {
     const size_t e = i0 + len;
+    /* omp simd: -O2's cost model leaves a loop with a remainder scalar */
     if (m == 0.0f) {
+#pragma omp simd
         for (size_t i = i0; i < e; i++)
             sgd_plain_at(i, wd, lr, x, g);
     } else if (nesterov) {
+#pragma omp simd
         for (size_t i = i0; i < e; i++)
             sgd_nesterov_at(i, m, wd, lr, x, g, v);
     } else {
+#pragma omp simd
         for (size_t i = i0; i < e; i++)
             sgd_momentum_at(i, m, wd, lr, x, g, v);
     }
 }
+
+DT_KERNEL_VARIANTS(sgd_span, (size_t i0, size_t len, float m, float wd, int nesterov, float lr,
+                              float *restrict x, const float *restrict g, float *restrict v),
+                   (i0, len, m, wd, nesterov, lr, x, g, v));
 
 /* Elements are independent: compute.threads > 1 shares the chunks out and
  * changes no bit. */
@@ -48,7 +58,7 @@ void sgd_step_flat(size_t n, float m, float wd, int nesterov, float lr, float *r
     /* the simulator: x, g and v hold no model; a worker's update is part of
      * sim.compute_time, a parameter server's is not modelled */
     VEC_SKIP_IN_SIM;
-    DT_PARALLEL_CHUNKS(n, i0, len, sgd_span(i0, len, m, wd, nesterov, lr, x, g, v));
+    DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(sgd_span)(i0, len, m, wd, nesterov, lr, x, g, v));
 }
 
 void sgd_step(dt_sgd *o, float *restrict x, const float *restrict g, float lr)
