@@ -574,6 +574,47 @@ static void test_linear_gemm(int B, int in, int out)
     free(dw_cpu); free(dw_dev); free(db_cpu); free(db_dev);
 }
 
+static size_t count_diff(const float *a, const float *b, size_t n)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], sizeof *a) != 0;
+    return d;
+}
+
+/* divmod_div against the division, for divisors of every size and
+ * numerators at the edges (0, d - 1, d, multiples, 2^31 - 1) and random */
+static void test_divmod(void)
+{
+    size_t bad = 0, n_checked = 0;
+    uint32_t ds[64];
+    int nd = 0;
+    for (uint32_t d = 1; d <= 40; d++)
+        ds[nd++] = d;
+    const uint32_t more[] = { 576, 676, 1024, 1000, 4095, 4096, 4097, 65535, 65536, 1u << 20,
+                              3u * 1000 * 1000, (1u << 30) + 1, (1u << 31) - 1, 1u << 30 };
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++)
+        ds[nd++] = more[k];
+    for (int k = 0; k < nd; k++) {
+        const dt_divmod m = divmod_make(ds[k]);
+        const uint32_t d = ds[k];
+        uint32_t ns[4096];
+        int nn = 0;
+        const uint32_t edge[] = { 0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, (1u << 31) - 1,
+                                  (1u << 31) - 2, ((1u << 31) - 1) / d * d,
+                                  ((1u << 31) - 1) / d * d - 1 };
+        for (size_t q = 0; q < sizeof edge / sizeof edge[0]; q++)
+            if (edge[q] < (1u << 31))
+                ns[nn++] = edge[q];
+        while (nn < 4096)
+            ns[nn++] = (uint32_t)(rng_uniform_d(&rng) * 2147483647.0);
+        for (int q = 0; q < nn; q++, n_checked++)
+            bad += divmod_div(m, ns[q]) != ns[q] / d;
+    }
+    CHECK(bad == 0, "divmod_div equals n / d on %zu pairs (%d divisors up to 2^31 - 1), %zu wrong",
+          n_checked, nd, bad);
+}
+
 static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad)
 {
     dt_conv_shape s = {B, C, H, W, K, R, R, st, pad, 0, 0, 0, 0};
@@ -633,6 +674,56 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     CHECK(e <= 1e-4, "%s: weight gradient equals the CPU conv (max rel %.2e)", name, e);
     e = max_rel(db_low, db_cpu, (size_t)K);
     CHECK(e <= 1e-5, "%s: bias gradient equals the CPU conv (max rel %.2e)", name, e);
+
+    // the 32-bit bodies with precomputed divisors (what the device runs) give the
+    // size_t bodies' bits
+    if (lower_fits32(&s)) {
+        const dt_lower_idx ix = lower_idx_make(&s);
+        float *cols32 = vec_new(nc), *y32 = vec_new(ny), *dx32 = vec_plain(nx),
+              *dx_ref = vec_dup(dx32, nx);
+        for (uint32_t i = 0; i < (uint32_t)nc; i++)
+            lower_im2col32_at(i, ix, H, W, st, pad, x, cols32);
+        CHECK(memcmp(cols32, cols, nc * sizeof *cols) == 0, "%s: im2col in 32 bits = size_t, "
+              "bit for bit", name);
+        gemm_host(&gf, cols, w, 0.0f, y32);
+        float *y_ref = vec_dup(y32, ny);
+        for (size_t i = 0; i < ny; i++)
+            lower_bias_add_at(i, K, (size_t)pq, b, y_ref);
+        for (uint32_t i = 0; i < (uint32_t)ny; i++)
+            lower_bias_add32_at(i, ix, b, y32);
+        CHECK(memcmp(y32, y_ref, ny * sizeof *y32) == 0, "%s: bias add in 32 bits = size_t, bit "
+              "for bit", name);
+        for (int a = 0; a < 2; a++) {
+            for (size_t i = 0; i < nx; i++)
+                lower_col2im_at(i, C, H, W, R, R, st, pad, s.P, s.Q, dcols, dx_ref, a);
+            for (uint32_t i = 0; i < (uint32_t)nx; i++)
+                lower_col2im32_at(i, ix, R, R, st, pad, s.P, s.Q, dcols, dx32, a);
+            CHECK(memcmp(dx32, dx_ref, nx * sizeof *dx32) == 0, "%s: col2im (accumulate %d) in "
+                  "32 bits = size_t, bit for bit", name, a);
+        }
+        free(cols32); free(y32); free(y_ref); free(dx32); free(dx_ref);
+    }
+    // the bias gradient a warp per row: the lanes and their shuffle tree
+    {
+        double *rw = dt_malloc((size_t)B * K * sizeof(double));
+        float *db_warp = vec_new((size_t)K);
+        for (size_t t = 0; t < (size_t)B * K; t++) {
+            double v[DT_LOWER_LANES];
+            for (int l = 0; l < DT_LOWER_LANES; l++)
+                v[l] = lower_bias_lane_at(t, l, (size_t)pq, dy);
+            lower_lanes_tree(v);
+            rw[t] = v[0];
+        }
+        for (size_t k = 0; k < (size_t)K; k++)
+            lower_bias_grad_at(k, B, K, rw, db_warp);
+        e = max_rel(db_warp, db_low, (size_t)K);
+        CHECK(e <= 1e-7, "%s: bias gradient a warp per row = a thread per row (max rel %.2e, "
+              "%zu of %d differ in any bit)", name, e, count_diff(db_warp, db_low, (size_t)K), K);
+        e = max_rel(db_warp, db_cpu, (size_t)K);
+        CHECK(e <= 1e-5, "%s: bias gradient a warp per row equals the CPU conv (max rel %.2e)",
+              name, e);
+        free(rw); free(db_warp);
+    }
 
     // col2im without accumulation overwrites
     float *dx_fresh = vec_plain(nx), *dx_zero = vec_new(nx);
@@ -713,6 +804,7 @@ int main(void)
         for (int k = 0; k <= 4; k++)
             test_gossip_terms(gsz[q], k);
 
+    test_divmod();
     // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
     // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts
     test_lower(1, 1, 5, 5, 1, 3, 1, 0);

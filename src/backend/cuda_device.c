@@ -15,6 +15,7 @@ static struct {
     cudaEvent_t copied;
     cudaEvent_t computed; /* the compute stream's point another stream waits for */
     cublasHandle_t blas;
+    size_t memory; /* bytes of device memory */
 } dev;
 
 int cuda_device_count(const char **why)
@@ -42,6 +43,7 @@ int cuda_device_open(int d, char *name, size_t len)
     if (e != cudaSuccess)
         return dt_err_set("compute.device = cuda: cannot use GPU %d: %s", d, cudaGetErrorString(e));
     snprintf(name, len, "cuda:%d %s", d, p.name);
+    dev.memory = p.totalGlobalMem;
     CUDA_OK(cudaStreamCreateWithFlags(&dev.compute, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&dev.copy, cudaStreamNonBlocking));
     CUDA_OK(cudaEventCreateWithFlags(&dev.copied, cudaEventDisableTiming));
@@ -68,6 +70,7 @@ void cuda_device_close(void)
 }
 
 void *cuda_stream(void) { return dev.compute; }
+size_t cuda_device_memory(void) { return dev.memory; }
 void *cuda_cublas(void) { return dev.blas; }
 void cuda_sync(void) { CUDA_OK(cudaStreamSynchronize(dev.compute)); }
 

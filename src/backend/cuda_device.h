@@ -18,6 +18,8 @@ void cuda_device_close(void);
 /* The compute stream (a cudaStream_t) every kernel and GEMM runs on, and the
  * cuBLAS handle bound to it (a cublasHandle_t). */
 void *cuda_stream(void);
+/* Bytes of memory the open device has (0 before cuda_device_open). */
+size_t cuda_device_memory(void);
 void *cuda_cublas(void);
 /* Waits for everything queued on the compute stream. */
 void cuda_sync(void);

@@ -445,7 +445,9 @@ static int keep_bf16(spans *a, int aspan, size_t sz, int ts, int tf, int tb_firs
  * im2col columns, the bf16 copies of x and dy; linear_workspace: the bf16
  * copies of x, W and dy) one for its forward step and one for its backward
  * step: placed in what is free at that step, rather than one
- * buffer the size of the largest beside the arena.
+ * buffer the size of the largest beside the arena; a conv whose backward
+ * reuses the forward's columns (conv2d_keep_cols, the CUDA backend where
+ * they fit) one span from its forward to its backward.
  *
  * On a bf16 backend an activation whose backward readers take no more than
  * bf16 of it (bf16_readers) is kept as a bf16 copy between its forward and
@@ -563,6 +565,11 @@ void net_plan_buffers(dt_net *n, int B)
             wf = n->be->conv2d_pass_workspace(&cs, DT_CONV_WORK_FORWARD);
             wb = n->be->conv2d_pass_workspace(&cs, has_dx ? DT_CONV_WORK_BACKWARD
                                                           : DT_CONV_WORK_BACKWARD_NO_DX);
+        }
+        if (n->be->conv2d_keep_cols && n->be->conv2d_keep_cols(&cs)) {
+            // the backward reads the forward's columns: one workspace for both
+            wfspan[i] = wbspan[i] = span_add(&a, wf > wb ? wf : wb, i, END - i);
+            continue;
         }
         if (wf)
             wfspan[i] = span_add(&a, wf, i, i);
