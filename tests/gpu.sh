@@ -107,10 +107,11 @@ m=mnist_cnn
 dv="model.name=$m $(shape $m) run.log_every=1 optim.batch_size=32
     data.synthetic_train=1024 run.eval_every=6 run.check_replicas=true"
 for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.center=replicated" \
-         "algorithm.mode=easgd easgd.tau=4 easgd.center=root"; do
-    name=$(echo "$e" | tr -c 'a-z0-9\n' _ | tr -s _)
+         "algorithm.mode=easgd easgd.tau=4 easgd.center=root" \
+         "algorithm.mode=local optim.name=adamw optim.lr=0.002 optim.weight_decay=0.1 optim.clip_norm=0.5"; do
+    name=$(echo "$e" | tr -c 'a-z0-9\n' _ | tr -s _ | cut -c1-40)
     sets="params momentum"
-    case $e in *easgd*) sets="params momentum easgd_center" ;; esac
+    case $e in *easgd*) sets="params momentum easgd_center" ;; *adamw*) sets="params adam_m adam_v" ;; esac
     run 1 600 "$D" $dv $e compute.device=cpu compute.kernels=native run.max_steps=16 \
         run.output_dir="$WORK/$name-cpu"
     lc=$(loss_at 15)
@@ -118,13 +119,15 @@ for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.cent
     rcA=$RC lg=$(loss_at 15)
     run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=10 run.output_dir="$WORK/$name-part"
     rcB=$RC
+    grep -q "flat vectors in device memory" "$WORK/out.txt" || rcB=99
     run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=16 run.resume=true \
         run.output_dir="$WORK/$name-part"
     rcC=$RC
     if resumed_same "$WORK/$name-full" "$WORK/$name-part" $sets; then
         pass "$e, device vectors on the GPU: 10 steps + resume to 16 == 16 steps bit for bit ($sets)"
     else
-        fail "$e, device vectors on the GPU: stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+        fail "$e, device vectors on the GPU: stop/resume (rc $rcA/$rcB/$rcC; 99: host vectors)"
+        tail -3 "$WORK/out.txt"
     fi
     if [ -n "$lc" ] && [ -n "$lg" ] &&
        awk -v a="$lc" -v b="$lg" 'BEGIN { d = a - b; exit !(d <= 1e-3 && d >= -1e-3) }'; then

@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "core/vec.h"
 #include "nn/cuda/activation.h"
+#include "nn/cuda/adamw.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
 #include "nn/cuda/groupnorm.h"
@@ -21,6 +22,7 @@
 #include "nn/kernels_cpu.h"
 #include "nn/lower.h"
 #include "backend/gemm_args.h"
+#include "optim/adamw.h"
 #include "optim/sgd.h"
 #include "tap.h"
 
@@ -738,6 +740,79 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     free(db_low); free(dx_fresh); free(dx_zero);
 }
 
+/* AdamW on the flat vector: the device's body (adamw_fused_at, the decay
+ * flag by adamw_decay_at's search of the segment table) over three steps
+ * against optim/adamw.c's adamw_step_range: bit for bit where this CPU's
+ * kernel fuses the multiply-adds as the device does (avx512f, avx2+fma),
+ * else to 1e-6; and the CPU backend's flat_adamw, bit for bit */
+static void test_adamw_flat(size_t n, int nseg, double wd)
+{
+    dt_segment *segs = dt_calloc((size_t)nseg, sizeof *segs);
+    for (int k = 0; k < nseg; k++) { // uneven tensors, decay alternating
+        segs[k].offset = n * (size_t)k * k / ((size_t)nseg * nseg);
+        segs[k].decay = k % 2 == 0;
+    }
+    for (int k = 0; k < nseg; k++)
+        segs[k].count = (k + 1 < nseg ? segs[k + 1].offset : n) - segs[k].offset;
+    float *x = vec_plain(n), *m = vec_new(n), *v = vec_new(n);
+    float *xd = vec_dup(x, n), *md = vec_new(n), *vd = vec_new(n);
+    float *xb = vec_dup(x, n), *mb = vec_new(n), *vb = vec_new(n);
+    const double lr = 3e-3, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+    for (int64_t step = 1; step <= 3; step++) {
+        float *g = vec_plain(n);
+        adamw_step_range(0, n, x, g, m, v, segs, nseg, lr, b1, b2, eps, wd, step);
+        const dt_adamw_k k = adamw_scalars(lr, b1, b2, eps, wd, step);
+        for (size_t i = 0; i < n; i++)
+            adamw_fused_at(i, k, adamw_decay_at(i, segs, nseg), xd, g, md, vd);
+        be->flat_adamw(n, &k, segs, nseg, xb, g, mb, vb);
+        free(g);
+    }
+    const int fused = strcmp(adamw_kernel(), "avx512f") == 0 ||
+                      strcmp(adamw_kernel(), "avx2+fma") == 0;
+    const size_t dx = count_diff(xd, x, n), dm = count_diff(md, m, n), dv = count_diff(vd, v, n);
+    if (fused)
+        CHECK(dx == 0 && dm == 0 && dv == 0, "adamw n=%zu %d segments wd=%g: the device body "
+              "equals the CPU's %s kernel bit for bit over 3 steps (x %zu, m %zu, v %zu differ)",
+              n, nseg, wd, adamw_kernel(), dx, dm, dv);
+    else
+        CHECK(mismatches(xd, x, n) == 0 && mismatches(md, m, n) == 0 &&
+                  mismatches(vd, v, n) == 0,
+              "adamw n=%zu %d segments wd=%g: the device body equals the CPU's unfused %s "
+              "kernel to 1e-6 over 3 steps", n, nseg, wd, adamw_kernel());
+    CHECK(count_diff(xb, x, n) == 0 && count_diff(mb, m, n) == 0 && count_diff(vb, v, n) == 0,
+          "adamw n=%zu %d segments: the CPU backend's flat_adamw = adamw_step_range, bit for bit",
+          n, nseg);
+    free(segs); free(x); free(m); free(v); free(xd); free(md); free(vd); free(xb); free(mb);
+    free(vb);
+}
+
+/* Clipping to a global norm: the device's lanes, groups and factor against
+ * clip_grad_norm (another order of the double sum of squares: the norms to
+ * 1e-12, the clipped gradients to 1e-6, bit for bit where the factor rounds
+ * alike) */
+static void test_clip_flat(size_t n, double max_norm)
+{
+    float *g = vec_plain(n), *gd = vec_dup(g, n);
+    const double norm_cpu = sqrt(clip_sumsq(g, n));
+    clip_grad_norm(g, n, max_norm);
+    double *lanes = dt_malloc(DT_CLIP_LANES * sizeof *lanes);
+    double groups[DT_CLIP_GROUPS], s = 0.0;
+    for (size_t t = 0; t < DT_CLIP_LANES; t++)
+        lanes[t] = clip_lane_at(t, n, gd);
+    for (int u = 0; u < DT_CLIP_GROUPS; u++)
+        s += groups[u] = clip_group_at(u, lanes);
+    const float factor = clip_factor(groups, max_norm);
+    for (size_t i = 0; i < n; i++)
+        clip_apply_at(i, &factor, gd);
+    const double e = fabs(sqrt(s) - norm_cpu) / norm_cpu;
+    CHECK(e <= 1e-12, "clip n=%zu: the device's sum of squares = the CPU's (norm %.6g, rel %.1e)",
+          n, norm_cpu, e);
+    CHECK(mismatches(gd, g, n) == 0, "clip n=%zu to %g (norm %.4g, %s): the device's clipped "
+          "gradient = clip_grad_norm's (%zu differ in any bit)", n, max_norm, norm_cpu,
+          norm_cpu > max_norm ? "clipped" : "unchanged", count_diff(gd, g, n));
+    free(lanes); free(g); free(gd);
+}
+
 int main(void)
 {
     be = backend_cpu();
@@ -804,6 +879,16 @@ int main(void)
         for (int k = 0; k <= 4; k++)
             test_gossip_terms(gsz[q], k);
 
+    // AdamW and clipping on the flat vector: one tensor, GPT-like tables, a
+    // vector past the clip's lanes
+    test_adamw_flat(1, 1, 0.1);
+    test_adamw_flat(1000, 1, 0.0);
+    test_adamw_flat(12345, 7, 0.1);
+    test_adamw_flat(200003, 76, 0.1);
+    test_clip_flat(1, 0.5);
+    test_clip_flat(1000, 1.0);
+    test_clip_flat(1000, 1e6);
+    test_clip_flat(200003, 1.0);
     test_divmod();
     // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
     // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/cuda/adamw.h" /* dt_adamw_seg, dt_adamw_k */
+
 typedef struct dt_conv_shape {
     int B;          /* batch */
     int C, H, W;    /* input channels, height, width */
@@ -216,6 +218,15 @@ typedef struct dt_backend {
     void (*flat_sum_slots)(size_t n, int k, const float *c, const float *slots, float *out);
     /* y <- a y + x */
     void (*flat_ax_plus)(size_t n, float a, const float *x, float *y);
+    /* One AdamW step (optim/adamw.h) on x, g, m, v (n) with the step's float
+     * scalars k (adamw_scalars); segs (nseg, host memory) sorted, contiguous
+     * from 0 to n, say which elements decay. */
+    void (*flat_adamw)(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg, float *x,
+                       const float *g, float *m, float *v);
+    /* g (n) <- g scaled to the global L2 norm max_norm (> 0) where its norm is
+     * above (clip_grad_norm of optim/adamw.h; the CUDA backend sums the
+     * squares in another order, nn/cuda/adamw.h) */
+    void (*flat_clip)(size_t n, double max_norm, float *g);
 } dt_backend;
 
 /* The CPU backend (OpenBLAS sgemm + plain C loops, all tensors plain): the

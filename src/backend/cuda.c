@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ST cuda_stream()
 #define BLAS ((cublasHandle_t)cuda_cublas())
@@ -323,6 +324,39 @@ static void cu_flat_ax_plus(size_t n, float a, const float *x, float *y)
     KERNEL_OK(cuda_flat_ax_plus(n, a, x, y, ST));
 }
 
+/* AdamW's segment table in device memory: uploaded when the host's table
+ * differs from the one last uploaded (once per run) */
+static dt_adamw_seg *segs_dev, *segs_up;
+static int segs_n;
+
+static void cu_flat_adamw(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg,
+                          float *x, const float *g, float *m, float *v)
+{
+    const size_t bytes = (size_t)nseg * sizeof *segs;
+    if (nseg != segs_n || memcmp(segs, segs_up, bytes) != 0) {
+        if (segs_dev)
+            cu_free(segs_dev);
+        free(segs_up);
+        segs_dev = cu_alloc(bytes);
+        segs_up = malloc(bytes ? bytes : 1);
+        if (!segs_up)
+            DT_FATAL("out of memory for %d AdamW segments", nseg);
+        memcpy(segs_up, segs, bytes);
+        segs_n = nseg;
+        cu_to_device(segs_dev, segs, bytes);
+    }
+    KERNEL_OK(cuda_adamw_step(n, *k, segs_dev, nseg, x, g, m, v, ST));
+}
+
+static void *clip_dev; /* DT_CLIP_LANES doubles, then the factor */
+static size_t clip_have;
+
+static void cu_flat_clip(size_t n, double max_norm, float *g)
+{
+    double *lanes = scratch(&clip_dev, &clip_have, DT_CLIP_LANES * sizeof(double) + sizeof(float));
+    KERNEL_OK(cuda_clip(n, max_norm, g, lanes, (float *)(lanes + DT_CLIP_LANES), ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -373,6 +407,7 @@ static const dt_backend cuda = {
     .flat_diff_scale = cu_flat_diff_scale, .flat_toward = cu_flat_toward, .flat_sub = cu_flat_sub,
     .flat_scale_copy = cu_flat_scale_copy, .flat_add = cu_flat_add, .flat_div = cu_flat_div,
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
+    .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
     .conv2d_keep_cols = cu_conv2d_keep_cols,

@@ -335,6 +335,12 @@ int trainer_run(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_C
         return 1;
     }
     engine_alloc(t);
+#ifndef DTRAIN_SIM
+    if (t->rank == 0 && t->model->be->device)
+        printf("dtrain: flat vectors in %s\n",
+               t->dev.vectors ? "device memory (parameters, gradient, optimizer state)"
+                              : "host memory (copied to and from the device every step)");
+#endif
     t->tp = transport_create(t, cfg, comm);
 #ifndef DTRAIN_SIM
     /* NCCL takes device buffers; MPI gets them through host staging */
