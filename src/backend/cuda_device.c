@@ -50,7 +50,7 @@ int cuda_device_open(int d, char *name, size_t len)
     CUDA_OK(cudaEventCreateWithFlags(&dev.computed, cudaEventDisableTiming));
     CUBLAS_OK(cublasCreate(&dev.blas));
     CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
-    // fp32 GEMMs in full precision: the results are compared against the CPU
+    // fp32 GEMMs in full precision unless compute.tf32 (cuda_device_tf32)
     CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
     dev.open = 1;
     return 0;
@@ -67,6 +67,11 @@ void cuda_device_close(void)
     CUDA_OK(cudaStreamDestroy(dev.copy));
     CUDA_OK(cudaStreamDestroy(dev.compute));
     dev.open = 0;
+}
+
+void cuda_device_tf32(int on)
+{
+    CUBLAS_OK(cublasSetMathMode(dev.blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
 }
 
 void *cuda_stream(void) { return dev.compute; }
