@@ -111,7 +111,7 @@ dv="model.name=$m $(shape $m) run.log_every=1 optim.batch_size=32
 for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.center=replicated" \
          "algorithm.mode=easgd easgd.tau=4 easgd.center=root" \
          "algorithm.mode=local optim.name=adamw optim.lr=0.002 optim.weight_decay=0.1 optim.clip_norm=0.5"; do
-    name=$(echo "$e" | tr -c 'a-z0-9\n' _ | tr -s _ | cut -c1-40)
+    name=$(echo "$e" | tr -c 'a-z0-9\n' _ | tr -s _)
     sets="params momentum"
     case $e in *easgd*) sets="params momentum easgd_center" ;; *adamw*) sets="params adam_m adam_v" ;; esac
     run 1 600 "$D" $dv $e compute.device=cpu compute.kernels=native run.max_steps=16 \
