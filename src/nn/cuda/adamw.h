@@ -32,15 +32,16 @@ typedef struct dt_adamw_k {
 /* Element i, PyTorch's order with the two multiply-adds fused (its AVX2 and
  * AVX-512 kernels; the device's fmaf). The other operations are a multiply,
  * a division and a square root each, correctly rounded on the device too
- * (nvcc's defaults: no fast math; FMA contraction cannot join a division to
- * an add), so the bits are the CPU's fused kernels'. x, g, m, v: (n). */
+ * (nvcc's defaults: no fast math; the decay's product, which an add reads,
+ * kept from FMA contraction by DT_FMUL), so the bits are the CPU's fused
+ * kernels'. x, g, m, v: (n). */
 static inline DT_HD void adamw_fused_at(size_t i, dt_adamw_k k, int decay, float *x,
                                         const float *g, float *m, float *v)
 {
     const float gi = g[i];
     float xi = x[i];
     if (decay)
-        xi = xi * k.shrink;
+        xi = DT_FMUL(xi, k.shrink); /* rounded before the add below, as on the CPU */
     const float mi = fmaf(k.c1, gi, m[i] * k.b1);
     const float vi = fmaf(k.c2 * gi, gi, v[i] * k.b2);
     m[i] = mi;
@@ -74,7 +75,7 @@ static inline DT_HD double clip_lane_at(size_t t, size_t n, const float *g)
 {
     double acc = 0.0;
     for (size_t j = t; j < n; j += DT_CLIP_LANES)
-        acc += (double)g[j] * g[j];
+        acc += DT_DMUL((double)g[j], (double)g[j]);
     return acc;
 }
 static inline DT_HD double clip_group_at(int u, const double *lanes)
