@@ -15,12 +15,14 @@
 #include "nn/cuda/adamw.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
+#include "nn/cuda/gpt.h"
 #include "nn/cuda/groupnorm.h"
 #include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
 #include "nn/cuda/xent.h"
 #include "nn/kernels_cpu.h"
 #include "nn/lower.h"
+#include "nn/transformer.h"
 #include "backend/gemm_args.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
@@ -813,6 +815,52 @@ static void test_clip_flat(size_t n, double max_norm)
     free(lanes); free(g); free(gd);
 }
 
+/* The GPT's passes (nn/cuda/gpt.h) against nn/transformer.h's CPU passes, bit
+ * for bit: the embedding with and without dropout, LayerNorm, and the
+ * residual add fused with it (also updating r in place, as the GPT does) */
+static void test_gpt_layers(int B, int T, int C, int V, float p)
+{
+    const int N = B * T;
+    const size_t n = (size_t)N * C;
+    int32_t *tok = dt_malloc((size_t)N * sizeof *tok);
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)(rng_uniform_d(&rng) * V) % V;
+    float *wte = vec_plain((size_t)V * C), *wpe = vec_plain((size_t)T * C);
+    float *x_cpu = vec_new(n), *x_dev = vec_new(n);
+    const uint64_t key = 0x5eed + (uint64_t)C;
+    embedding_forward(B, T, C, tok, wte, wpe, p, key, x_cpu);
+    for (size_t i = 0; i < n; i++)
+        gpt_embedding_at(i, T, C, tok, wte, wpe, p, key, x_dev);
+    CHECK(count_diff(x_dev, x_cpu, n) == 0, "gpt B=%d T=%d C=%d p=%g: embedding = the CPU's, bit "
+          "for bit", B, T, C, p);
+    // LayerNorm on rows with a large mean (the two-pass variance matters)
+    float *g = vec_plain((size_t)C), *b = vec_plain((size_t)C), *r = vec_plain(n);
+    for (size_t i = 0; i < n; i++)
+        x_cpu[i] = 30.0f + 4.0f * x_cpu[i];
+    float *y_cpu = vec_new(n), *y_dev = vec_new(n), *m_cpu = vec_new((size_t)N),
+          *m_dev = vec_new((size_t)N), *s_cpu = vec_new((size_t)N), *s_dev = vec_new((size_t)N);
+    layernorm_forward(N, C, x_cpu, g, b, y_cpu, NULL, m_cpu, s_cpu);
+    for (int row = 0; row < N; row++)
+        gpt_layernorm_row(C, x_cpu + (size_t)row * C, g, b, y_dev + (size_t)row * C, m_dev + row,
+                          s_dev + row);
+    CHECK(count_diff(y_dev, y_cpu, n) == 0 && count_diff(m_dev, m_cpu, (size_t)N) == 0 &&
+              count_diff(s_dev, s_cpu, (size_t)N) == 0,
+          "gpt N=%d C=%d: LayerNorm (y, mean, rstd) = the CPU's, bit for bit", N, C);
+    // residual + LayerNorm, xo written over r (in place), as models/gpt.c calls it
+    float *r_cpu = vec_dup(r, n), *r_dev = vec_dup(r, n);
+    layernorm_residual_forward(N, C, x_cpu, r_cpu, p, key, g, b, r_cpu, y_cpu, NULL, m_cpu, s_cpu);
+    for (size_t row = 0; row < (size_t)N; row++)
+        gpt_layernorm_residual_row(row, C, x_cpu, r_dev, p, key, g, b, r_dev, y_dev, m_dev,
+                                   s_dev);
+    CHECK(count_diff(r_dev, r_cpu, n) == 0 && count_diff(y_dev, y_cpu, n) == 0 &&
+              count_diff(m_dev, m_cpu, (size_t)N) == 0 && count_diff(s_dev, s_cpu, (size_t)N) == 0,
+          "gpt N=%d C=%d p=%g: residual + LayerNorm (xo in place, y, mean, rstd) = the CPU's, "
+          "bit for bit", N, C, p);
+    free(tok); free(wte); free(wpe); free(x_cpu); free(x_dev); free(g); free(b); free(r);
+    free(y_cpu); free(y_dev); free(m_cpu); free(m_dev); free(s_cpu); free(s_dev); free(r_cpu);
+    free(r_dev);
+}
+
 int main(void)
 {
     be = backend_cpu();
@@ -890,6 +938,12 @@ int main(void)
     test_clip_flat(1000, 1e6);
     test_clip_flat(200003, 1.0);
     test_divmod();
+    // the GPT's passes: "baby" (C 128), "small" (C 384), a width with a tail
+    // past the sixteen lanes and one below them; dropout off and on
+    test_gpt_layers(2, 64, 128, 96, 0.0f);
+    test_gpt_layers(2, 32, 384, 300, 0.1f);
+    test_gpt_layers(3, 5, 100, 7, 0.2f);
+    test_gpt_layers(1, 3, 7, 5, 0.0f);
     // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
     // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts
     test_lower(1, 1, 5, 5, 1, 3, 1, 0);

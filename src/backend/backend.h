@@ -223,6 +223,17 @@ typedef struct dt_backend {
      * from 0 to n, say which elements decay. */
     void (*flat_adamw)(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg, float *x,
                        const float *g, float *m, float *v);
+    /* The GPT's layer passes (nn/transformer.h's equations and shapes; fp32,
+     * no bf16 copy), optional while the GPT is not on every backend (NULL:
+     * none): the token + position embedding with its dropout, LayerNorm, and
+     * the residual add fused with the LayerNorm after it. */
+    void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
+                              const float *wpe, float p, uint64_t key, float *x);
+    void (*layernorm_forward)(int N, int C, const float *x, const float *g, const float *b,
+                              float *y, float *mean, float *rstd);
+    void (*layernorm_residual_forward)(int N, int C, const float *x, const float *r, float p,
+                                       uint64_t key, const float *g, const float *b, float *xo,
+                                       float *y, float *mean, float *rstd);
     /* g (n) <- g scaled to the global L2 norm max_norm (> 0) where its norm is
      * above (clip_grad_norm of optim/adamw.h; the CUDA backend sums the
      * squares in another order, nn/cuda/adamw.h) */

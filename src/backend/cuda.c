@@ -357,6 +357,25 @@ static void cu_flat_clip(size_t n, double max_norm, float *g)
     KERNEL_OK(cuda_clip(n, max_norm, g, lanes, (float *)(lanes + DT_CLIP_LANES), ST));
 }
 
+/* ---- the GPT's layers (nn/cuda/gpt.h) ------------------------------------- */
+
+static void cu_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                                 const float *wpe, float p, uint64_t key, float *x)
+{
+    KERNEL_OK(cuda_embedding_forward(B, T, C, tok, wte, wpe, p, key, x, ST));
+}
+static void cu_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
+                                 float *y, float *mean, float *rstd)
+{
+    KERNEL_OK(cuda_layernorm_forward(N, C, x, g, b, y, mean, rstd, ST));
+}
+static void cu_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                          uint64_t key, const float *g, const float *b,
+                                          float *xo, float *y, float *mean, float *rstd)
+{
+    KERNEL_OK(cuda_layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd, ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -408,6 +427,8 @@ static const dt_backend cuda = {
     .flat_scale_copy = cu_flat_scale_copy, .flat_add = cu_flat_add, .flat_div = cu_flat_div,
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
     .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
+    .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
+    .layernorm_residual_forward = cu_layernorm_residual_forward,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
     .conv2d_keep_cols = cu_conv2d_keep_cols,

@@ -81,6 +81,16 @@ int cuda_adamw_step(size_t n, dt_adamw_k k, const dt_adamw_seg *segs, int nseg, 
  * device scratch: lanes DT_CLIP_LANES doubles, factor 1 float */
 int cuda_clip(size_t n, double max_norm, float *g, double *lanes, float *factor, void *stream);
 
+/* gpt.cu (nn/cuda/gpt.h): tok (B, T), wte (V, C), wpe (>= T, C), x (B, T, C);
+ * LayerNorm: x, r, xo, y (N, C), g, b (C), mean, rstd (N) */
+int cuda_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                           const float *wpe, float p, uint64_t key, float *x, void *stream);
+int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
+                           float *y, float *mean, float *rstd, void *stream);
+int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                    uint64_t key, const float *g, const float *b, float *xo,
+                                    float *y, float *mean, float *rstd, void *stream);
+
 /* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
  * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */
 int cuda_im2col(const dt_conv_shape *s, const float *x, float *cols, void *stream);
