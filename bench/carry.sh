@@ -17,14 +17,14 @@ set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BUILD_DIR DIR" >&2; exit 2; }
 B=$(cd "$1" && pwd) D=$2
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-"$B/src/dtrain" --version | grep -q "NCCL:.*[0-9]" ||
+"$B/src/dtrain" --version | grep "NCCL:.*[0-9]" >/dev/null ||
     { echo "$0: $B is not a --with-cuda --with-nccl build" >&2; exit 1; }
 rm -rf "$D"
 mkdir -p "$D/src" "$D/tests" "$D/bench" "$D/lib" "$D/bin"
 (cd "$B" && make -s src/dtrain tests/test_gpu tests/test_nccl tests/ckcmp)
 cp "$B/src/dtrain" "$D/src/"
 if [ -n "${OLD:-}" ]; then
-    "$OLD" --version | grep -q "CUDA:.*toolkit" || { echo "$0: OLD=$OLD is not a CUDA build" >&2; exit 1; }
+    "$OLD" --version | grep "CUDA:.*toolkit" >/dev/null || { echo "$0: OLD=$OLD is not a CUDA build" >&2; exit 1; }
     cp "$OLD" "$D/src/dtrain.old"
 fi
 cp "$B/tests/test_gpu" "$B/tests/test_nccl" "$B/tests/ckcmp" "$D/tests/"

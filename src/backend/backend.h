@@ -95,12 +95,17 @@ typedef struct dt_backend {
      * DT_CONV_WORK_BACKWARD when the engine asks for dx, or
      * DT_CONV_WORK_BACKWARD_NO_DX when it passes dx = NULL. */
     size_t (*conv2d_pass_workspace)(const dt_conv_shape *s, int pass);
-    /* Optional (NULL: never): 1 when the backward for shape s reads its
-     * workspace as the forward left it (the lowered columns), so it need not
-     * recompute them. The engine then gives the forward and the backward one
-     * workspace, live from the forward to the backward, and runs a backward
-     * only after the forward of the same batch (nn/net_plan.c). */
+    /* Optional (NULL: never): 1 when the backend would rather keep the
+     * forward's workspace (its lowered columns) for the backward of shape s
+     * than recompute it. Where it says so when the net is planned, the
+     * engine gives the forward and the backward one workspace, live from the
+     * forward to the backward, and calls conv2d_backward_kept instead of
+     * conv2d_backward (nn/net_plan.c, nn/net.c). */
     int (*conv2d_keep_cols)(const dt_conv_shape *s);
+    /* conv2d_backward with work as the forward of the same batch left it */
+    void (*conv2d_backward_kept)(const dt_conv_shape *s, const float *x, const float *w,
+                                 const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                                 float *work);
     /* Whether the kernel for shape s can add its input gradient into a dx that
      * already holds values (dx_fresh = 0) by itself. Where it cannot, the
      * engine never asks it to: it lends a free gradient buffer as a fresh dx

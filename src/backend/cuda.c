@@ -149,12 +149,10 @@ static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const floa
         KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)s->P * s->Q, b, y, ST));
 }
 
-static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
-                               const float *dy, float *dx, int dx_fresh, float *dw, float *db,
-                               float *cols)
+/* cols: x lowered (the forward's columns, conv2d_backward_kept) */
+static void conv2d_backward_cols(const dt_conv_shape *s, const float *w, const float *dy,
+                                 float *dx, int dx_fresh, float *dw, float *db, float *cols)
 {
-    if (!cu_conv2d_keep_cols(s)) // the workspace is not the forward's: lower x again
-        KERNEL_OK(cuda_im2col(s, x, cols, ST));
     // every image's weight gradient in one batched GEMM, then summed in image
     // order (instead of B GEMMs accumulating one by one: 2,432 launches a step
     // for resnet20_gn at batch 128)
@@ -173,6 +171,22 @@ static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const flo
     const dt_gemm gc = gemm_conv_dcols(s);
     gemm(&gc, dy, w, zero, cols);
     KERNEL_OK(cuda_col2im(s, cols, dx, !dx_fresh, ST));
+}
+
+static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                               const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                               float *cols)
+{
+    KERNEL_OK(cuda_im2col(s, x, cols, ST)); // the workspace is not the forward's: lower x again
+    conv2d_backward_cols(s, w, dy, dx, dx_fresh, dw, db, cols);
+}
+
+static void cu_conv2d_backward_kept(const dt_conv_shape *s, const float *x, const float *w,
+                                    const float *dy, float *dx, int dx_fresh, float *dw,
+                                    float *db, float *cols)
+{
+    (void)x; /* lowered in cols by the forward */
+    conv2d_backward_cols(s, w, dy, dx, dx_fresh, dw, db, cols);
 }
 
 /* ---- pooling, activations, dropout, add -------------------------------- */
@@ -431,7 +445,7 @@ static const dt_backend cuda = {
     .layernorm_residual_forward = cu_layernorm_residual_forward,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
-    .conv2d_keep_cols = cu_conv2d_keep_cols,
+    .conv2d_keep_cols = cu_conv2d_keep_cols, .conv2d_backward_kept = cu_conv2d_backward_kept,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,
     .maxpool_forward = cu_maxpool_forward, .maxpool_backward = cu_maxpool_backward,
     .avgpool_forward = cu_avgpool_forward, .avgpool_backward = cu_avgpool_backward,

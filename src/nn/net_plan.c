@@ -466,6 +466,7 @@ void net_plan_buffers(dt_net *n, int B)
     int *aspan = dt_malloc((size_t)N * sizeof *aspan), *rspan = dt_malloc((size_t)N * sizeof *rspan);
     int *gspan = dt_malloc((size_t)N * sizeof *gspan), *tspan = dt_malloc((size_t)N * sizeof *tspan);
     int *wfspan = dt_malloc((size_t)N * sizeof *wfspan), *wbspan = dt_malloc((size_t)N * sizeof *wbspan);
+    char *kept = dt_calloc((size_t)N, 1); /* handed to n->cols_kept */
     spans a = { NULL, 0 };
     for (int j = 0; j < N; j++) {
         first[j] = j;
@@ -566,9 +567,11 @@ void net_plan_buffers(dt_net *n, int B)
             wb = n->be->conv2d_pass_workspace(&cs, has_dx ? DT_CONV_WORK_BACKWARD
                                                           : DT_CONV_WORK_BACKWARD_NO_DX);
         }
-        if (n->be->conv2d_keep_cols && n->be->conv2d_keep_cols(&cs)) {
+        if (n->be->conv2d_keep_cols && n->be->conv2d_backward_kept &&
+            n->be->conv2d_keep_cols(&cs)) {
             // the backward reads the forward's columns: one workspace for both
             wfspan[i] = wbspan[i] = span_add(&a, wf > wb ? wf : wb, i, END - i);
+            kept[i] = 1;
             continue;
         }
         if (wf)
@@ -626,6 +629,7 @@ void net_plan_buffers(dt_net *n, int B)
     n->dx_tmp = dt_calloc((size_t)N, sizeof *n->dx_tmp);
     n->work_fwd = dt_calloc((size_t)N, sizeof *n->work_fwd);
     n->work_bwd = dt_calloc((size_t)N, sizeof *n->work_bwd);
+    n->cols_kept = kept;
     n->owner = dt_calloc((size_t)N, sizeof *n->owner);
     n->stash = dt_calloc((size_t)N, sizeof *n->stash);
     n->stash_at = dt_calloc((size_t)N, sizeof *n->stash_at);
