@@ -8,6 +8,8 @@
 # xz, since the GPU machine has no zstd).
 #
 #   bench/carry.sh BUILD_DIR DIR        e.g. bench/carry.sh ../build-cuda carry
+#   OLD=/path/to/old/src/dtrain bench/carry.sh ...   also carries that binary as
+#                                        src/dtrain.old (bench/gpu_check.sh's A/B)
 # On the GPU machine:
 #   tar -xf carry.tar.xz && . carry/env.sh && carry/tests/gpu.sh
 #   . carry/env.sh && carry/bench/gpu.sh
@@ -15,18 +17,22 @@ set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BUILD_DIR DIR" >&2; exit 2; }
 B=$(cd "$1" && pwd) D=$2
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-"$B/src/dtrain" --version | grep -q "NCCL:.*[0-9]" ||
+"$B/src/dtrain" --version | grep "NCCL:.*[0-9]" >/dev/null ||
     { echo "$0: $B is not a --with-cuda --with-nccl build" >&2; exit 1; }
 rm -rf "$D"
 mkdir -p "$D/src" "$D/tests" "$D/bench" "$D/lib" "$D/bin"
 (cd "$B" && make -s src/dtrain tests/test_gpu tests/test_nccl tests/ckcmp)
 cp "$B/src/dtrain" "$D/src/"
+if [ -n "${OLD:-}" ]; then
+    "$OLD" --version | grep "CUDA:.*toolkit" >/dev/null || { echo "$0: OLD=$OLD is not a CUDA build" >&2; exit 1; }
+    cp "$OLD" "$D/src/dtrain.old"
+fi
 cp "$B/tests/test_gpu" "$B/tests/test_nccl" "$B/tests/ckcmp" "$D/tests/"
 cp "$SRC/tests/gpu.sh" "$SRC/tests/common.sh" "$D/tests/"
 cp "$SRC/bench/gpu.sh" "$SRC/bench/gpu_check.sh" "$SRC/bench/torch_train.py" "$D/bench/"
 hydra=$(command -v mpiexec.hydra) proxy=$(command -v hydra_pmi_proxy)
 cp "$hydra" "$proxy" "$D/bin/"
-for exe in "$D/src/dtrain" "$D/tests/"* "$D/bin/"*; do
+for exe in "$D/src/"* "$D/tests/"* "$D/bin/"*; do
     [ -f "$exe" ] && file -L "$exe" | grep -q ELF || continue
     ldd "$exe" | awk '$3 ~ /^\// { print $3 }'
 done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |

@@ -27,7 +27,7 @@ SYNTH=${SYNTH:-8192}
 TORCH_MODES=${TORCH_MODES-"eager compile"}    # PyTorch's rows: eager, torch.compile ("": none)
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
-"$DTRAIN" --version | grep -q "CUDA:.*toolkit" ||
+"$DTRAIN" --version | grep "CUDA:.*toolkit" >/dev/null ||
     { echo "bench/gpu.sh: $DTRAIN was built without CUDA" >&2; exit 1; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 [ -n "$gpu" ] || { echo "bench/gpu.sh: no visible GPU (nvidia-smi)" >&2; exit 1; }

@@ -5,25 +5,29 @@
 # one-line verdict per step in $OUT/summary.txt. Made here
 # (bench/carry.sh from a --with-cuda --with-nccl build), run there:
 #
-#   bench/carry.sh /tmp/cusrc gpucarry/carry          # here; gpucarry/ is git-ignored
-#   BUDGET=380 bash bench/gpu_check.sh gpucarry/carry.tar.xz    # there, $OUT set
+#   OLD=/tmp/old/src/dtrain bench/carry.sh /tmp/cusrc gpucarry/carry   # here; gpucarry/ is git-ignored
+#   BUDGET=330 bash gpucarry/gpu_check.sh gpucarry/carry.tar.xz         # there, $OUT set
 #
-# Steps, in order (a failing step does not stop the next):
+# Steps, in order (a failing step does not stop the next; the measurements
+# first, so that a slow test cannot crowd them out):
 #   env      nvidia-smi, the driver and CUDA versions, dtrain --version, any
 #            library the carried binaries cannot find
 #   test_gpu every layer and model, CUDA against CPU (tests/test_gpu)
-#   gpu_sh   tests/gpu.sh: 50 steps of every model, stop/resume, GPU -> CPU
-#            resume, device vectors on one GPU, NCCL
 #   bench    bench/gpu.sh: dtrain against PyTorch eager, batch 128
-#   bench_old  the same for src/dtrain.old where the carry has one (before/after)
-#   ncu      the GPU time of each kernel over NCU_STEPS (2) mnist_cnn and
-#            resnet20_gn steps (Nsight Compute, one metric; it adds tens of
-#            milliseconds a kernel, so a few steps only)
+#   bench_old  dtrain only, src/dtrain.old where the carry has one (the build
+#            before the change, on the same warm GPU); summary.txt gets the
+#            ratios new/old and new/PyTorch per model
+#   gpu_sh   tests/gpu.sh: 50 steps of every model, stop/resume, GPU -> CPU
+#            resume, device vectors on one GPU (AdamW + clipping among them),
+#            TF32, NCCL
+#   ncu      if time is left: the GPU time of each kernel over NCU_STEPS (2)
+#            mnist_cnn and resnet20_gn steps (Nsight Compute, one metric; it
+#            adds tens of milliseconds a kernel, so a few steps only)
 #   compile  with COMPILE=1: bench/gpu.sh's torch.compile rows, if time is left
 # Where no GPU is visible every step says so and the script exits 77.
 set -u
 OUT=${OUT:-/tmp/gpu-check}
-BUDGET=${BUDGET:-380}
+BUDGET=${BUDGET:-330}
 TAR=${1:-gpucarry/carry.tar.xz}
 mkdir -p "$OUT"
 S="$OUT/summary.txt"
@@ -73,14 +77,22 @@ envinfo() {
 export -f envinfo
 step env 30 envinfo
 nvidia-smi -L >/dev/null 2>&1 || { say "no visible GPU"; exit 77; }
-step test_gpu 120 "$TEST_BIN/test_gpu"
-step gpu_sh 240 "$C/tests/gpu.sh"
-step bench 150 env TORCH_MODES=eager STEPS=${STEPS:-300} "$C/bench/gpu.sh"
+step test_gpu 90 "$TEST_BIN/test_gpu"
+step bench 110 env TORCH_MODES=eager STEPS=${STEPS:-300} "$C/bench/gpu.sh"
 # a second dtrain carried as src/dtrain.old (the build before a change): its
 # rates on the same warm machine, for the before/after ratio
 [ -x "$C/src/dtrain.old" ] &&
-    step bench_old 60 env TORCH_MODES= DTRAIN="$C/src/dtrain.old" BENCH_OUT=/tmp/gpu-bench-o \
+    step bench_old 50 env TORCH_MODES= DTRAIN="$C/src/dtrain.old" BENCH_OUT=/tmp/gpu-bench-o \
         STEPS=${STEPS:-300} "$C/bench/gpu.sh"
+# img/s per model and side from the tables (model, batch, side, images_per_s)
+awk -F'\t' 'FNR == 1 { next }
+     FILENAME ~ /gpu-bench-o/ { old[$1] = $4; next }
+     $3 == "dtrain" { new[$1] = $4 } $3 == "pytorch-eager" { pt[$1] = $4 }
+     END { for (m in new) printf "%s b128: dtrain %s img/s, old %s (x%.2f), PyTorch eager %s (x%.2f)\n",
+           m, new[m], old[m] ? old[m] : "-", old[m] ? new[m] / old[m] : 0,
+           pt[m] ? pt[m] : "-", pt[m] ? new[m] / pt[m] : 0 }' \
+    /tmp/gpu-bench/gpu.tsv /tmp/gpu-bench-o/gpu.tsv 2>/dev/null | sort | tee -a "$S"
+step gpu_sh 200 "$C/tests/gpu.sh"
 
 # GPU time per kernel over a few steps (Nsight Compute replays each kernel once
 # for one metric): what the step's wall time is made of. The deck is the one
@@ -136,7 +148,7 @@ ncu_all() {
         "data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32"
 }
 export -f profile ncu_all
-step ncu 120 ncu_all
+step ncu 90 ncu_all
 [ -n "${COMPILE:-}" ] &&
     step compile 200 env TORCH_MODES=compile STEPS=${STEPS:-300} BENCH_OUT=/tmp/gpu-bench-c \
         "$C/bench/gpu.sh"

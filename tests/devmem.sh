@@ -8,6 +8,8 @@
 #    optimizer and the 1/n scale as backend ops, the MPI transport staged),
 #    with a checkpoint, a resume, run.check_replicas and evaluations;
 #  - local (device_vectors, one rank, no transport), with a resume;
+#  - AdamW with clipping, local and allreduce (the moments in backend memory,
+#    the step and the clip as backend ops), with a resume;
 #  - easgd (device_vectors too: its center, mean and pull, and the elastic
 #    terms as backend ops), both center placements, with a resume;
 #  - sgp (push-sum: the message buffers, the received slots, the accumulator,
@@ -64,6 +66,29 @@ if resumed_same "$WORK/lcpu" "$WORK/ldev" && [ "$(evals "$WORK/lcpu")" = "$(eval
 else
     fail "local with device vectors (rc $rcA/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
 fi
+
+# AdamW with clipping: the two moments in backend memory, the step and the
+# clip as backend ops (flat_adamw, flat_clip), local and allreduce
+for mode in local allreduce; do
+    np=1; [ $mode = allreduce ] && np=2
+    a="algorithm.mode=$mode optim.name=adamw optim.lr=0.002 optim.weight_decay=0.1 optim.clip_norm=0.5"
+    run $np 300 "$D" $m $a run.output_dir="$WORK/a$mode-cpu" run.max_steps=16
+    rcA=$RC
+    run $np 300 "$D" $m $a run.output_dir="$WORK/a$mode-dev" run.max_steps=10 \
+        compute.test_device_memory=true
+    rcB=$RC
+    grep -q "flat vectors in device memory" "$WORK/out.txt" || rcB=99
+    run $np 300 "$D" $m $a run.output_dir="$WORK/a$mode-dev" run.max_steps=16 \
+        compute.test_device_memory=true run.resume=true
+    rcC=$RC
+    if resumed_same "$WORK/a$mode-cpu" "$WORK/a$mode-dev" params adam_m adam_v &&
+       [ "$(evals "$WORK/a$mode-cpu")" = "$(evals "$WORK/a$mode-dev")" ]; then
+        pass "$mode, adamw + clip_norm, device vectors: 10 steps + resume to 16 == the CPU's 16 steps bit for bit"
+    else
+        fail "$mode, adamw + clip_norm with device vectors (rc $rcA/$rcB/$rcC; 99: host vectors)"
+        tail -5 "$WORK/out.txt"
+    fi
+done
 
 # easgd: the center, the mean and the pull in backend memory too; the center
 # is a checkpoint array (resumed through its host mirror)

@@ -16,8 +16,9 @@
 #     GPU run bit for bit (parameters and momentum, tests/ckcmp);
 #  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
 #     trains to step 50 (checkpoints hold host copies of the flat vectors);
-#  5. device vectors (allreduce, easgd with both center placements) on one
-#     GPU: stop/resume bit for bit, the loss the CPU's; NCCL on one rank
+#  5. device vectors (allreduce, easgd with both center placements, local
+#     with AdamW and clipping) on one GPU: stop/resume bit for bit, the loss
+#     the CPU's; compute.tf32 = true near the fp32 CPU run; NCCL on one rank
 #     equals the staged MPI transport bit for bit;
 #  6. NCCL: allreduce (host and device vectors), reduce and broadcast on one
 #     rank (tests/test_nccl); with two or more GPUs also on two ranks, with a
@@ -58,6 +59,7 @@ for m in logreg mlp mnist_cnn resnet20_gn resnet32_gn; do
     run 1 600 "$D" model.name=$m $(shape $m) $common run.max_steps=50 compute.device=cpu \
         compute.kernels=native run.output_dir="$WORK/cpu-$m"
     lc=$(loss_at 50) lc10=$(loss_at 10)
+    echo "$lc" >"$WORK/cpu-$m.loss50"
     run 1 600 "$D" model.name=$m $(shape $m) $common run.max_steps=50 compute.device=cuda \
         run.output_dir="$WORK/gpu-$m"
     lg=$(loss_at 50) lg10=$(loss_at 10)
@@ -107,10 +109,11 @@ m=mnist_cnn
 dv="model.name=$m $(shape $m) run.log_every=1 optim.batch_size=32
     data.synthetic_train=1024 run.eval_every=6 run.check_replicas=true"
 for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.center=replicated" \
-         "algorithm.mode=easgd easgd.tau=4 easgd.center=root"; do
+         "algorithm.mode=easgd easgd.tau=4 easgd.center=root" \
+         "algorithm.mode=local optim.name=adamw optim.lr=0.002 optim.weight_decay=0.1 optim.clip_norm=0.5"; do
     name=$(echo "$e" | tr -c 'a-z0-9\n' _ | tr -s _)
     sets="params momentum"
-    case $e in *easgd*) sets="params momentum easgd_center" ;; esac
+    case $e in *easgd*) sets="params momentum easgd_center" ;; *adamw*) sets="params adam_m adam_v" ;; esac
     run 1 600 "$D" $dv $e compute.device=cpu compute.kernels=native run.max_steps=16 \
         run.output_dir="$WORK/$name-cpu"
     lc=$(loss_at 15)
@@ -118,13 +121,15 @@ for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.cent
     rcA=$RC lg=$(loss_at 15)
     run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=10 run.output_dir="$WORK/$name-part"
     rcB=$RC
+    grep -q "flat vectors in device memory" "$WORK/out.txt" || rcB=99
     run 1 600 "$D" $dv $e compute.device=cuda run.max_steps=16 run.resume=true \
         run.output_dir="$WORK/$name-part"
     rcC=$RC
     if resumed_same "$WORK/$name-full" "$WORK/$name-part" $sets; then
         pass "$e, device vectors on the GPU: 10 steps + resume to 16 == 16 steps bit for bit ($sets)"
     else
-        fail "$e, device vectors on the GPU: stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+        fail "$e, device vectors on the GPU: stop/resume (rc $rcA/$rcB/$rcC; 99: host vectors)"
+        tail -3 "$WORK/out.txt"
     fi
     if [ -n "$lc" ] && [ -n "$lg" ] &&
        awk -v a="$lc" -v b="$lg" 'BEGIN { d = a - b; exit !(d <= 1e-3 && d >= -1e-3) }'; then
@@ -133,6 +138,18 @@ for e in "algorithm.mode=allreduce" "algorithm.mode=easgd easgd.tau=4 easgd.cent
         fail "$e, device vectors: step 15 loss '$lg' on the GPU, CPU '$lc'"
     fi
 done
+# compute.tf32: the GEMMs on tensor cores; 50 mnist_cnn steps near the fp32 CPU run
+# (TF32 rounds the products' inputs to 10-bit mantissas: a looser 5e-2)
+m=mnist_cnn
+run 1 600 "$D" model.name=$m $(shape $m) $common run.max_steps=50 compute.device=cuda \
+    compute.tf32=true run.output_dir="$WORK/tf32"
+lt=$(loss_at 50) lc=$(cat "$WORK/cpu-$m.loss50" 2>/dev/null)
+if [ $RC -eq 0 ] && grep -q "tf32" "$WORK/out.txt" && [ -n "$lt" ] && [ -n "$lc" ] &&
+   awk -v a="$lc" -v b="$lt" 'BEGIN { d = a - b; s = a < 1 ? 1 : a; exit !(d <= 5e-2 * s && d >= -5e-2 * s) }'; then
+    pass "compute.tf32 = true: mnist_cnn step 50 loss $lt on TF32 (fp32 CPU $lc)"
+else
+    fail "compute.tf32 = true (rc $RC): step 50 loss '$lt', fp32 CPU '$lc'"; tail -3 "$WORK/out.txt"
+fi
 run 1 600 "$D" $dv algorithm.mode=allreduce compute.device=cuda comm.transport=nccl \
     run.max_steps=16 run.output_dir="$WORK/nccl1"
 if [ $RC -eq 0 ] && "$TEST_BIN/ckcmp" same "$(last "$WORK/nccl1")" \

@@ -12,15 +12,19 @@
 #include "core/rng.h"
 #include "core/vec.h"
 #include "nn/cuda/activation.h"
+#include "nn/cuda/adamw.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
+#include "nn/cuda/gpt.h"
 #include "nn/cuda/groupnorm.h"
 #include "nn/cuda/pool.h"
 #include "nn/cuda/sgd.h"
 #include "nn/cuda/xent.h"
 #include "backend/cpu/kernels.h"
 #include "nn/lower.h"
+#include "nn/transformer.h"
 #include "backend/gemm_args.h"
+#include "optim/adamw.h"
 #include "optim/sgd.h"
 #include "tap.h"
 
@@ -574,6 +578,47 @@ static void test_linear_gemm(int B, int in, int out)
     free(dw_cpu); free(dw_dev); free(db_cpu); free(db_dev);
 }
 
+static size_t count_diff(const float *a, const float *b, size_t n)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], sizeof *a) != 0;
+    return d;
+}
+
+/* divmod_div against the division, for divisors of every size and
+ * numerators at the edges (0, d - 1, d, multiples, 2^31 - 1) and random */
+static void test_divmod(void)
+{
+    size_t bad = 0, n_checked = 0;
+    uint32_t ds[64];
+    int nd = 0;
+    for (uint32_t d = 1; d <= 40; d++)
+        ds[nd++] = d;
+    const uint32_t more[] = { 576, 676, 1024, 1000, 4095, 4096, 4097, 65535, 65536, 1u << 20,
+                              3u * 1000 * 1000, (1u << 30) + 1, (1u << 31) - 1, 1u << 30 };
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++)
+        ds[nd++] = more[k];
+    for (int k = 0; k < nd; k++) {
+        const dt_divmod m = divmod_make(ds[k]);
+        const uint32_t d = ds[k];
+        uint32_t ns[4096];
+        int nn = 0;
+        const uint32_t edge[] = { 0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, (1u << 31) - 1,
+                                  (1u << 31) - 2, ((1u << 31) - 1) / d * d,
+                                  ((1u << 31) - 1) / d * d - 1 };
+        for (size_t q = 0; q < sizeof edge / sizeof edge[0]; q++)
+            if (edge[q] < (1u << 31))
+                ns[nn++] = edge[q];
+        while (nn < 4096)
+            ns[nn++] = (uint32_t)(rng_uniform_d(&rng) * 2147483647.0);
+        for (int q = 0; q < nn; q++, n_checked++)
+            bad += divmod_div(m, ns[q]) != ns[q] / d;
+    }
+    CHECK(bad == 0, "divmod_div equals n / d on %zu pairs (%d divisors up to 2^31 - 1), %zu wrong",
+          n_checked, nd, bad);
+}
+
 static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad)
 {
     dt_conv_shape s = {B, C, H, W, K, R, R, st, pad, 0, 0, 0, 0};
@@ -634,6 +679,56 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     e = max_rel(db_low, db_cpu, (size_t)K);
     CHECK(e <= 1e-5, "%s: bias gradient equals the CPU conv (max rel %.2e)", name, e);
 
+    // the 32-bit bodies with precomputed divisors (what the device runs) give the
+    // size_t bodies' bits
+    if (lower_fits32(&s)) {
+        const dt_lower_idx ix = lower_idx_make(&s);
+        float *cols32 = vec_new(nc), *y32 = vec_new(ny), *dx32 = vec_plain(nx),
+              *dx_ref = vec_dup(dx32, nx);
+        for (uint32_t i = 0; i < (uint32_t)nc; i++)
+            lower_im2col32_at(i, ix, H, W, st, pad, x, cols32);
+        CHECK(memcmp(cols32, cols, nc * sizeof *cols) == 0, "%s: im2col in 32 bits = size_t, "
+              "bit for bit", name);
+        gemm_host(&gf, cols, w, 0.0f, y32);
+        float *y_ref = vec_dup(y32, ny);
+        for (size_t i = 0; i < ny; i++)
+            lower_bias_add_at(i, K, (size_t)pq, b, y_ref);
+        for (uint32_t i = 0; i < (uint32_t)ny; i++)
+            lower_bias_add32_at(i, ix, b, y32);
+        CHECK(memcmp(y32, y_ref, ny * sizeof *y32) == 0, "%s: bias add in 32 bits = size_t, bit "
+              "for bit", name);
+        for (int a = 0; a < 2; a++) {
+            for (size_t i = 0; i < nx; i++)
+                lower_col2im_at(i, C, H, W, R, R, st, pad, s.P, s.Q, dcols, dx_ref, a);
+            for (uint32_t i = 0; i < (uint32_t)nx; i++)
+                lower_col2im32_at(i, ix, R, R, st, pad, s.P, s.Q, dcols, dx32, a);
+            CHECK(memcmp(dx32, dx_ref, nx * sizeof *dx32) == 0, "%s: col2im (accumulate %d) in "
+                  "32 bits = size_t, bit for bit", name, a);
+        }
+        free(cols32); free(y32); free(y_ref); free(dx32); free(dx_ref);
+    }
+    // the bias gradient a warp per row: the lanes and their shuffle tree
+    {
+        double *rw = dt_malloc((size_t)B * K * sizeof(double));
+        float *db_warp = vec_new((size_t)K);
+        for (size_t t = 0; t < (size_t)B * K; t++) {
+            double v[DT_LOWER_LANES];
+            for (int l = 0; l < DT_LOWER_LANES; l++)
+                v[l] = lower_bias_lane_at(t, l, (size_t)pq, dy);
+            lower_lanes_tree(v);
+            rw[t] = v[0];
+        }
+        for (size_t k = 0; k < (size_t)K; k++)
+            lower_bias_grad_at(k, B, K, rw, db_warp);
+        e = max_rel(db_warp, db_low, (size_t)K);
+        CHECK(e <= 1e-7, "%s: bias gradient a warp per row = a thread per row (max rel %.2e, "
+              "%zu of %d differ in any bit)", name, e, count_diff(db_warp, db_low, (size_t)K), K);
+        e = max_rel(db_warp, db_cpu, (size_t)K);
+        CHECK(e <= 1e-5, "%s: bias gradient a warp per row equals the CPU conv (max rel %.2e)",
+              name, e);
+        free(rw); free(db_warp);
+    }
+
     // col2im without accumulation overwrites
     float *dx_fresh = vec_plain(nx), *dx_zero = vec_new(nx);
     for (size_t i = 0; i < nx; i++) {
@@ -645,6 +740,125 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     free(x); free(w); free(b); free(dy); free(work); free(y_cpu); free(y_low); free(cols);
     free(dcols); free(dx_cpu); free(dx_low); free(dw_cpu); free(dw_low); free(db_cpu);
     free(db_low); free(dx_fresh); free(dx_zero);
+}
+
+/* AdamW on the flat vector: the device's body (adamw_fused_at, the decay
+ * flag by adamw_decay_at's search of the segment table) over three steps
+ * against optim/adamw.c's adamw_step_range: bit for bit where this CPU's
+ * kernel fuses the multiply-adds as the device does (avx512f, avx2+fma),
+ * else to 1e-6; and the CPU backend's flat_adamw, bit for bit */
+static void test_adamw_flat(size_t n, int nseg, double wd)
+{
+    dt_segment *segs = dt_calloc((size_t)nseg, sizeof *segs);
+    for (int k = 0; k < nseg; k++) { // uneven tensors, decay alternating
+        segs[k].offset = n * (size_t)k * k / ((size_t)nseg * nseg);
+        segs[k].decay = k % 2 == 0;
+    }
+    for (int k = 0; k < nseg; k++)
+        segs[k].count = (k + 1 < nseg ? segs[k + 1].offset : n) - segs[k].offset;
+    float *x = vec_plain(n), *m = vec_new(n), *v = vec_new(n);
+    float *xd = vec_dup(x, n), *md = vec_new(n), *vd = vec_new(n);
+    float *xb = vec_dup(x, n), *mb = vec_new(n), *vb = vec_new(n);
+    const double lr = 3e-3, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+    for (int64_t step = 1; step <= 3; step++) {
+        float *g = vec_plain(n);
+        adamw_step_range(0, n, x, g, m, v, segs, nseg, lr, b1, b2, eps, wd, step);
+        const dt_adamw_k k = adamw_scalars(lr, b1, b2, eps, wd, step);
+        for (size_t i = 0; i < n; i++)
+            adamw_fused_at(i, k, adamw_decay_at(i, segs, nseg), xd, g, md, vd);
+        be->flat_adamw(n, &k, segs, nseg, xb, g, mb, vb);
+        free(g);
+    }
+    const int fused = strcmp(adamw_kernel(), "avx512f") == 0 ||
+                      strcmp(adamw_kernel(), "avx2+fma") == 0;
+    const size_t dx = count_diff(xd, x, n), dm = count_diff(md, m, n), dv = count_diff(vd, v, n);
+    if (fused)
+        CHECK(dx == 0 && dm == 0 && dv == 0, "adamw n=%zu %d segments wd=%g: the device body "
+              "equals the CPU's %s kernel bit for bit over 3 steps (x %zu, m %zu, v %zu differ)",
+              n, nseg, wd, adamw_kernel(), dx, dm, dv);
+    else
+        CHECK(mismatches(xd, x, n) == 0 && mismatches(md, m, n) == 0 &&
+                  mismatches(vd, v, n) == 0,
+              "adamw n=%zu %d segments wd=%g: the device body equals the CPU's unfused %s "
+              "kernel to 1e-6 over 3 steps", n, nseg, wd, adamw_kernel());
+    CHECK(count_diff(xb, x, n) == 0 && count_diff(mb, m, n) == 0 && count_diff(vb, v, n) == 0,
+          "adamw n=%zu %d segments: the CPU backend's flat_adamw = adamw_step_range, bit for bit",
+          n, nseg);
+    free(segs); free(x); free(m); free(v); free(xd); free(md); free(vd); free(xb); free(mb);
+    free(vb);
+}
+
+/* Clipping to a global norm: the device's lanes, groups and factor against
+ * clip_grad_norm (another order of the double sum of squares: the norms to
+ * 1e-12, the clipped gradients to 1e-6, bit for bit where the factor rounds
+ * alike) */
+static void test_clip_flat(size_t n, double max_norm)
+{
+    float *g = vec_plain(n), *gd = vec_dup(g, n);
+    const double norm_cpu = sqrt(clip_sumsq(g, n));
+    clip_grad_norm(g, n, max_norm);
+    double *lanes = dt_malloc(DT_CLIP_LANES * sizeof *lanes);
+    double groups[DT_CLIP_GROUPS], s = 0.0;
+    for (size_t t = 0; t < DT_CLIP_LANES; t++)
+        lanes[t] = clip_lane_at(t, n, gd);
+    for (int u = 0; u < DT_CLIP_GROUPS; u++)
+        s += groups[u] = clip_group_at(u, lanes);
+    const float factor = clip_factor(groups, max_norm);
+    for (size_t i = 0; i < n; i++)
+        clip_apply_at(i, &factor, gd);
+    const double e = fabs(sqrt(s) - norm_cpu) / norm_cpu;
+    CHECK(e <= 1e-12, "clip n=%zu: the device's sum of squares = the CPU's (norm %.6g, rel %.1e)",
+          n, norm_cpu, e);
+    CHECK(mismatches(gd, g, n) == 0, "clip n=%zu to %g (norm %.4g, %s): the device's clipped "
+          "gradient = clip_grad_norm's (%zu differ in any bit)", n, max_norm, norm_cpu,
+          norm_cpu > max_norm ? "clipped" : "unchanged", count_diff(gd, g, n));
+    free(lanes); free(g); free(gd);
+}
+
+/* The GPT's passes (nn/cuda/gpt.h) against nn/transformer.h's CPU passes, bit
+ * for bit: the embedding with and without dropout, LayerNorm, and the
+ * residual add fused with it (also updating r in place, as the GPT does) */
+static void test_gpt_layers(int B, int T, int C, int V, float p)
+{
+    const int N = B * T;
+    const size_t n = (size_t)N * C;
+    int32_t *tok = dt_malloc((size_t)N * sizeof *tok);
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)(rng_uniform_d(&rng) * V) % V;
+    float *wte = vec_plain((size_t)V * C), *wpe = vec_plain((size_t)T * C);
+    float *x_cpu = vec_new(n), *x_dev = vec_new(n);
+    const uint64_t key = 0x5eed + (uint64_t)C;
+    embedding_forward(B, T, C, tok, wte, wpe, p, key, x_cpu);
+    for (size_t i = 0; i < n; i++)
+        gpt_embedding_at(i, T, C, tok, wte, wpe, p, key, x_dev);
+    CHECK(count_diff(x_dev, x_cpu, n) == 0, "gpt B=%d T=%d C=%d p=%g: embedding = the CPU's, bit "
+          "for bit", B, T, C, p);
+    // LayerNorm on rows with a large mean (the two-pass variance matters)
+    float *g = vec_plain((size_t)C), *b = vec_plain((size_t)C), *r = vec_plain(n);
+    for (size_t i = 0; i < n; i++)
+        x_cpu[i] = 30.0f + 4.0f * x_cpu[i];
+    float *y_cpu = vec_new(n), *y_dev = vec_new(n), *m_cpu = vec_new((size_t)N),
+          *m_dev = vec_new((size_t)N), *s_cpu = vec_new((size_t)N), *s_dev = vec_new((size_t)N);
+    layernorm_forward(N, C, x_cpu, g, b, y_cpu, NULL, m_cpu, s_cpu);
+    for (int row = 0; row < N; row++)
+        gpt_layernorm_row(C, x_cpu + (size_t)row * C, g, b, y_dev + (size_t)row * C, m_dev + row,
+                          s_dev + row);
+    CHECK(count_diff(y_dev, y_cpu, n) == 0 && count_diff(m_dev, m_cpu, (size_t)N) == 0 &&
+              count_diff(s_dev, s_cpu, (size_t)N) == 0,
+          "gpt N=%d C=%d: LayerNorm (y, mean, rstd) = the CPU's, bit for bit", N, C);
+    // residual + LayerNorm, xo written over r (in place), as models/gpt.c calls it
+    float *r_cpu = vec_dup(r, n), *r_dev = vec_dup(r, n);
+    layernorm_residual_forward(N, C, x_cpu, r_cpu, p, key, g, b, r_cpu, y_cpu, NULL, m_cpu, s_cpu);
+    for (size_t row = 0; row < (size_t)N; row++)
+        gpt_layernorm_residual_row(row, C, x_cpu, r_dev, p, key, g, b, r_dev, y_dev, m_dev,
+                                   s_dev);
+    CHECK(count_diff(r_dev, r_cpu, n) == 0 && count_diff(y_dev, y_cpu, n) == 0 &&
+              count_diff(m_dev, m_cpu, (size_t)N) == 0 && count_diff(s_dev, s_cpu, (size_t)N) == 0,
+          "gpt N=%d C=%d p=%g: residual + LayerNorm (xo in place, y, mean, rstd) = the CPU's, "
+          "bit for bit", N, C, p);
+    free(tok); free(wte); free(wpe); free(x_cpu); free(x_dev); free(g); free(b); free(r);
+    free(y_cpu); free(y_dev); free(m_cpu); free(m_dev); free(s_cpu); free(s_dev); free(r_cpu);
+    free(r_dev);
 }
 
 int main(void)
@@ -713,6 +927,23 @@ int main(void)
         for (int k = 0; k <= 4; k++)
             test_gossip_terms(gsz[q], k);
 
+    // AdamW and clipping on the flat vector: one tensor, GPT-like tables, a
+    // vector past the clip's lanes
+    test_adamw_flat(1, 1, 0.1);
+    test_adamw_flat(1000, 1, 0.0);
+    test_adamw_flat(12345, 7, 0.1);
+    test_adamw_flat(200003, 76, 0.1);
+    test_clip_flat(1, 0.5);
+    test_clip_flat(1000, 1.0);
+    test_clip_flat(1000, 1e6);
+    test_clip_flat(200003, 1.0);
+    test_divmod();
+    // the GPT's passes: "baby" (C 128), "small" (C 384), a width with a tail
+    // past the sixteen lanes and one below them; dropout off and on
+    test_gpt_layers(2, 64, 128, 96, 0.0f);
+    test_gpt_layers(2, 32, 384, 300, 0.1f);
+    test_gpt_layers(3, 5, 100, 7, 0.2f);
+    test_gpt_layers(1, 3, 7, 5, 0.0f);
     // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
     // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts
     test_lower(1, 1, 5, 5, 1, 3, 1, 0);

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/cuda/adamw.h" /* dt_adamw_seg, dt_adamw_k */
+
 typedef struct dt_conv_shape {
     int B;          /* batch */
     int C, H, W;    /* input channels, height, width */
@@ -93,6 +95,17 @@ typedef struct dt_backend {
      * DT_CONV_WORK_BACKWARD when the engine asks for dx, or
      * DT_CONV_WORK_BACKWARD_NO_DX when it passes dx = NULL. */
     size_t (*conv2d_pass_workspace)(const dt_conv_shape *s, int pass);
+    /* Optional (NULL: never): 1 when the backend would rather keep the
+     * forward's workspace (its lowered columns) for the backward of shape s
+     * than recompute it. Where it says so when the net is planned, the
+     * engine gives the forward and the backward one workspace, live from the
+     * forward to the backward, and calls conv2d_backward_kept instead of
+     * conv2d_backward (nn/net_plan.c, nn/net.c). */
+    int (*conv2d_keep_cols)(const dt_conv_shape *s);
+    /* conv2d_backward with work as the forward of the same batch left it */
+    void (*conv2d_backward_kept)(const dt_conv_shape *s, const float *x, const float *w,
+                                 const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                                 float *work);
     /* Whether the kernel for shape s can add its input gradient into a dx that
      * already holds values (dx_fresh = 0) by itself. Where it cannot, the
      * engine never asks it to: it lends a free gradient buffer as a fresh dx
@@ -210,6 +223,26 @@ typedef struct dt_backend {
     void (*flat_sum_slots)(size_t n, int k, const float *c, const float *slots, float *out);
     /* y <- a y + x */
     void (*flat_ax_plus)(size_t n, float a, const float *x, float *y);
+    /* One AdamW step (optim/adamw.h) on x, g, m, v (n) with the step's float
+     * scalars k (adamw_scalars); segs (nseg, host memory) sorted, contiguous
+     * from 0 to n, say which elements decay. */
+    void (*flat_adamw)(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg, float *x,
+                       const float *g, float *m, float *v);
+    /* The GPT's layer passes (nn/transformer.h's equations and shapes; fp32,
+     * no bf16 copy), optional while the GPT is not on every backend (NULL:
+     * none): the token + position embedding with its dropout, LayerNorm, and
+     * the residual add fused with the LayerNorm after it. */
+    void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
+                              const float *wpe, float p, uint64_t key, float *x);
+    void (*layernorm_forward)(int N, int C, const float *x, const float *g, const float *b,
+                              float *y, float *mean, float *rstd);
+    void (*layernorm_residual_forward)(int N, int C, const float *x, const float *r, float p,
+                                       uint64_t key, const float *g, const float *b, float *xo,
+                                       float *y, float *mean, float *rstd);
+    /* g (n) <- g scaled to the global L2 norm max_norm (> 0) where its norm is
+     * above (clip_grad_norm of optim/adamw.h; the CUDA backend sums the
+     * squares in another order, nn/cuda/adamw.h) */
+    void (*flat_clip)(size_t n, double max_norm, float *g);
 } dt_backend;
 
 /* The CPU backend (OpenBLAS sgemm + plain C loops, all tensors plain): the

@@ -224,6 +224,34 @@ static void dm_flat_ax_plus(size_t n, float a, const float *x, float *y)
     GUARD(CPU->flat_ax_plus(n, a, x, y));
 }
 
+/* segs is host memory, like the CUDA backend's */
+static void dm_flat_adamw(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg,
+                          float *x, const float *g, float *m, float *v)
+{
+    GUARD(CPU->flat_adamw(n, k, segs, nseg, x, g, m, v));
+}
+static void dm_flat_clip(size_t n, double max_norm, float *g)
+{
+    GUARD(CPU->flat_clip(n, max_norm, g));
+}
+
+static void dm_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                                 const float *wpe, float p, uint64_t key, float *x)
+{
+    GUARD(CPU->embedding_forward(B, T, C, tok, wte, wpe, p, key, x));
+}
+static void dm_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
+                                 float *y, float *mean, float *rstd)
+{
+    GUARD(CPU->layernorm_forward(N, C, x, g, b, y, mean, rstd));
+}
+static void dm_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                          uint64_t key, const float *g, const float *b,
+                                          float *xo, float *y, float *mean, float *rstd)
+{
+    GUARD(CPU->layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd));
+}
+
 static const dt_backend devmem = {
     .name = "cpu-devmem",
     .cblock = 0,
@@ -247,6 +275,9 @@ static const dt_backend devmem = {
     .flat_diff_scale = dm_flat_diff_scale, .flat_toward = dm_flat_toward, .flat_sub = dm_flat_sub,
     .flat_scale_copy = dm_flat_scale_copy, .flat_add = dm_flat_add, .flat_div = dm_flat_div,
     .flat_sum_slots = dm_flat_sum_slots, .flat_ax_plus = dm_flat_ax_plus,
+    .flat_adamw = dm_flat_adamw, .flat_clip = dm_flat_clip,
+    .embedding_forward = dm_embedding_forward, .layernorm_forward = dm_layernorm_forward,
+    .layernorm_residual_forward = dm_layernorm_residual_forward,
 };
 
 const dt_backend *backend_cpu_devmem(void) { return &devmem; }

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ST cuda_stream()
 #define BLAS ((cublasHandle_t)cuda_cublas())
@@ -128,6 +129,16 @@ static size_t cu_conv2d_workspace(const dt_conv_shape *s)
 
 static int cu_conv2d_dx_accumulates(const dt_conv_shape *s) { return 1; }
 
+/* The forward's columns stay for the backward, instead of a second im2col,
+ * where one conv's take at most 1/64 of the device's memory (2.2 GB of an
+ * H200, 250 MB of a 16 GB T4; resnet20_gn's convs at batch 128 take 75 MB
+ * each, 1.4 GB for the 19). */
+static int cu_conv2d_keep_cols(const dt_conv_shape *s)
+{
+    const size_t mem = cuda_device_memory();
+    return mem > 0 && cu_conv2d_workspace(s) * sizeof(float) <= mem / 64;
+}
+
 static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                               const float *b, float *y, float *cols)
 {
@@ -138,12 +149,10 @@ static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const floa
         KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)s->P * s->Q, b, y, ST));
 }
 
-static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
-                               const float *dy, float *dx, int dx_fresh, float *dw, float *db,
-                               float *cols)
+/* cols: x lowered (the forward's columns, conv2d_backward_kept) */
+static void conv2d_backward_cols(const dt_conv_shape *s, const float *w, const float *dy,
+                                 float *dx, int dx_fresh, float *dw, float *db, float *cols)
 {
-    // the workspace is shared by every conv: lower x again
-    KERNEL_OK(cuda_im2col(s, x, cols, ST));
     // every image's weight gradient in one batched GEMM, then summed in image
     // order (instead of B GEMMs accumulating one by one: 2,432 launches a step
     // for resnet20_gn at batch 128)
@@ -162,6 +171,22 @@ static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const flo
     const dt_gemm gc = gemm_conv_dcols(s);
     gemm(&gc, dy, w, zero, cols);
     KERNEL_OK(cuda_col2im(s, cols, dx, !dx_fresh, ST));
+}
+
+static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                               const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                               float *cols)
+{
+    KERNEL_OK(cuda_im2col(s, x, cols, ST)); // the workspace is not the forward's: lower x again
+    conv2d_backward_cols(s, w, dy, dx, dx_fresh, dw, db, cols);
+}
+
+static void cu_conv2d_backward_kept(const dt_conv_shape *s, const float *x, const float *w,
+                                    const float *dy, float *dx, int dx_fresh, float *dw,
+                                    float *db, float *cols)
+{
+    (void)x; /* lowered in cols by the forward */
+    conv2d_backward_cols(s, w, dy, dx, dx_fresh, dw, db, cols);
 }
 
 /* ---- pooling, activations, dropout, add -------------------------------- */
@@ -313,6 +338,58 @@ static void cu_flat_ax_plus(size_t n, float a, const float *x, float *y)
     KERNEL_OK(cuda_flat_ax_plus(n, a, x, y, ST));
 }
 
+/* AdamW's segment table in device memory: uploaded when the host's table
+ * differs from the one last uploaded (once per run) */
+static dt_adamw_seg *segs_dev, *segs_up;
+static int segs_n;
+
+static void cu_flat_adamw(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg,
+                          float *x, const float *g, float *m, float *v)
+{
+    const size_t bytes = (size_t)nseg * sizeof *segs;
+    if (nseg != segs_n || memcmp(segs, segs_up, bytes) != 0) {
+        if (segs_dev)
+            cu_free(segs_dev);
+        free(segs_up);
+        segs_dev = cu_alloc(bytes);
+        segs_up = malloc(bytes ? bytes : 1);
+        if (!segs_up)
+            DT_FATAL("out of memory for %d AdamW segments", nseg);
+        memcpy(segs_up, segs, bytes);
+        segs_n = nseg;
+        cu_to_device(segs_dev, segs, bytes);
+    }
+    KERNEL_OK(cuda_adamw_step(n, *k, segs_dev, nseg, x, g, m, v, ST));
+}
+
+static void *clip_dev; /* DT_CLIP_LANES doubles, then the factor */
+static size_t clip_have;
+
+static void cu_flat_clip(size_t n, double max_norm, float *g)
+{
+    double *lanes = scratch(&clip_dev, &clip_have, DT_CLIP_LANES * sizeof(double) + sizeof(float));
+    KERNEL_OK(cuda_clip(n, max_norm, g, lanes, (float *)(lanes + DT_CLIP_LANES), ST));
+}
+
+/* ---- the GPT's layers (nn/cuda/gpt.h) ------------------------------------- */
+
+static void cu_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                                 const float *wpe, float p, uint64_t key, float *x)
+{
+    KERNEL_OK(cuda_embedding_forward(B, T, C, tok, wte, wpe, p, key, x, ST));
+}
+static void cu_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
+                                 float *y, float *mean, float *rstd)
+{
+    KERNEL_OK(cuda_layernorm_forward(N, C, x, g, b, y, mean, rstd, ST));
+}
+static void cu_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                          uint64_t key, const float *g, const float *b,
+                                          float *xo, float *y, float *mean, float *rstd)
+{
+    KERNEL_OK(cuda_layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd, ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -363,8 +440,12 @@ static const dt_backend cuda = {
     .flat_diff_scale = cu_flat_diff_scale, .flat_toward = cu_flat_toward, .flat_sub = cu_flat_sub,
     .flat_scale_copy = cu_flat_scale_copy, .flat_add = cu_flat_add, .flat_div = cu_flat_div,
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
+    .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
+    .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
+    .layernorm_residual_forward = cu_layernorm_residual_forward,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
+    .conv2d_keep_cols = cu_conv2d_keep_cols, .conv2d_backward_kept = cu_conv2d_backward_kept,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,
     .maxpool_forward = cu_maxpool_forward, .maxpool_backward = cu_maxpool_backward,
     .avgpool_forward = cu_avgpool_forward, .avgpool_backward = cu_avgpool_backward,

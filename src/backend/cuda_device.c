@@ -15,6 +15,7 @@ static struct {
     cudaEvent_t copied;
     cudaEvent_t computed; /* the compute stream's point another stream waits for */
     cublasHandle_t blas;
+    size_t memory; /* bytes of device memory */
 } dev;
 
 int cuda_device_count(const char **why)
@@ -42,13 +43,14 @@ int cuda_device_open(int d, char *name, size_t len)
     if (e != cudaSuccess)
         return dt_err_set("compute.device = cuda: cannot use GPU %d: %s", d, cudaGetErrorString(e));
     snprintf(name, len, "cuda:%d %s", d, p.name);
+    dev.memory = p.totalGlobalMem;
     CUDA_OK(cudaStreamCreateWithFlags(&dev.compute, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&dev.copy, cudaStreamNonBlocking));
     CUDA_OK(cudaEventCreateWithFlags(&dev.copied, cudaEventDisableTiming));
     CUDA_OK(cudaEventCreateWithFlags(&dev.computed, cudaEventDisableTiming));
     CUBLAS_OK(cublasCreate(&dev.blas));
     CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
-    // fp32 GEMMs in full precision: the results are compared against the CPU
+    // fp32 GEMMs in full precision unless compute.tf32 (cuda_device_tf32)
     CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
     dev.open = 1;
     return 0;
@@ -67,7 +69,13 @@ void cuda_device_close(void)
     dev.open = 0;
 }
 
+void cuda_device_tf32(int on)
+{
+    CUBLAS_OK(cublasSetMathMode(dev.blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+}
+
 void *cuda_stream(void) { return dev.compute; }
+size_t cuda_device_memory(void) { return dev.memory; }
 void *cuda_cublas(void) { return dev.blas; }
 void cuda_sync(void) { CUDA_OK(cudaStreamSynchronize(dev.compute)); }
 

@@ -15,9 +15,14 @@ int cuda_device_count(const char **why);
  * dt_err_set(). */
 int cuda_device_open(int dev, char *name, size_t len);
 void cuda_device_close(void);
+/* compute.tf32: the cuBLAS handle's fp32 GEMMs on TF32 tensor cores (1) or
+ * in full fp32 (0, the default after cuda_device_open) */
+void cuda_device_tf32(int on);
 /* The compute stream (a cudaStream_t) every kernel and GEMM runs on, and the
  * cuBLAS handle bound to it (a cublasHandle_t). */
 void *cuda_stream(void);
+/* Bytes of memory the open device has (0 before cuda_device_open). */
+size_t cuda_device_memory(void);
 void *cuda_cublas(void);
 /* Waits for everything queued on the compute stream. */
 void cuda_sync(void);

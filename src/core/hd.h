@@ -11,4 +11,16 @@
 #define DT_HD
 #endif
 
+/* A product rounded on its own where the next operation adds it: nvcc fuses
+ * a * b + c into one FMA by default (-fmad=true), the host compiler under
+ * -std=c11 does not, so a body that must give the host's bits on the device
+ * writes the product that feeds an add as DT_FMUL (float) or DT_DMUL (double). */
+#ifdef __CUDA_ARCH__
+#define DT_FMUL(a, b) __fmul_rn((a), (b))
+#define DT_DMUL(a, b) __dmul_rn((a), (b))
+#else
+#define DT_FMUL(a, b) ((a) * (b))
+#define DT_DMUL(a, b) ((a) * (b))
+#endif
+
 #endif

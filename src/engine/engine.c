@@ -138,8 +138,8 @@ void trainer_update(dt_trainer *t, float *x)
         return;
     }
 #endif
-    if (t->cfg->optim.clip_norm > 0) /* host vectors (engine_create_optim) */
-        clip_grad_norm(t->grads, t->n, t->cfg->optim.clip_norm);
+    if (t->cfg->optim.clip_norm > 0) /* where the vectors live */
+        trainer_vectors(t)->flat_clip(t->n, t->cfg->optim.clip_norm, t->grads);
     optim_step(&t->opt, trainer_vectors(t), x, t->grads, t->lr, t->step + 1);
     t->meter.t_compute += trainer_clock() - t0;
 }
@@ -245,12 +245,11 @@ void engine_alloc(dt_trainer *t, int device_vectors)
 {
     const dt_config *cfg = t->cfg;
     const dt_backend *be = t->model->be;
-    /* device vectors where the mode allows them and the optimizer steps on the
-     * backend without host work (SGD; AdamW and clipping run on host vectors,
-     * so those runs copy the parameters up and the gradient down each step) */
+    /* device vectors where the mode allows them and the optimizer (SGD,
+     * AdamW) and the clipping step on the backend without host work */
     const dt_optim_ops *ops = optim_find(cfg->optim.name);
     t->dev.vectors = be->device && device_vectors && ops && ops->step_backend &&
-                     !(cfg->optim.clip_norm > 0);
+                     !(cfg->optim.clip_norm > 0 && !be->flat_clip);
     if (t->dev.vectors) { /* initialized on the host, then sent up once */
         t->params = be->mem_alloc(t->n * sizeof(float));
         t->grads = be->mem_alloc(t->n * sizeof(float));

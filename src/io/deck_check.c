@@ -37,6 +37,10 @@ int deck_check_config(const dt_config *cfg, const bool *given, const char *where
                            n ? "optim.nesterov" : "", m && n ? "" : "es");
     }
 
+    if (cfg->compute.tf32 && strcmp(cfg->compute.device, "cuda") != 0)
+        deck_sb_printf(notes, "%s: note: compute.tf32 applies to compute.device = cuda only; "
+                       "ignored\n", where);
+
     bool gpt = strcmp(cfg->model.name, "gpt") == 0;
     if (gpt && cfg->model.n_embd % cfg->model.n_head != 0)
         return dt_err_set("%s: model.n_embd = %lld, model.n_head = %lld: expected n_embd "

@@ -300,6 +300,9 @@ static const deck_key keys_table[] = {
      AT(compute.precision, char *),
      .doc = "linear and conv products: fp32, or bf16 (oneDNN, fp32 accumulation; needs "
             "AVX512-BF16 or AMX); parameters, optimizer, communication stay fp32"},
+    {"compute", "tf32", KT_BOOL, "false", AT(compute.tf32, bool),
+     .doc = "cuda: fp32 GEMMs on TF32 tensor cores (10-bit mantissas in the products, "
+            "fp32 sums); false: full fp32"},
     {"compute", "test_device_memory", KT_BOOL, "false", AT(compute.test_device_memory, bool),
      .doc = "tests only: native CPU kernels behind a backend that acts as a GPU (memory the "
             "host cannot touch outside its calls): the GPU path's host logic on a CPU"},

@@ -130,6 +130,7 @@ typedef struct dt_config {
         int64_t threads;          /* compute threads per rank */
         char kernels[16];         /* auto | dnnl | native (backend/cpu/cpu.c) */
         bool test_device_memory;  /* tests: backend/cpu_devmem.c */
+        bool tf32;                /* cuBLAS fp32 GEMMs on TF32 tensor cores (cuda) */
         char precision[8];        /* fp32 | bf16 (backend/backend.h: backend_with_precision) */
     } compute;
     struct {

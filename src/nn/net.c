@@ -232,6 +232,8 @@ static void release_buffers(dt_net *n)
     free(n->aux);
     free(n->work_fwd);
     free(n->work_bwd);
+    free(n->cols_kept);
+    n->cols_kept = NULL;
     n->arena = NULL;
     n->arena_n = 0;
     n->act_fwd = n->act_rec = NULL;
@@ -467,11 +469,15 @@ void net_backward(dt_net *n, const float *params, float *grads)
             dt_conv_shape s = conv_shape(n, d, B);
             float *tmp = n->dx_tmp[i];
             const int dx_fresh = fresh(n, b0);
+            // the forward's columns, where the plan kept them
+            void (*bwd)(const dt_conv_shape *, const float *, const float *, const float *,
+                        float *, int, float *, float *, float *) =
+                n->cols_kept[i] ? be->conv2d_backward_kept : be->conv2d_backward;
             if (dx && !dx_fresh && tmp) { // dx += (the kernel's fresh output)
-                be->conv2d_backward(&s, x, W, dy, tmp, 1, dW, db, n->work_bwd[i]);
+                bwd(&s, x, W, dy, tmp, 1, dW, db, n->work_bwd[i]);
                 be->add_backward((size_t)B * node_size(xi), tmp, dx, NULL);
             } else {
-                be->conv2d_backward(&s, x, W, dy, dx, dx_fresh, dW, db, n->work_bwd[i]);
+                bwd(&s, x, W, dy, dx, dx_fresh, dW, db, n->work_bwd[i]);
             }
             break;
         }

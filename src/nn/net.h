@@ -80,6 +80,8 @@ typedef struct dt_net {
                             * (conv2d_workspace, linear_workspace) at its forward and its backward
                             * step, buffers in the arena live for that step only;
                             * NULL: none needed */
+    char *cols_kept;       /* per conv node: 1 where its backward reads the forward's
+                            * workspace (backend conv2d_keep_cols at planning) */
     float *dlogits;        /* (B, classes) */
     int fwd_train;         /* last forward was in training mode */
     int last_B;            /* batch of the last forward */

@@ -452,6 +452,7 @@ typedef struct buffer_plan {
     int *bf16_span;         /* j kept as a bf16 copy between forward and backward */
     int *max_bwd_read;      /* the last backward reader of j's bf16 copy */
     char *bf16_bad, *bf16_widen; /* a reader needs j in floats; a reader widens it */
+    char *cols_kept;        /* conv j's backward reads its forward's columns (handed to the net) */
     spans a;
 } buffer_plan;
 
@@ -484,6 +485,7 @@ static void plan_init(buffer_plan *p, const dt_net *n)
     p->bf16_span = plan_ints(N, -1);
     p->max_bwd_read = dt_calloc((size_t)N, sizeof *p->max_bwd_read);
     p->bf16_bad = dt_calloc((size_t)N, 1);
+    p->cols_kept = dt_calloc((size_t)N, 1);
     p->bf16_widen = dt_calloc((size_t)N, 1);
     p->a = (spans){ NULL, 0 };
 }
@@ -624,6 +626,13 @@ static void plan_scratch(buffer_plan *p, const dt_net *n, int B)
             wb = n->be->conv2d_pass_workspace(&cs, has_dx ? DT_CONV_WORK_BACKWARD
                                                           : DT_CONV_WORK_BACKWARD_NO_DX);
         }
+        if (n->be->conv2d_keep_cols && n->be->conv2d_backward_kept &&
+            n->be->conv2d_keep_cols(&cs)) {
+            // the backward reads the forward's columns: one workspace for both
+            p->work_fwd_span[i] = p->work_bwd_span[i] = span_add(&p->a, wf > wb ? wf : wb, i, END - i);
+            p->cols_kept[i] = 1;
+            continue;
+        }
         if (wf)
             p->work_fwd_span[i] = span_add(&p->a, wf, i, i);
         if (wb)
@@ -685,6 +694,7 @@ static void plan_assign(const buffer_plan *p, dt_net *n, size_t total)
     n->dx_tmp = dt_calloc((size_t)N, sizeof *n->dx_tmp);
     n->work_fwd = dt_calloc((size_t)N, sizeof *n->work_fwd);
     n->work_bwd = dt_calloc((size_t)N, sizeof *n->work_bwd);
+    n->cols_kept = p->cols_kept;
     n->owner = dt_calloc((size_t)N, sizeof *n->owner);
     n->stash = dt_calloc((size_t)N, sizeof *n->stash);
     n->stash_at = dt_calloc((size_t)N, sizeof *n->stash_at);
@@ -734,7 +744,9 @@ static void plan_assign(const buffer_plan *p, dt_net *n, size_t total)
  * im2col columns, the bf16 copies of x and dy; linear_workspace: the bf16
  * copies of x, W and dy) one for its forward step and one for its backward
  * step: placed in what is free at that step, rather than one
- * buffer the size of the largest beside the arena.
+ * buffer the size of the largest beside the arena; a conv whose backward
+ * reuses the forward's columns (conv2d_keep_cols, the CUDA backend where
+ * they fit) one span from its forward to its backward.
  *
  * On a bf16 backend an activation whose backward readers take no more than
  * bf16 of it (bf16_readers) is kept as a bf16 copy between its forward and

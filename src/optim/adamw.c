@@ -9,16 +9,7 @@
 #include "core/simd.h"
 #include "core/vec.h"
 
-/* The float scalars of one step, rounded from double as PyTorch rounds its
- * Python-float scalars when they meet a float32 tensor. */
-typedef struct adamw_k {
-    float b1, c1;  /* beta1, 1 - beta1 */
-    float b2, c2;  /* beta2, 1 - beta2 */
-    float bc2s;    /* sqrt(1 - beta2^step) */
-    float eps;
-    float nss;     /* -lr / (1 - beta1^step) */
-    float shrink;  /* 1 - lr wd */
-} adamw_k;
+typedef dt_adamw_k adamw_k;
 
 /* One element, in PyTorch's order: mul_ (decay), mul_ + add_(alpha),
  * mul_ + addcmul_, sqrt / bc2s + eps, addcdiv_(value = nss). PyTorch's AVX2
@@ -30,18 +21,16 @@ static inline __attribute__((always_inline)) void adamw_at(size_t i, const adamw
                                                            int fused, float *x, const float *g,
                                                            float *m, float *v)
 {
+    if (fused) { /* the device's body (nn/cuda/adamw.h) */
+        adamw_fused_at(i, *k, decay, x, g, m, v);
+        return;
+    }
     const float gi = g[i];
     float xi = x[i];
     if (decay)
         xi = xi * k->shrink;
-    float mi, vi;
-    if (fused) {
-        mi = __builtin_fmaf(k->c1, gi, m[i] * k->b1);
-        vi = __builtin_fmaf(k->c2 * gi, gi, v[i] * k->b2);
-    } else {
-        mi = m[i] * k->b1 + k->c1 * gi;
-        vi = v[i] * k->b2 + k->c2 * gi * gi;
-    }
+    const float mi = m[i] * k->b1 + k->c1 * gi;
+    const float vi = v[i] * k->b2 + k->c2 * gi * gi;
     m[i] = mi;
     v[i] = vi;
     x[i] = xi + k->nss * mi / (sqrtf(vi) / k->bc2s + k->eps);
@@ -205,13 +194,9 @@ const char *adamw_kernel(void)
     return name;
 }
 
-/* x, g, m, v point at element `origin` of their vectors (origin <= lo). */
-static void adamw_step_from(size_t origin, size_t lo, size_t hi, float *x, const float *g,
-                            float *m, float *v, const dt_segment *segs, int nsegs, double lr,
-                            double beta1, double beta2, double eps, double wd, int64_t step)
+dt_adamw_k adamw_scalars(double lr, double beta1, double beta2, double eps, double wd,
+                         int64_t step)
 {
-    VEC_SKIP_IN_SIM;
-    const adamw_kernel_fn kernel = adamw_kernel_fn_get(NULL);
     /* PyTorch: bias_correction = 1 - beta ** step in Python floats; step_size
      * = lr / bc1; denom divides by math.sqrt(bc2); each scalar becomes a
      * float where it multiplies a tensor. */
@@ -227,6 +212,17 @@ static void adamw_step_from(size_t origin, size_t lo, size_t hi, float *x, const
         .nss = (float)(-(lr / bc1)),
         .shrink = (float)(1.0 - lr * wd),
     };
+    return k;
+}
+
+/* x, g, m, v point at element `origin` of their vectors (origin <= lo). */
+static void adamw_step_from_k(size_t origin, size_t lo, size_t hi, float *x, const float *g,
+                              float *m, float *v, const dt_segment *segs, int nsegs,
+                              const adamw_k *kp)
+{
+    VEC_SKIP_IN_SIM;
+    const adamw_kernel_fn kernel = adamw_kernel_fn_get(NULL);
+    const adamw_k k = *kp;
     for (int s = 0; s < nsegs && lo < hi; s++) {
         const size_t b = segs[s].offset + segs[s].count;
         if (b <= lo)
@@ -247,11 +243,25 @@ static void adamw_step_from(size_t origin, size_t lo, size_t hi, float *x, const
                  "segment table must cover the range)", lo, hi, nsegs);
 }
 
+static void adamw_step_from(size_t origin, size_t lo, size_t hi, float *x, const float *g,
+                            float *m, float *v, const dt_segment *segs, int nsegs, double lr,
+                            double beta1, double beta2, double eps, double wd, int64_t step)
+{
+    const adamw_k k = adamw_scalars(lr, beta1, beta2, eps, wd, step);
+    adamw_step_from_k(origin, lo, hi, x, g, m, v, segs, nsegs, &k);
+}
+
 void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
                       const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
                       double eps, double wd, int64_t step)
 {
     adamw_step_from(0, lo, hi, x, g, m, v, segs, nsegs, lr, beta1, beta2, eps, wd, step);
+}
+
+void adamw_step_k(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
+                  const dt_segment *segs, int nsegs, const dt_adamw_k *k)
+{
+    adamw_step_from_k(0, lo, hi, x, g, m, v, segs, nsegs, k);
 }
 
 void adamw_step_at(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
@@ -302,12 +312,22 @@ static void adamw_step_ops(const dt_optim *o, size_t lo, size_t hi, float *x, co
                   o->b1, o->b2, o->epsd, o->wd, step);
 }
 
+/* the whole vector where it lives: the backend's flat_adamw (the CPU's is
+ * adamw_step_k, the same step as adamw_step_ops) */
+static void adamw_step_on(const dt_optim *o, const dt_backend *be, float *x, const float *g,
+                          float *const *state, float lr, int64_t step)
+{
+    const dt_adamw_k k = adamw_scalars(lr, o->b1, o->b2, o->epsd, o->wd, step);
+    be->flat_adamw(o->n, &k, (const dt_segment *)o->seg, o->nseg, x, g, state[0], state[1]);
+}
+
 const dt_optim_ops optim_adamw = {
     .name = "adamw",
     .nstate = 2,
     .state_names = { "adam_m", "adam_v" },
     .init = adamw_init_ops,
     .step = adamw_step_ops,
+    .step_backend = adamw_step_on,
 };
 
 double clip_sumsq(const float *g, size_t n)

@@ -21,13 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One parameter tensor of the flat vector: elements [offset, offset + count),
- * weight-decayed when decay is non-zero (GPT-2's rule: tensors of two or more
- * dimensions, not biases or LayerNorm gains). */
-typedef struct dt_segment {
-    size_t offset, count;
-    int decay;
-} dt_segment;
+#include "nn/cuda/adamw.h" /* dt_adamw_seg, dt_adamw_k and the per-element step */
+
+typedef dt_adamw_seg dt_segment;
 
 /* One AdamW step on x[lo, hi), a range of the flat vector (a parameter
  * server's shard, a DiLoCo fragment, or all of it). x, g, m, v: (n) full
@@ -46,6 +42,16 @@ void adamw_step_range(size_t lo, size_t hi, float *x, const float *g, float *m, 
 void adamw_step_at(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
                    const dt_segment *segs, int nsegs, double lr, double beta1, double beta2,
                    double eps, double wd, int64_t step);
+
+/* The float scalars of step `step` (1-based) from the double
+ * hyper-parameters: what adamw_step_range computes first, and what a
+ * backend's flat_adamw takes. */
+dt_adamw_k adamw_scalars(double lr, double beta1, double beta2, double eps, double wd,
+                         int64_t step);
+/* adamw_step_range's step on x[lo, hi) with the scalars k (the CPU
+ * backend's flat_adamw over [0, n)). */
+void adamw_step_k(size_t lo, size_t hi, float *x, const float *g, float *m, float *v,
+                  const dt_segment *segs, int nsegs, const dt_adamw_k *k);
 
 /* The kernel adamw_step_range runs on this CPU: "avx512f" or "avx2+fma"
  * (fused multiply-adds, PyTorch's AVX2/AVX-512 results bit for bit), "sse"

@@ -67,6 +67,11 @@ int device_open(const dt_config *cfg, MPI_Comm world, dt_device *d)
                      ngpus ? "" : reason, ngpus ? "" : ")");
         else if (cuda_device_open(d->gpu, d->name, sizeof d->name) != 0)
             snprintf(why, sizeof why, "%s", dt_err_msg());
+        else if (cfg->compute.tf32) {
+            cuda_device_tf32(1);
+            const size_t l = strlen(d->name);
+            snprintf(d->name + l, sizeof d->name - l, " tf32");
+        }
         bad = d->gpu < 0 || why[0];
 #endif
     }

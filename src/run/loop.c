@@ -343,6 +343,12 @@ static int engine_build(dt_trainer *t)
         agree(comm, t->rank, engine_create_model(t), "") != 0)
         return 1;
     engine_alloc(t, t->algo->device_vectors);
+#ifndef DTRAIN_SIM
+    if (t->rank == 0 && t->model->be->device)
+        printf("dtrain: flat vectors in %s\n",
+               t->dev.vectors ? "device memory (parameters, gradient, optimizer state)"
+                              : "host memory (copied to and from the device every step)");
+#endif
     t->tp = transport_create(t, cfg, comm);
 #ifndef DTRAIN_SIM
     /* NCCL takes device buffers; MPI gets them through host staging */

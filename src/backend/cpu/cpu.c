@@ -10,6 +10,8 @@
 #include "nn/cuda/sgd.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "backend/cpu/kernels.h"
+#include "nn/transformer.h"
+#include "optim/adamw.h"
 #include "optim/sgd.h"
 #ifdef DTRAIN_SIM
 #include "sim/sim.h"
@@ -102,6 +104,28 @@ static void cpu_flat_ax_plus(size_t n, float a, const float *x, float *y)
         flat_ax_plus_at(i, a, x, y);
 }
 
+static void cpu_flat_adamw(size_t n, const dt_adamw_k *k, const dt_adamw_seg *segs, int nseg,
+                           float *x, const float *g, float *m, float *v)
+{
+    adamw_step_k(0, n, x, g, m, v, segs, nseg, k);
+}
+static void cpu_flat_clip(size_t n, double max_norm, float *g)
+{
+    clip_grad_norm(g, n, max_norm);
+}
+
+static void cpu_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
+                                  float *y, float *mean, float *rstd)
+{
+    layernorm_forward(N, C, x, g, b, y, NULL, mean, rstd);
+}
+static void cpu_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                           uint64_t key, const float *g, const float *b,
+                                           float *xo, float *y, float *mean, float *rstd)
+{
+    layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, NULL, mean, rstd);
+}
+
 #define CPU_KERNELS                                                                      \
     .device = 0, .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free,                   \
     .mem_zero = cpu_mem_zero, .mem_copy = cpu_mem_copy, .to_backend = cpu_mem_copy,      \
@@ -111,6 +135,9 @@ static void cpu_flat_ax_plus(size_t n, float a, const float *x, float *y)
     .flat_sub = cpu_flat_sub, .flat_scale_copy = cpu_flat_scale_copy,                    \
     .flat_add = cpu_flat_add, .flat_div = cpu_flat_div,                                  \
     .flat_sum_slots = cpu_flat_sum_slots, .flat_ax_plus = cpu_flat_ax_plus,              \
+    .flat_adamw = cpu_flat_adamw, .flat_clip = cpu_flat_clip,                            \
+    .embedding_forward = embedding_forward, .layernorm_forward = cpu_layernorm_forward,  \
+    .layernorm_residual_forward = cpu_layernorm_residual_forward,                        \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \
     .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                \

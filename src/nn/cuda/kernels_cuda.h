@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "nn/cuda/adamw.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,24 @@ int cuda_flat_div(size_t n, const float *x, const float *w, float *z, void *stre
 int cuda_flat_sum_term(size_t n, const float *x, float *y, bool fresh, void *stream);
 int cuda_flat_axpy_term(size_t n, float a, const float *x, float *y, bool fresh, void *stream);
 int cuda_flat_ax_plus(size_t n, float a, const float *x, float *y, void *stream);
+
+/* adamw.cu (nn/cuda/adamw.h): one AdamW step on x, g, m, v (n) with the
+ * scalars k; segs (nseg) in device memory, sorted and contiguous from 0 */
+int cuda_adamw_step(size_t n, dt_adamw_k k, const dt_adamw_seg *segs, int nseg, float *x,
+                    const float *g, float *m, float *v, void *stream);
+/* g (n) scaled to the global L2 norm max_norm where it is above (> 0);
+ * device scratch: lanes DT_CLIP_LANES doubles, factor 1 float */
+int cuda_clip(size_t n, double max_norm, float *g, double *lanes, float *factor, void *stream);
+
+/* gpt.cu (nn/cuda/gpt.h): tok (B, T), wte (V, C), wpe (>= T, C), x (B, T, C);
+ * LayerNorm: x, r, xo, y (N, C), g, b (C), mean, rstd (N) */
+int cuda_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                           const float *wpe, float p, uint64_t key, float *x, void *stream);
+int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
+                           float *y, float *mean, float *rstd, void *stream);
+int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
+                                    uint64_t key, const float *g, const float *b, float *xo,
+                                    float *y, float *mean, float *rstd, void *stream);
 
 /* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
  * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */
