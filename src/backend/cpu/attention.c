@@ -60,9 +60,9 @@
 
 /* The tiled products' variants: a register tile is ATT_R rows by up to maxv
  * vectors of 16 floats. AVX-512's 32 registers hold 4 x 4 accumulators with
- * the loaded row; AVX2's 16 (a v16f is two of them) hold 4 x 1, so the AVX2
- * and baseline variants walk the columns sixteen at a time instead of
- * spilling a 4 x 4 tile. */
+ * the loaded row; the AVX2 and baseline variants (maxv 1) walk the columns
+ * sixteen at a time in eight-float vectors (tile_mm8): 4 x 2 accumulators in
+ * AVX2's 16 registers. */
 #define ATT_UNPAREN(...) __VA_ARGS__
 #define ATT_TILE_VARIANTS(name, params, args)                                            \
     DT_TARGET_V4 DT_FP_CONTRACT static void name##_v4 params                              \
@@ -447,6 +447,38 @@ static inline __attribute__((always_inline)) void tile_mm(int nv, int K, float a
             v16_st(out + (size_t)r * ldo + 16 * v, alpha * acc[r][v]);
 }
 
+/* The same tile in eight-float vectors, 16 columns as two of them: what the
+ * AVX2 and baseline variants run. Without AVX-512 a 64-byte v16f has no
+ * register of its size, so GCC keeps it in memory and every operation goes
+ * through the stack; eight floats fit one AVX2 register. The same sums in the
+ * same order per element as tile_mm. */
+typedef float att_v8f __attribute__((vector_size(32), aligned(4)));
+#define V8_LD(p) (*(const att_v8f *)(p))
+#define V8_ST(p, v) (*(att_v8f *)(p) = (v))
+static inline __attribute__((always_inline)) void tile_mm8(int K, float alpha, const float *a,
+                                                           int lda, const float *b, int ldb,
+                                                           float *out, int ldo)
+{
+    att_v8f acc[ATT_R][2];
+    #pragma GCC unroll 4
+    for (int r = 0; r < ATT_R; r++)
+        acc[r][0] = acc[r][1] = (att_v8f){ 0 };
+    for (int k = 0; k < K; k++) {
+        const att_v8f b0 = V8_LD(b + (size_t)k * ldb), b1 = V8_LD(b + (size_t)k * ldb + 8);
+        #pragma GCC unroll 4
+        for (int r = 0; r < ATT_R; r++) {
+            const float s = a[(size_t)r * lda + k];
+            acc[r][0] += s * b0;
+            acc[r][1] += s * b1;
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < ATT_R; r++) {
+        V8_ST(out + (size_t)r * ldo, alpha * acc[r][0]);
+        V8_ST(out + (size_t)r * ldo + 8, alpha * acc[r][1]);
+    }
+}
+
 /* S (TB, ·) stride ldo = alpha a[r0 ..] (TB, hs) bt (hs, ·): each tile of
  * rows i0 .. i0+3 (absolute) gets keys 0 .. round16(i0 + 4) - 1. */
 DT_KERNEL_BODY void block_dot_body(int maxv, int r0, int hs, float alpha, const float *a,
@@ -457,6 +489,9 @@ DT_KERNEL_BODY void block_dot_body(int maxv, int r0, int hs, float alpha, const 
         float *o = out + (size_t)i * ldo;
         const int cols = round16(r0 + i + ATT_R);
         int j = 0;
+        if (maxv == 1)
+            for (; j + 16 <= cols; j += 16)
+                tile_mm8(hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
         for (; j + 16 * maxv <= cols; j += 16 * maxv)
             tile_mm(maxv, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
         switch ((cols - j) / 16) {
@@ -480,7 +515,7 @@ DT_KERNEL_BODY void block_pv_body(int maxv, int r0, int hs, float alpha, const f
         const int n = r0 + i + ATT_R;
         if (maxv == 1) {
             for (int e = 0; e < hs / 16; e++)
-                tile_mm(1, n, alpha, pr, ldp, v + 16 * e, ldv, o + 16 * e, ldo);
+                tile_mm8(n, alpha, pr, ldp, v + 16 * e, ldv, o + 16 * e, ldo);
             continue;
         }
         switch (hs / 16) {
@@ -528,6 +563,33 @@ static inline __attribute__((always_inline)) void tile_ptd(int nv, int r0, int i
         }
 }
 
+/* tile_ptd in eight-float vectors, 16 columns (see tile_mm8) */
+static inline __attribute__((always_inline)) void tile_ptd8(int r0, int i0, int i1, int j0,
+                                                            float alpha, const float *p, int ldp,
+                                                            const float *a, int lda, float *out,
+                                                            int ldo)
+{
+    att_v8f acc[ATT_R][2];
+    #pragma GCC unroll 4
+    for (int c = 0; c < ATT_R; c++)
+        acc[c][0] = acc[c][1] = (att_v8f){ 0 };
+    for (int i = i0; i < i1; i++) {
+        const att_v8f b0 = V8_LD(a + (size_t)i * lda), b1 = V8_LD(a + (size_t)i * lda + 8);
+        const float *pr = p + (size_t)(i - r0) * ldp + j0;
+        #pragma GCC unroll 4
+        for (int c = 0; c < ATT_R; c++) {
+            acc[c][0] += pr[c] * b0;
+            acc[c][1] += pr[c] * b1;
+        }
+    }
+    #pragma GCC unroll 4
+    for (int c = 0; c < ATT_R; c++) {
+        float *o = out + (size_t)(j0 + c) * ldo;
+        V8_ST(o, V8_LD(o) + alpha * acc[c][0]);
+        V8_ST(o + 8, V8_LD(o + 8) + alpha * acc[c][1]);
+    }
+}
+
 /* out[0 .. r0+TB) (·, hs) stride ldo += alpha P^T a[r0 ..]: P (TB, ·) the
  * block's rows (stride ldp, zero past each row's key), a (TB, hs) stride
  * lda; key j gathers rows max(j, r0) .. r0+TB-1 only. */
@@ -538,7 +600,7 @@ DT_KERNEL_BODY void block_ptd_body(int maxv, int r0, int hs, float alpha, const 
         const int i0 = j > r0 ? j : r0, i1 = r0 + ATT_TB;
         if (maxv == 1) {
             for (int e = 0; e < hs / 16; e++)
-                tile_ptd(1, r0, i0, i1, j, alpha, p, ldp, a + 16 * e, lda, out + 16 * e, ldo);
+                tile_ptd8(r0, i0, i1, j, alpha, p, ldp, a + 16 * e, lda, out + 16 * e, ldo);
             continue;
         }
         switch (hs / 16) {
