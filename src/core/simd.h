@@ -45,18 +45,33 @@
 #define DT_KERNEL_VARIANTS_FMA_RET(ret, name, params, args)                             \
     DT_KERNEL_VARIANTS_(ret, name, params, args, return, DT_FP_CONTRACT)
 
+/* The same, for a body whose first parameter says how wide its vectors may be:
+ * 0 on AVX-512 (v16f), 1 on AVX2 and baseline, where a 64-byte v16f has no
+ * register and GCC keeps it in memory, so the body runs vf8 (eight floats,
+ * one AVX2 register) instead. */
+#define DT_KERNEL_VARIANTS_NARROW(name, params, args)                                   \
+    DT_TARGET_V4 static void name##_v4 params { name##_body(0, DT_UNPAREN args); }      \
+    DT_TARGET_V3 static void name##_v3 params { name##_body(1, DT_UNPAREN args); }      \
+    static void name##_v1 params { name##_body(1, DT_UNPAREN args); }                   \
+    static void(*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
+#define DT_UNPAREN(...) __VA_ARGS__
+
 /* the variant of NAME for the level in force */
 #define DT_KERNEL(name) DT_KERNEL_(name)
 #define DT_KERNEL_(name) (name##_isa[isa_vec()])
 
 typedef float v16f __attribute__((vector_size(64), aligned(4)));
 typedef int v16i __attribute__((vector_size(64), aligned(4))); /* comparison masks: -1 or 0 */
+typedef float vf8 __attribute__((vector_size(32), aligned(4)));
+typedef int vi8 __attribute__((vector_size(32), aligned(4)));
 
 /* Macros rather than inline functions: a function returning a 64-byte vector
  * has a different ABI with and without AVX-512 (GCC's -Wpsabi). */
 #define v16_splat(a) ((v16f){ 0 } + (float)(a))
 #define v16_ld(p) (*(const v16f *)(p))
 #define v16_st(p, v) (*(v16f *)(p) = (v))
+#define vf8_ld(p) (*(const vf8 *)(p))
+#define vf8_st(p, v) (*(vf8 *)(p) = (v))
 
 /* Element-wise loops run over chunks of this many floats, in parallel (the
  * compute.threads of OpenMP) when there is more than one: small enough to

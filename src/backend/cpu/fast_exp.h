@@ -52,25 +52,29 @@ static inline float fast_expf(float x)
     return p * scale;
 }
 
-/* y = exp(x) for sixteen floats at once (v16f lvalue y, v16f expression x);
- * a statement macro, not a function: see core/simd.h on the vector ABI. */
-#define V16_EXP(y, x)                                                                     \
+/* y = exp(x) for a vector of floats (VF, its int twin VI; y an lvalue, x an
+ * expression); a statement macro, not a function: see core/simd.h on the
+ * vector ABI. V16_EXP: sixteen floats; VF8_EXP: eight. */
+#define VEC_EXP(VF, VI, y, x)                                                             \
     do {                                                                                  \
-        v16f x_ = (x);                                                                    \
-        const v16i lo_ = x_ < v16_splat(FEXP_LO), hi_ = x_ > v16_splat(FEXP_HI);          \
-        x_ = (v16f)(((v16i)x_ & ~lo_) | ((v16i)v16_splat(FEXP_LO) & lo_));                \
-        x_ = (v16f)(((v16i)x_ & ~hi_) | ((v16i)v16_splat(FEXP_HI) & hi_));                \
-        const v16f n_ = (x_ * FEXP_LOG2E + FEXP_ROUND) - FEXP_ROUND;                      \
-        const v16f r_ = (x_ - n_ * FEXP_LN2_HI) - n_ * FEXP_LN2_LO;                       \
-        v16f p_ = v16_splat(FEXP_P0);                                                     \
+        VF x_ = (x);                                                                      \
+        const VF lo_v_ = (VF){ 0 } + FEXP_LO, hi_v_ = (VF){ 0 } + FEXP_HI;                \
+        const VI lo_ = x_ < lo_v_, hi_ = x_ > hi_v_;                                      \
+        x_ = (VF)(((VI)x_ & ~lo_) | ((VI)lo_v_ & lo_));                                   \
+        x_ = (VF)(((VI)x_ & ~hi_) | ((VI)hi_v_ & hi_));                                   \
+        const VF n_ = (x_ * FEXP_LOG2E + FEXP_ROUND) - FEXP_ROUND;                        \
+        const VF r_ = (x_ - n_ * FEXP_LN2_HI) - n_ * FEXP_LN2_LO;                         \
+        VF p_ = (VF){ 0 } + FEXP_P0;                                                      \
         p_ = p_ * r_ + FEXP_P1;                                                           \
         p_ = p_ * r_ + FEXP_P2;                                                           \
         p_ = p_ * r_ + FEXP_P3;                                                           \
         p_ = p_ * r_ + FEXP_P4;                                                           \
         p_ = p_ * r_ + FEXP_P5;                                                           \
         p_ = p_ * r_ * r_ + r_ + 1.0f;                                                    \
-        const v16i e_ = (__builtin_convertvector(n_, v16i) + 127) << 23;                  \
-        (y) = p_ * (v16f)e_;                                                              \
+        const VI e_ = (__builtin_convertvector(n_, VI) + 127) << 23;                      \
+        (y) = p_ * (VF)e_;                                                                \
     } while (0)
+#define V16_EXP(y, x) VEC_EXP(v16f, v16i, y, x)
+#define VF8_EXP(y, x) VEC_EXP(vf8, vi8, y, x)
 
 #endif

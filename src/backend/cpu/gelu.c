@@ -17,31 +17,54 @@
 #define GELU_2K (2.0f * GELU_K)
 #define GELU_3A (3.0f * GELU_A)
 
-DT_KERNEL_BODY void gelu_fwd_chunk_body(size_t n, const float *x, float *y)
+/* The vector part of each chunk runs sixteen floats at a time, as one v16f
+ * (AVX-512) or two vf8 (narrow: AVX2, baseline); the same elements take the
+ * vector path either way, and the tail the scalar one, so every level gives
+ * the same bits. */
+#define GELU_FWD(VF, EXP, LD, ST, i)                                                      \
+    do {                                                                                  \
+        const VF v = LD(x + (i));                                                         \
+        VF e;                                                                             \
+        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
+        ST(y + (i), v * (1.0f / (1.0f + e))); /* as gelu_deriv_chunk's, bit for bit */   \
+    } while (0)
+DT_KERNEL_BODY void gelu_fwd_chunk_body(int narrow, size_t n, const float *x, float *y)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const v16f v = v16_ld(x + i);
-        v16f e;
-        V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
-        v16_st(y + i, v * (1.0f / (1.0f + e))); /* as gelu_deriv_chunk's, bit for bit */
+        if (narrow) {
+            GELU_FWD(vf8, VF8_EXP, vf8_ld, vf8_st, i);
+            GELU_FWD(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);
+        } else {
+            GELU_FWD(v16f, V16_EXP, v16_ld, v16_st, i);
+        }
     }
     for (; i < n; i++) {
         const float v = x[i];
         y[i] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
     }
 }
-DT_KERNEL_VARIANTS(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
+DT_KERNEL_VARIANTS_NARROW(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
 
-DT_KERNEL_BODY void gelu_bwd_chunk_body(size_t n, const float *x, const float *dy, float *dx)
+#define GELU_BWD(VF, EXP, LD, ST, i)                                                      \
+    do {                                                                                  \
+        const VF v = LD(x + (i));                                                         \
+        VF e;                                                                             \
+        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
+        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
+        ST(dx + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * du));                       \
+    } while (0)
+DT_KERNEL_BODY void gelu_bwd_chunk_body(int narrow, size_t n, const float *x, const float *dy,
+                                        float *dx)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const v16f v = v16_ld(x + i);
-        v16f e;
-        V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
-        const v16f s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);
-        v16_st(dx + i, v16_ld(dy + i) * (s + v * s * (1.0f - s) * du));
+        if (narrow) {
+            GELU_BWD(vf8, VF8_EXP, vf8_ld, vf8_st, i);
+            GELU_BWD(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);
+        } else {
+            GELU_BWD(v16f, V16_EXP, v16_ld, v16_st, i);
+        }
     }
     for (; i < n; i++) {
         const float v = x[i];
@@ -50,18 +73,28 @@ DT_KERNEL_BODY void gelu_bwd_chunk_body(size_t n, const float *x, const float *d
         dx[i] = dy[i] * (s + v * s * (1.0f - s) * du);
     }
 }
-DT_KERNEL_VARIANTS(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
+DT_KERNEL_VARIANTS_NARROW(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
 
-DT_KERNEL_BODY void gelu_deriv_chunk_body(size_t n, const float *x, float *y, float *d)
+#define GELU_DERIV(VF, EXP, LD, ST, i)                                                    \
+    do {                                                                                  \
+        const VF v = LD(x + (i));                                                         \
+        VF e;                                                                             \
+        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
+        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
+        ST(y + (i), v * s);                                                               \
+        ST(d + (i), s + v * s * (1.0f - s) * du);                                         \
+    } while (0)
+DT_KERNEL_BODY void gelu_deriv_chunk_body(int narrow, size_t n, const float *x, float *y,
+                                          float *d)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const v16f v = v16_ld(x + i);
-        v16f e;
-        V16_EXP(e, GELU_M2K * (v + GELU_A * v * v * v));
-        const v16f s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);
-        v16_st(y + i, v * s);
-        v16_st(d + i, s + v * s * (1.0f - s) * du);
+        if (narrow) {
+            GELU_DERIV(vf8, VF8_EXP, vf8_ld, vf8_st, i);
+            GELU_DERIV(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);
+        } else {
+            GELU_DERIV(v16f, V16_EXP, v16_ld, v16_st, i);
+        }
     }
     for (; i < n; i++) {
         const float v = x[i];
@@ -71,13 +104,15 @@ DT_KERNEL_BODY void gelu_deriv_chunk_body(size_t n, const float *x, float *y, fl
         d[i] = s + v * s * (1.0f - s) * du;
     }
 }
-DT_KERNEL_VARIANTS(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
+DT_KERNEL_VARIANTS_NARROW(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
 
 DT_KERNEL_BODY void mul_chunk_body(size_t n, const float *a, float *b)
 {
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        v16_st(b + i, v16_ld(a + i) * v16_ld(b + i));
+#pragma omp simd
+    for (i = 0; i < (n & ~(size_t)15); i++)
+        b[i] *= a[i];
+    i = n & ~(size_t)15;
     for (; i < n; i++)
         b[i] *= a[i];
 }
