@@ -71,7 +71,7 @@ run_dtrain() { # config round label kernels model batch threads warm steps
 }
 
 wait_for_load
-echo "# $(date -u "+%F %T") UTC; $(lscpu | sed -n "s/^Model name: *//p"), $(nproc) CPUs"
+echo "# $(date -u "+%F %T") UTC; $(lscpu | sed -n "s/^Model name: *//p"), $(nproc --all) CPUs"
 isa_cap_report "$DTRAIN" "$PYTHON"
 declare -A RATE RSS
 for cfg in $CONFIGS; do

@@ -25,7 +25,7 @@ STEPS_small=${STEPS_small:-5}
 "$PYTHON" -c 'import torch' 2>/dev/null || { echo "gpt_step.sh: $PYTHON cannot import torch" >&2; exit 1; }
 
 . "$HERE/isa_cap.sh" # CAP: the same ISA cap for both sides
-echo "# $(date -u '+%F %T') UTC; $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u '+%F %T') UTC; $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 isa_cap_report "${DTRAIN:-$HERE/../src/dtrain}" "$PYTHON"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
