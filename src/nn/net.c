@@ -421,10 +421,139 @@ static void recompute(dt_net *n, const float *params, int g, int B)
                              rstd);
 }
 
-void net_backward(dt_net *n, const float *params, float *grads)
+/* A conv's backward: dx written fresh or added to, through the plan's
+ * scratch where the kernel cannot add; the forward's columns where kept. */
+static void conv_node_backward(dt_net *n, int i, int B, const float *x, const float *W,
+                               const float *dy, float *dx, float *dW, float *db)
 {
     const dt_backend *be = n->be;
-    int B = n->last_B;
+    const dt_node *d = &n->nodes[i], *xi = &n->nodes[d->in0];
+    const int b0 = d->in0 > 0 ? net_base_of(n, d->in0) : 0;
+    dt_conv_shape s = conv_shape(n, d, B);
+    float *tmp = n->dx_tmp[i];
+    const int dx_fresh = fresh(n, b0);
+    void (*bwd)(const dt_conv_shape *, const float *, const float *, const float *, float *, int,
+                float *, float *, float *) =
+        n->cols_kept[i] ? be->conv2d_backward_kept : be->conv2d_backward;
+    if (dx && !dx_fresh && tmp) { // dx += (the kernel's fresh output)
+        bwd(&s, x, W, dy, tmp, 1, dW, db, n->work_bwd[i]);
+        be->add_backward((size_t)B * node_size(xi), tmp, dx, NULL);
+    } else {
+        bwd(&s, x, W, dy, dx, dx_fresh, dW, db, n->work_bwd[i]);
+    }
+}
+
+/* A GroupNorm's backward, with the ReLU (and residual add) fused after it:
+ * the gradient of the fused output, masked by the ReLU there. */
+static void groupnorm_node_backward(dt_net *n, int i, int B, const float *x, const float *W,
+                                    const float *dy, float *dx, float *dW, float *db)
+{
+    const dt_backend *be = n->be;
+    const dt_node *d = &n->nodes[i];
+    const int b0 = d->in0 > 0 ? net_base_of(n, d->in0) : 0;
+    const float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
+    const int dx_fresh = fresh(n, b0);
+    if (d->fuse) {
+        const int add = d->fuse == FUSE_ADD_RELU;
+        const int skip_fresh = add && fresh(n, net_base_of(n, d->fuse_skip));
+        settle(n, net_base_of(n, d->fuse_out), B);
+        be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
+                               n->act[d->fuse_out], n->dact[d->fuse_out], dx,
+                               add ? n->dact[d->fuse_skip] : NULL, dx_fresh, skip_fresh, dW, db);
+    } else {
+        be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd, NULL,
+                               dy, dx, NULL, dx_fresh, 0, dW, db);
+    }
+}
+
+/* Node i's backward step: its inputs' gradient buffers become live (unwritten)
+ * at their first consumer, then the layer's kernel. */
+static void node_backward(dt_net *n, const float *params, float *grads, int i, int B)
+{
+    const dt_backend *be = n->be;
+    const dt_node *d = &n->nodes[i];
+    const dt_node *xi = &n->nodes[d->in0];
+    const float *x = n->act[d->in0], *dy = n->dact[i];
+    float *dx = d->in0 == 0 ? NULL : n->dact[d->in0];
+    size_t sz = (size_t)B * node_size(d);
+    if (d->op == OP_FLATTEN)
+        return;
+    // a gradient buffer becomes live here, unwritten, unless a ReLU masks it in
+    // place (its output's gradient handed on)
+    const int in_place = d->op == OP_RELU && dx && dx == dy;
+    const int b0 = d->in0 > 0 ? net_base_of(n, d->in0) : 0;
+    const int b1 = d->in1 > 0 ? net_base_of(n, d->in1) : 0;
+    for (int k = 0; k < 2; k++) {
+        const int b = k ? b1 : b0;
+        if (b > 0 && n->first_use[b] == i && !net_grad_unused(n, b) && !in_place)
+            n->unwritten[b] = 1;
+    }
+    if (d->fuse == FUSE_ABSORBED) // its fused GroupNorm, later in backward order
+        return;
+    settle(n, net_base_of(n, i), B); // dy (every consumer has written it)
+    const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
+    float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
+    float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
+    switch (d->op) {
+    case OP_LINEAR:
+        settle(n, b0, B);
+        be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db,
+                            n->work_bwd[i]);
+        break;
+    case OP_CONV2D:
+        conv_node_backward(n, i, B, x, W, dy, dx, dW, db);
+        break;
+    case OP_MAXPOOL:
+        if (dx) {
+            dt_pool_shape s = pool_shape(n, d, B);
+            be->maxpool_backward(&s, dy, n->aux[i], dx, fresh(n, b0));
+        }
+        break;
+    case OP_AVGPOOL:
+        settle(n, b0, B);
+        if (dx)
+            be->avgpool_backward(B, xi->c, xi->h * xi->w, xi->blk, dy, dx);
+        break;
+    case OP_RELU:
+        settle(n, b0, B);
+        if (n->mask16[i] && in_place)
+            be->relu_backward_inplace_bf16(sz, n->mask16[i], dx);
+        else if (n->mask16[i] && dx)
+            be->relu_backward_bf16(sz, n->mask16[i], dy, dx);
+        else if (in_place)
+            be->relu_backward_inplace(sz, n->act[i], dx);
+        else if (dx)
+            be->relu_backward(sz, n->act[i], dy, dx);
+        break;
+    case OP_SIGMOID:
+        settle(n, b0, B);
+        if (dx)
+            be->sigmoid_backward(sz, n->act[i], dy, dx);
+        break;
+    case OP_DROPOUT:
+        if (dx && n->no_dropout) { /* identity: dx += dy */
+            settle(n, b0, B);
+            be->add_backward(sz, dy, dx, NULL);
+        } else if (dx) {
+            be->dropout_backward(sz, n->aux[i], dy, dx, fresh(n, b0));
+        }
+        break;
+    case OP_GROUPNORM:
+        groupnorm_node_backward(n, i, B, x, W, dy, dx, dW, db);
+        break;
+    case OP_ADD:
+        settle(n, b0, B);
+        settle(n, b1, B);
+        be->add_backward(sz, dy, dx, n->dact[d->in1]);
+        break;
+    case OP_FLATTEN:
+    case OP_INPUT: break;
+    }
+}
+
+void net_backward(dt_net *n, const float *params, float *grads)
+{
+    const int B = n->last_B;
     if (!n->fwd_train)
         DT_FATAL("net_backward after a forward in evaluation mode");
     /* dlogits lives in dact[last]; every other gradient accumulates in a buffer
@@ -436,111 +565,7 @@ void net_backward(dt_net *n, const float *params, float *grads)
             if (n->nodes[g].recompute_at == i)
                 recompute(n, params, g, B);
         widen_before(n, i, B);
-        const dt_node *d = &n->nodes[i];
-        const dt_node *xi = &n->nodes[d->in0];
-        const float *x = n->act[d->in0], *dy = n->dact[i];
-        float *dx = d->in0 == 0 ? NULL : n->dact[d->in0];
-        size_t sz = (size_t)B * node_size(d);
-        if (d->op == OP_FLATTEN)
-            continue;
-        // a gradient buffer becomes live here, unwritten, unless a ReLU masks it in
-        // place (its output's gradient handed on)
-        const int in_place = d->op == OP_RELU && dx && dx == dy;
-        const int b0 = d->in0 > 0 ? net_base_of(n, d->in0) : 0;
-        const int b1 = d->in1 > 0 ? net_base_of(n, d->in1) : 0;
-        for (int k = 0; k < 2; k++) {
-            const int b = k ? b1 : b0;
-            if (b > 0 && n->first_use[b] == i && !net_grad_unused(n, b) && !in_place)
-                n->unwritten[b] = 1;
-        }
-        if (d->fuse == FUSE_ABSORBED) // its fused GroupNorm, later in backward order
-            continue;
-        settle(n, net_base_of(n, i), B); // dy (every consumer has written it)
-        const float *W = d->w_off >= 0 ? params + d->w_off : NULL;
-        float *dW = d->w_off >= 0 ? grads + d->w_off : NULL;
-        float *db = d->b_off >= 0 ? grads + d->b_off : NULL;
-        switch (d->op) {
-        case OP_LINEAR:
-            settle(n, b0, B);
-            be->linear_backward(B, (int)node_size(xi), d->c, x, W, dy, dx, dW, db,
-                                n->work_bwd[i]);
-            break;
-        case OP_CONV2D: {
-            dt_conv_shape s = conv_shape(n, d, B);
-            float *tmp = n->dx_tmp[i];
-            const int dx_fresh = fresh(n, b0);
-            // the forward's columns, where the plan kept them
-            void (*bwd)(const dt_conv_shape *, const float *, const float *, const float *,
-                        float *, int, float *, float *, float *) =
-                n->cols_kept[i] ? be->conv2d_backward_kept : be->conv2d_backward;
-            if (dx && !dx_fresh && tmp) { // dx += (the kernel's fresh output)
-                bwd(&s, x, W, dy, tmp, 1, dW, db, n->work_bwd[i]);
-                be->add_backward((size_t)B * node_size(xi), tmp, dx, NULL);
-            } else {
-                bwd(&s, x, W, dy, dx, dx_fresh, dW, db, n->work_bwd[i]);
-            }
-            break;
-        }
-        case OP_MAXPOOL:
-            if (dx) {
-                dt_pool_shape s = pool_shape(n, d, B);
-                be->maxpool_backward(&s, dy, n->aux[i], dx, fresh(n, b0));
-            }
-            break;
-        case OP_AVGPOOL:
-            settle(n, b0, B);
-            if (dx)
-                be->avgpool_backward(B, xi->c, xi->h * xi->w, xi->blk, dy, dx);
-            break;
-        case OP_RELU:
-            settle(n, b0, B);
-            if (n->mask16[i] && in_place)
-                be->relu_backward_inplace_bf16(sz, n->mask16[i], dx);
-            else if (n->mask16[i] && dx)
-                be->relu_backward_bf16(sz, n->mask16[i], dy, dx);
-            else if (in_place)
-                be->relu_backward_inplace(sz, n->act[i], dx);
-            else if (dx)
-                be->relu_backward(sz, n->act[i], dy, dx);
-            break;
-        case OP_SIGMOID:
-            settle(n, b0, B);
-            if (dx)
-                be->sigmoid_backward(sz, n->act[i], dy, dx);
-            break;
-        case OP_DROPOUT:
-            if (dx && n->no_dropout) { /* identity: dx += dy */
-                settle(n, b0, B);
-                be->add_backward(sz, dy, dx, NULL);
-            } else if (dx) {
-                be->dropout_backward(sz, n->aux[i], dy, dx, fresh(n, b0));
-            }
-            break;
-        case OP_GROUPNORM: {
-            const float *mean = n->aux[i], *rstd = mean + (size_t)B * d->groups;
-            const int dx_fresh = fresh(n, b0);
-            if (d->fuse) { // the gradient of the fused output, masked by the ReLU there
-                const int add = d->fuse == FUSE_ADD_RELU;
-                const int skip_fresh = add && fresh(n, net_base_of(n, d->fuse_skip));
-                settle(n, net_base_of(n, d->fuse_out), B);
-                be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
-                                       n->act[d->fuse_out], n->dact[d->fuse_out], dx,
-                                       add ? n->dact[d->fuse_skip] : NULL, dx_fresh, skip_fresh,
-                                       dW, db);
-            } else {
-                be->groupnorm_backward(B, d->c, d->h * d->w, d->groups, d->blk, x, W, mean, rstd,
-                                       NULL, dy, dx, NULL, dx_fresh, 0, dW, db);
-            }
-            break;
-        }
-        case OP_ADD:
-            settle(n, b0, B);
-            settle(n, b1, B);
-            be->add_backward(sz, dy, dx, n->dact[d->in1]);
-            break;
-        case OP_FLATTEN:
-        case OP_INPUT: break;
-        }
+        node_backward(n, params, grads, i, B);
     }
     // the forward buffers back, for the next forward
     for (int g = 1; g < n->nnodes; g++)
