@@ -8,8 +8,11 @@
  * on every node of a mixed cluster, and every variant runs on any machine
  * that has it. The variants compute the same bits: ISO C mode (-std=c11)
  * contracts no a * b + c into an FMA unless a kernel asks
- * (DT_KERNEL_VARIANTS_FMA). v16f is sixteen floats: one AVX-512 register,
- * two AVX2 or four SSE registers, whichever the variant targets. */
+ * (DT_KERNEL_VARIANTS_FMA). v16f is sixteen floats, one AVX-512 register;
+ * without AVX-512 a 64-byte vector has no register and GCC keeps it in
+ * memory, every operation through the stack, so a kernel that matters there
+ * runs vf8 (eight floats, one AVX2 register) in its narrow variants
+ * (DT_KERNEL_VARIANTS_NARROW). */
 #ifndef DT_CORE_SIMD_H
 #define DT_CORE_SIMD_H
 
@@ -46,14 +49,16 @@
     DT_KERNEL_VARIANTS_(ret, name, params, args, return, DT_FP_CONTRACT)
 
 /* The same, for a body whose first parameter says how wide its vectors may be:
- * 0 on AVX-512 (v16f), 1 on AVX2 and baseline, where a 64-byte v16f has no
- * register and GCC keeps it in memory, so the body runs vf8 (eight floats,
- * one AVX2 register) instead. */
-#define DT_KERNEL_VARIANTS_NARROW(name, params, args)                                   \
-    DT_TARGET_V4 static void name##_v4 params { name##_body(0, DT_UNPAREN args); }      \
-    DT_TARGET_V3 static void name##_v3 params { name##_body(1, DT_UNPAREN args); }      \
+ * 0 on AVX-512 (v16f), 1 on AVX2 and baseline (vf8: see above). */
+#define DT_KERNEL_VARIANTS_NARROW_(name, params, args, attr)                            \
+    DT_TARGET_V4 attr static void name##_v4 params { name##_body(0, DT_UNPAREN args); } \
+    DT_TARGET_V3 attr static void name##_v3 params { name##_body(1, DT_UNPAREN args); } \
     static void name##_v1 params { name##_body(1, DT_UNPAREN args); }                   \
     static void(*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
+#define DT_KERNEL_VARIANTS_NARROW(name, params, args)                                   \
+    DT_KERNEL_VARIANTS_NARROW_(name, params, args, )
+#define DT_KERNEL_VARIANTS_NARROW_FMA(name, params, args)                               \
+    DT_KERNEL_VARIANTS_NARROW_(name, params, args, DT_FP_CONTRACT)
 #define DT_UNPAREN(...) __VA_ARGS__
 
 /* the variant of NAME for the level in force */

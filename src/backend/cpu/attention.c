@@ -58,24 +58,11 @@
  * tiled forward and backward take 25 % and 15 % less time with it. */
 
 
-/* The tiled products' variants: a register tile is ATT_R rows by up to maxv
- * vectors of 16 floats. AVX-512's 32 registers hold 4 x 4 accumulators with
- * the loaded row; the AVX2 and baseline variants (maxv 1) walk the columns
- * sixteen at a time in eight-float vectors (tile_mm8): 4 x 2 accumulators in
- * AVX2's 16 registers. */
-#define ATT_UNPAREN(...) __VA_ARGS__
-#define ATT_TILE_VARIANTS(name, params, args)                                            \
-    DT_TARGET_V4 DT_FP_CONTRACT static void name##_v4 params                              \
-    {                                                                                     \
-        name##_body(4, ATT_UNPAREN args);                                                 \
-    }                                                                                     \
-    DT_TARGET_V3 DT_FP_CONTRACT static void name##_v3 params                              \
-    {                                                                                     \
-        name##_body(1, ATT_UNPAREN args);                                                 \
-    }                                                                                     \
-    static void name##_v1 params { name##_body(1, ATT_UNPAREN args); }                    \
-    static void(*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
-
+/* The tiled products' variants (core/simd.h, narrow): a register tile is
+ * ATT_R rows by up to 4 vectors of 16 floats on AVX-512, whose 32 registers
+ * hold the 4 x 4 accumulators with the loaded row; the narrow variants walk
+ * the columns sixteen at a time in eight-float vectors (tile_mm8): 4 x 2
+ * accumulators in AVX2's 16 registers. */
 /* Three (TB, T) float blocks, then k^T and v^T (hs, T) for the fp32 tiled
  * path, or in the same place the bf16 path's: dk^T and dv^T (hs, T) floats,
  * seven packs of (T, hs) bf16 (q, k, v and dy in the layouts its products
@@ -481,7 +468,7 @@ static inline __attribute__((always_inline)) void tile_mm8(int K, float alpha, c
 
 /* S (TB, ·) stride ldo = alpha a[r0 ..] (TB, hs) bt (hs, ·): each tile of
  * rows i0 .. i0+3 (absolute) gets keys 0 .. round16(i0 + 4) - 1. */
-DT_KERNEL_BODY void block_dot_body(int maxv, int r0, int hs, float alpha, const float *a,
+DT_KERNEL_BODY void block_dot_body(int narrow, int r0, int hs, float alpha, const float *a,
                                    int lda, const float *bt, int ldb, float *out, int ldo)
 {
     for (int i = 0; i < ATT_TB; i += ATT_R) {
@@ -489,11 +476,13 @@ DT_KERNEL_BODY void block_dot_body(int maxv, int r0, int hs, float alpha, const 
         float *o = out + (size_t)i * ldo;
         const int cols = round16(r0 + i + ATT_R);
         int j = 0;
-        if (maxv == 1)
-            for (; j + 16 <= cols; j += 16)
+        if (narrow) { // cols is a multiple of 16
+            for (; j < cols; j += 16)
                 tile_mm8(hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
-        for (; j + 16 * maxv <= cols; j += 16 * maxv)
-            tile_mm(maxv, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
+            continue;
+        }
+        for (; j + 64 <= cols; j += 64)
+            tile_mm(4, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo);
         switch ((cols - j) / 16) {
         case 3: tile_mm(3, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
         case 2: tile_mm(2, hs, alpha, ar, lda, bt + j, ldb, o + j, ldo); break;
@@ -502,18 +491,18 @@ DT_KERNEL_BODY void block_dot_body(int maxv, int r0, int hs, float alpha, const 
         }
     }
 }
-ATT_TILE_VARIANTS(block_dot, (int r0, int hs, float alpha, const float *a, int lda, const float *bt, int ldb, float *out, int ldo), (r0, hs, alpha, a, lda, bt, ldb, out, ldo));
+DT_KERNEL_VARIANTS_NARROW_FMA(block_dot, (int r0, int hs, float alpha, const float *a, int lda, const float *bt, int ldb, float *out, int ldo), (r0, hs, alpha, a, lda, bt, ldb, out, ldo));
 
 /* out[r0 ..] (TB, hs) stride ldo = alpha P (TB, ·) v (·, hs): the tile of
  * rows i0 .. i0+3 sums keys 0 .. i0+3 (P is zero past each row's own). */
-DT_KERNEL_BODY void block_pv_body(int maxv, int r0, int hs, float alpha, const float *p,
+DT_KERNEL_BODY void block_pv_body(int narrow, int r0, int hs, float alpha, const float *p,
                                   int ldp, const float *v, int ldv, float *out, int ldo)
 {
     for (int i = 0; i < ATT_TB; i += ATT_R) {
         const float *pr = p + (size_t)i * ldp;
         float *o = out + (size_t)(r0 + i) * ldo;
         const int n = r0 + i + ATT_R;
-        if (maxv == 1) {
+        if (narrow) {
             for (int e = 0; e < hs / 16; e++)
                 tile_mm8(n, alpha, pr, ldp, v + 16 * e, ldv, o + 16 * e, ldo);
             continue;
@@ -526,7 +515,7 @@ DT_KERNEL_BODY void block_pv_body(int maxv, int r0, int hs, float alpha, const f
         }
     }
 }
-ATT_TILE_VARIANTS(block_pv, (int r0, int hs, float alpha, const float *p, int ldp, const float *v, int ldv, float *out, int ldo), (r0, hs, alpha, p, ldp, v, ldv, out, ldo));
+DT_KERNEL_VARIANTS_NARROW_FMA(block_pv, (int r0, int hs, float alpha, const float *p, int ldp, const float *v, int ldv, float *out, int ldo), (r0, hs, alpha, p, ldp, v, ldv, out, ldo));
 
 /* out[j0 + c][:] += alpha sum_{i = i0 .. i1-1} p[(i - r0) ldp + j0 + c] a[i lda + :],
  * c < ATT_R, over nv vectors: ATT_R rows of P^T dy (or dS^T q), p the
@@ -593,12 +582,12 @@ static inline __attribute__((always_inline)) void tile_ptd8(int r0, int i0, int 
 /* out[0 .. r0+TB) (·, hs) stride ldo += alpha P^T a[r0 ..]: P (TB, ·) the
  * block's rows (stride ldp, zero past each row's key), a (TB, hs) stride
  * lda; key j gathers rows max(j, r0) .. r0+TB-1 only. */
-DT_KERNEL_BODY void block_ptd_body(int maxv, int r0, int hs, float alpha, const float *p,
+DT_KERNEL_BODY void block_ptd_body(int narrow, int r0, int hs, float alpha, const float *p,
                                    int ldp, const float *a, int lda, float *out, int ldo)
 {
     for (int j = 0; j < r0 + ATT_TB; j += ATT_R) {
         const int i0 = j > r0 ? j : r0, i1 = r0 + ATT_TB;
-        if (maxv == 1) {
+        if (narrow) {
             for (int e = 0; e < hs / 16; e++)
                 tile_ptd8(r0, i0, i1, j, alpha, p, ldp, a + 16 * e, lda, out + 16 * e, ldo);
             continue;
@@ -611,7 +600,7 @@ DT_KERNEL_BODY void block_ptd_body(int maxv, int r0, int hs, float alpha, const 
         }
     }
 }
-ATT_TILE_VARIANTS(block_ptd, (int r0, int hs, float alpha, const float *p, int ldp, const float *a, int lda, float *out, int ldo), (r0, hs, alpha, p, ldp, a, lda, out, ldo));
+DT_KERNEL_VARIANTS_NARROW_FMA(block_ptd, (int r0, int hs, float alpha, const float *p, int ldp, const float *a, int lda, float *out, int ldo), (r0, hs, alpha, p, ldp, a, lda, out, ldo));
 
 /* xt (hs, T) = x (T, hs) stride ld, transposed, sixteen rows of x at a time
  * (T a multiple of 16): each d writes one 64-byte line of xt, and the
