@@ -6,6 +6,7 @@
 #include "backend/cpu/bf16_round.h"
 
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/simd.h"
 
 #include <stdio.h>
@@ -88,6 +89,10 @@ int bf16_check_cpu(void)
     /* the ISA values are nested bit sets: AMX includes AVX512-BF16 */
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     const unsigned need = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+    if (isa_level() < DT_ISA_AVX512_CORE_BF16 && isa_detect() >= DT_ISA_AVX512_CORE_BF16)
+        return dt_err_set("compute.precision = bf16: %s = %s caps this rank below "
+                          "avx512_core_bf16, which this CPU has; lift the cap or use "
+                          "compute.precision = fp32", DT_ISA_CAP_VAR, isa_name(isa_level()));
     if (((unsigned)isa & need) == need)
         return 0;
     __builtin_cpu_init();
