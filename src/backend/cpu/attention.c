@@ -157,8 +157,83 @@ DT_KERNEL_VARIANTS_FMA_RET(float, softmax_row, (int n, int cols, float *s), (n, 
  * interleaved: a row is a chain of dependent steps (maximum, exp, sum,
  * scale) too short to keep the vector units busy on its own. Needs
  * n0 + 3 rounded up to 16 within cols; lse[r] the rows' log-sum-exps. */
-DT_KERNEL_BODY void softmax_rows4_body(int n0, int cols, float *s, int ld, float *lse)
+/* softmax_rows4's narrow variant (AVX2, baseline): each 16-float step as two
+ * eight-float halves, whose maxima and sums are gathered in V16_HREDUCE's
+ * order (the halves first, lane l with lane l + 8), so the same bits. */
+static const vi8 lane8_ids = { 0, 1, 2, 3, 4, 5, 6, 7 };
+#define VF8_SEL(m, a, b) ((vf8)(((vi8)(a) & (m)) | ((vi8)(b) & ~(m))))
+#define VF8_HREDUCE(out, v, OP)                                                          \
+    do {                                                                                 \
+        vf8 h_ = (v);                                                                    \
+        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 4, 5, 6, 7, 0, 1, 2, 3 }));             \
+        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 2, 3, 0, 1, 6, 7, 4, 5 }));             \
+        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 1, 0, 3, 2, 5, 4, 7, 6 }));             \
+        (out) = h_[0];                                                                   \
+    } while (0)
+#define MAX8_(a, b) VF8_SEL((b) > (a), (b), (a))
+
+static inline __attribute__((always_inline)) void softmax_rows4_narrow(int n0, int cols,
+                                                                       float *s, int ld,
+                                                                       float *lse)
 {
+    const int nv = (n0 + 3 + 15) & ~15;
+    const vf8 ninf = (vf8){ 0 } - INFINITY, zero = (vf8){ 0 };
+    vf8 mlo[4], mhi[4], alo[4], ahi[4];
+    float mx[4], inv[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+        mlo[r] = mhi[r] = ninf;
+    for (int j = 0; j < nv; j += 16)
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            const float *sr = s + (size_t)r * ld + j;
+            const vi8 m0 = lane8_ids + j < n0 + r, m1 = lane8_ids + (j + 8) < n0 + r;
+            const vf8 x0 = VF8_SEL(m0, vf8_ld(sr), ninf), x1 = VF8_SEL(m1, vf8_ld(sr + 8), ninf);
+            mlo[r] = VF8_SEL(x0 > mlo[r], x0, mlo[r]);
+            mhi[r] = VF8_SEL(x1 > mhi[r], x1, mhi[r]);
+        }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        VF8_HREDUCE(mx[r], MAX8_(mlo[r], mhi[r]), MAX8_);
+        alo[r] = ahi[r] = zero;
+    }
+    for (int j = 0; j < nv; j += 16)
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            float *sr = s + (size_t)r * ld + j;
+            const vi8 m0 = lane8_ids + j < n0 + r, m1 = lane8_ids + (j + 8) < n0 + r;
+            vf8 e0, e1;
+            VF8_EXP(e0, VF8_SEL(m0, vf8_ld(sr) - mx[r], zero));
+            VF8_EXP(e1, VF8_SEL(m1, vf8_ld(sr + 8) - mx[r], zero));
+            e0 = VF8_SEL(m0, e0, zero);
+            e1 = VF8_SEL(m1, e1, zero);
+            vf8_st(sr, e0);
+            vf8_st(sr + 8, e1);
+            alo[r] += e0;
+            ahi[r] += e1;
+        }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        float sum;
+        VF8_HREDUCE(sum, alo[r] + ahi[r], ADD_);
+        inv[r] = 1.0f / sum;
+        lse[r] = mx[r] + logf(sum);
+    }
+    for (int j = 0; j < nv; j += 8)
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            vf8_st(s + (size_t)r * ld + j, vf8_ld(s + (size_t)r * ld + j) * inv[r]);
+    for (int r = 0; r < 4; r++)
+        memset(s + (size_t)r * ld + nv, 0, (size_t)(cols - nv) * sizeof *s);
+}
+
+DT_KERNEL_BODY void softmax_rows4_body(int narrow, int n0, int cols, float *s, int ld,
+                                       float *lse)
+{
+    if (narrow) {
+        softmax_rows4_narrow(n0, cols, s, ld, lse);
+        return;
+    }
     const int nv = (n0 + 3 + 15) & ~15;
     v16f vmx[4], acc[4];
     float mx[4], inv[4];
@@ -202,7 +277,7 @@ DT_KERNEL_BODY void softmax_rows4_body(int n0, int cols, float *s, int ld, float
     for (int r = 0; r < 4; r++)
         memset(s + (size_t)r * ld + nv, 0, (size_t)(cols - nv) * sizeof *s);
 }
-DT_KERNEL_VARIANTS_FMA(softmax_rows4, (int n0, int cols, float *s, int ld, float *lse), (n0, cols, s, ld, lse));
+DT_KERNEL_VARIANTS_NARROW_FMA(softmax_rows4, (int n0, int cols, float *s, int ld, float *lse), (n0, cols, s, ld, lse));
 
 /* Row i recomputed: s = exp(s - lse) on the first n, zeros up to cols. */
 DT_KERNEL_BODY void softmax_row_again_body(int n, int cols, float lse, float *s)
