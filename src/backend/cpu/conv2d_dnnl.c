@@ -116,14 +116,6 @@ static void md_act(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk,
     DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dt, tag));
 }
 
-static const char *impl_of(const_dnnl_primitive_desc_t pd)
-{
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
-        impl = "?";
-    return impl;
-}
-
 static void impl_note(const char *impl, const dt_conv_shape *s, int pass)
 {
     char what[160];
@@ -217,13 +209,13 @@ static dnnl_primitive_desc_t pass_pd(const conv_entry *e, int pass)
         if (dnnl_primitive_desc_create(&pd, &cd, NULL, engine,
                                        pass == PASS_FWD ? NULL : e->fwd_pd) != dnnl_success)
             pd = NULL;
-        else if (wino && dnnl_impl_is_reference(impl_of(pd))) { /* direct instead */
+        else if (wino && dnnl_impl_is_reference(dnnl_impl_of(pd))) { /* direct instead */
             DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
             pd = NULL;
         }
     }
     if (pd)
-        impl_note(impl_of(pd), s, pass);
+        impl_note(dnnl_impl_of(pd), s, pass);
     if (!pd)
         DT_FATAL("oneDNN has no %s convolution (pass %d) for B %d, %dx%dx%d -> %dx%dx%d, %dx%d "
                  "stride %d pad %d", e->bf16 ? "bf16" : "fp32", pass, s->B, s->C, s->H, s->W, s->K, s->P, s->Q, s->R, s->S,

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 
 #include <cblas.h>
-#ifdef HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#endif
+
+#include "backend/cpu/dnnl_impl.h"
 
 static const char *const vec_names[3] = { "sse2", "avx2+fma", "avx512" };
 
@@ -34,22 +33,6 @@ const dt_cpu_dispatch *cpu_dispatch(void)
     return &table;
 }
 
-#ifdef HAVE_DNNL
-static const char *dnnl_isa_text(void)
-{
-    switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
-    }
-}
-#endif
-
 void cpu_dispatch_describe(char *out, size_t len)
 {
     const dt_cpu_dispatch *d = cpu_dispatch();
@@ -59,7 +42,7 @@ void cpu_dispatch_describe(char *out, size_t len)
                  isa_name(d->cpu));
 #ifdef HAVE_DNNL
     char conv[96];
-    snprintf(conv, sizeof conv, "conv oneDNN %s on %d-channel blocks", dnnl_isa_text(), d->cblock);
+    snprintf(conv, sizeof conv, "conv oneDNN %s on %d-channel blocks", dnnl_isa_in_force(), d->cblock);
 #else
     const char *conv = "conv native";
 #endif

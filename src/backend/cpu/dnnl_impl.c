@@ -1,9 +1,14 @@
 /* Which oneDNN implementations run (backend/cpu/dnnl_impl.h). */
+#include "config.h"
+
 #include "backend/cpu/dnnl_impl.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char seen[512];
@@ -52,3 +57,30 @@ void dnnl_impls(char *out, size_t len)
     snprintf(out, len, "%s", seen[0] ? seen : "none");
     pthread_mutex_unlock(&lock);
 }
+
+#ifdef HAVE_DNNL
+const char *dnnl_impl_of(const struct dnnl_primitive_desc *pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    return impl;
+}
+
+const char *dnnl_isa_in_force(void)
+{
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "unknown";
+    }
+}
+#endif

@@ -12,6 +12,15 @@
 
 #include <stddef.h>
 
+struct dnnl_primitive_desc;
+
+/* oneDNN's name of a primitive descriptor's implementation ("?" where it
+ * gives none) */
+const char *dnnl_impl_of(const struct dnnl_primitive_desc *pd);
+
+/* oneDNN's effective CPU ISA (ONEDNN_MAX_CPU_ISA applied), in its own names */
+const char *dnnl_isa_in_force(void);
+
 /* 1 where impl names one of oneDNN's reference implementations */
 int dnnl_impl_is_reference(const char *impl);
 

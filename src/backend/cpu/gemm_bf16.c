@@ -67,23 +67,6 @@ void bf16_round_f32(size_t n, float *x)
             DT_FATAL("oneDNN: %s failed: %s", #call, dnnl_status2str(dnnl_rc_));         \
     } while (0)
 
-static const char *dnnl_isa_label(dnnl_cpu_isa_t isa)
-{
-    switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "unknown";
-    }
-}
-
 int bf16_check_cpu(void)
 {
     /* the ISA values are nested bit sets: AMX includes AVX512-BF16 */
@@ -100,11 +83,11 @@ int bf16_check_cpu(void)
         return dt_err_set("compute.precision = bf16: oneDNN's CPU ISA is capped at %s "
                           "(ONEDNN_MAX_CPU_ISA), below avx512_core_bf16, which this CPU "
                           "has; lift the cap or use compute.precision = fp32",
-                          dnnl_isa_label(isa));
+                          dnnl_isa_in_force());
     return dt_err_set("compute.precision = bf16: this CPU has no bf16 instructions "
                       "(neither AVX512-BF16 nor AMX-BF16; oneDNN's best ISA here is %s, where "
                       "bf16 is emulated and slower than fp32); use compute.precision = fp32",
-                      dnnl_isa_label(isa));
+                      dnnl_isa_in_force());
 }
 
 typedef struct mm_key {
@@ -177,12 +160,9 @@ static mm_entry *entry_make(const mm_key *k)
         DT_FATAL("oneDNN has no bf16 matmul for M %d N %d K %d (trans %d/%d, ld %d/%d/%d): %s",
                  k->M, k->N, k->K, k->ta, k->tb, k->lda, k->ldb, k->ldc, dnnl_status2str(rc));
     DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
-        impl = "?";
     char what[96];
     snprintf(what, sizeof what, "a bf16 matmul (M %d N %d K %d)", k->M, k->N, k->K);
-    dnnl_impl_note(impl, what);
+    dnnl_impl_note(dnnl_impl_of(pd), what);
     DNNL_CHECK(dnnl_primitive_create(&e->p, pd));
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     e->scratch_bytes = dnnl_memory_desc_get_size(sp);
