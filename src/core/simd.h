@@ -55,6 +55,13 @@
     DT_TARGET_V3 attr static void name##_v3 params { name##_body(1, DT_UNPAREN args); } \
     static void name##_v1 params { name##_body(1, DT_UNPAREN args); }                   \
     static void(*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
+#define DT_KERNEL_VARIANTS_NARROW_FMA_RET(ret, name, params, args)                      \
+    DT_TARGET_V4 DT_FP_CONTRACT static ret name##_v4 params                             \
+    { return name##_body(0, DT_UNPAREN args); }                                         \
+    DT_TARGET_V3 DT_FP_CONTRACT static ret name##_v3 params                             \
+    { return name##_body(1, DT_UNPAREN args); }                                         \
+    static ret name##_v1 params { return name##_body(1, DT_UNPAREN args); }             \
+    static ret(*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
 #define DT_KERNEL_VARIANTS_NARROW(name, params, args)                                   \
     DT_KERNEL_VARIANTS_NARROW_(name, params, args, )
 #define DT_KERNEL_VARIANTS_NARROW_FMA(name, params, args)                               \

@@ -105,6 +105,21 @@ static const v16i lane_ids = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 #define ADD_(a, b) ((a) + (b))
 #define MAX_(a, b) V16_SEL((b) > (a), (b), (a))
 
+/* The narrow variants (AVX2, baseline) take each 16-float step as two
+ * eight-float halves, whose maxima and sums are gathered in V16_HREDUCE's
+ * order (the halves first, lane l with lane l + 8), so the same bits. */
+static const vi8 lane8_ids = { 0, 1, 2, 3, 4, 5, 6, 7 };
+#define VF8_SEL(m, a, b) ((vf8)(((vi8)(a) & (m)) | ((vi8)(b) & ~(m))))
+#define VF8_HREDUCE(out, v, OP)                                                          \
+    do {                                                                                 \
+        vf8 h_ = (v);                                                                    \
+        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 4, 5, 6, 7, 0, 1, 2, 3 }));             \
+        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 2, 3, 0, 1, 6, 7, 4, 5 }));             \
+        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 1, 0, 3, 2, 5, 4, 7, 6 }));             \
+        (out) = h_[0];                                                                   \
+    } while (0)
+#define MAX8_(a, b) VF8_SEL((b) > (a), (b), (a))
+
 /* floats of the row done in vectors: n rounded up to 16, or down where that would pass cols */
 static inline int vec_span(int n, int cols)
 {
@@ -114,8 +129,54 @@ static inline int vec_span(int n, int cols)
 
 /* Row i of a block: s (n = i + 1 scores, then up to `cols`) becomes the
  * softmax, zeros after it; returns the log-sum-exp. */
-DT_KERNEL_BODY float softmax_row_body(int n, int cols, float *s)
+static inline __attribute__((always_inline)) float softmax_row_narrow(int n, int cols, float *s)
 {
+    const int nv = vec_span(n, cols);
+    const vf8 ninf = (vf8){ 0 } - INFINITY, zero = (vf8){ 0 };
+    vf8 mlo = ninf, mhi = ninf;
+    for (int j = 0; j < nv; j += 16) {
+        const vi8 m0 = lane8_ids + j < n, m1 = lane8_ids + (j + 8) < n;
+        const vf8 x0 = VF8_SEL(m0, vf8_ld(s + j), ninf), x1 = VF8_SEL(m1, vf8_ld(s + j + 8), ninf);
+        mlo = VF8_SEL(x0 > mlo, x0, mlo);
+        mhi = VF8_SEL(x1 > mhi, x1, mhi);
+    }
+    float mx;
+    VF8_HREDUCE(mx, MAX8_(mlo, mhi), MAX8_);
+    for (int j = nv; j < n; j++)
+        mx = s[j] > mx ? s[j] : mx;
+    vf8 alo = zero, ahi = zero;
+    for (int j = 0; j < nv; j += 16) {
+        const vi8 m0 = lane8_ids + j < n, m1 = lane8_ids + (j + 8) < n;
+        vf8 e0, e1;
+        VF8_EXP(e0, VF8_SEL(m0, vf8_ld(s + j) - mx, zero));
+        VF8_EXP(e1, VF8_SEL(m1, vf8_ld(s + j + 8) - mx, zero));
+        e0 = VF8_SEL(m0, e0, zero);
+        e1 = VF8_SEL(m1, e1, zero);
+        vf8_st(s + j, e0);
+        vf8_st(s + j + 8, e1);
+        alo += e0;
+        ahi += e1;
+    }
+    float sum;
+    VF8_HREDUCE(sum, alo + ahi, ADD_);
+    for (int j = nv; j < n; j++) {
+        s[j] = fast_expf(s[j] - mx);
+        sum += s[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < nv; j += 8)
+        vf8_st(s + j, vf8_ld(s + j) * inv);
+    for (int j = nv; j < n; j++)
+        s[j] *= inv;
+    const int z = nv > n ? nv : n;
+    memset(s + z, 0, (size_t)(cols - z) * sizeof *s);
+    return mx + logf(sum);
+}
+
+DT_KERNEL_BODY float softmax_row_body(int narrow, int n, int cols, float *s)
+{
+    if (narrow)
+        return softmax_row_narrow(n, cols, s);
     const int nv = vec_span(n, cols);
     v16f vmx = v16_splat(-INFINITY);
     for (int j = 0; j < nv; j += 16) {
@@ -151,26 +212,12 @@ DT_KERNEL_BODY float softmax_row_body(int n, int cols, float *s)
     memset(s + z, 0, (size_t)(cols - z) * sizeof *s);
     return mx + logf(sum);
 }
-DT_KERNEL_VARIANTS_FMA_RET(float, softmax_row, (int n, int cols, float *s), (n, cols, s));
+DT_KERNEL_VARIANTS_NARROW_FMA_RET(float, softmax_row, (int n, int cols, float *s), (n, cols, s));
 
 /* softmax_row on four rows at once, s + r ld with n0 + r scores (r < 4),
  * interleaved: a row is a chain of dependent steps (maximum, exp, sum,
  * scale) too short to keep the vector units busy on its own. Needs
  * n0 + 3 rounded up to 16 within cols; lse[r] the rows' log-sum-exps. */
-/* softmax_rows4's narrow variant (AVX2, baseline): each 16-float step as two
- * eight-float halves, whose maxima and sums are gathered in V16_HREDUCE's
- * order (the halves first, lane l with lane l + 8), so the same bits. */
-static const vi8 lane8_ids = { 0, 1, 2, 3, 4, 5, 6, 7 };
-#define VF8_SEL(m, a, b) ((vf8)(((vi8)(a) & (m)) | ((vi8)(b) & ~(m))))
-#define VF8_HREDUCE(out, v, OP)                                                          \
-    do {                                                                                 \
-        vf8 h_ = (v);                                                                    \
-        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 4, 5, 6, 7, 0, 1, 2, 3 }));             \
-        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 2, 3, 0, 1, 6, 7, 4, 5 }));             \
-        h_ = OP(h_, __builtin_shuffle(h_, (vi8){ 1, 0, 3, 2, 5, 4, 7, 6 }));             \
-        (out) = h_[0];                                                                   \
-    } while (0)
-#define MAX8_(a, b) VF8_SEL((b) > (a), (b), (a))
 
 static inline __attribute__((always_inline)) void softmax_rows4_narrow(int n0, int cols,
                                                                        float *s, int ld,
@@ -280,10 +327,16 @@ DT_KERNEL_BODY void softmax_rows4_body(int narrow, int n0, int cols, float *s, i
 DT_KERNEL_VARIANTS_NARROW_FMA(softmax_rows4, (int n0, int cols, float *s, int ld, float *lse), (n0, cols, s, ld, lse));
 
 /* Row i recomputed: s = exp(s - lse) on the first n, zeros up to cols. */
-DT_KERNEL_BODY void softmax_row_again_body(int n, int cols, float lse, float *s)
+DT_KERNEL_BODY void softmax_row_again_body(int narrow, int n, int cols, float lse, float *s)
 {
     const int nv = vec_span(n, cols);
-    for (int j = 0; j < nv; j += 16) {
+    for (int j = 0; narrow && j < nv; j += 8) {
+        const vi8 m = lane8_ids + j < n;
+        vf8 e;
+        VF8_EXP(e, VF8_SEL(m, vf8_ld(s + j) - lse, (vf8){ 0 }));
+        vf8_st(s + j, VF8_SEL(m, e, (vf8){ 0 }));
+    }
+    for (int j = 0; !narrow && j < nv; j += 16) {
         const v16i m = lane_ids + j < n;
         v16f e;
         V16_EXP(e, V16_SEL(m, v16_ld(s + j) - lse, v16_splat(0)));
@@ -294,22 +347,38 @@ DT_KERNEL_BODY void softmax_row_again_body(int n, int cols, float lse, float *s)
     const int z = nv > n ? nv : n;
     memset(s + z, 0, (size_t)(cols - z) * sizeof *s);
 }
-DT_KERNEL_VARIANTS_FMA(softmax_row_again, (int n, int cols, float lse, float *s), (n, cols, lse, s));
+DT_KERNEL_VARIANTS_NARROW_FMA(softmax_row_again, (int n, int cols, float lse, float *s), (n, cols, lse, s));
 
 /* Softmax backward of row i: d = p (d - sum(p d)) on the first n, zeros up to cols. */
-DT_KERNEL_BODY void softmax_row_backward_body(int n, int cols, const float *p, float *d)
+DT_KERNEL_BODY void softmax_row_backward_body(int narrow, int n, int cols, const float *p,
+                                              float *d)
 {
     const int nv = vec_span(n, cols);
-    v16f acc = v16_splat(0);
-    for (int j = 0; j < nv; j += 16) {
-        const v16i m = lane_ids + j < n;
-        acc += V16_SEL(m, v16_ld(p + j) * v16_ld(d + j), v16_splat(0));
-    }
     float dot;
-    V16_HREDUCE(dot, acc, ADD_);
+    if (narrow) {
+        const vf8 zero = (vf8){ 0 };
+        vf8 alo = zero, ahi = zero;
+        for (int j = 0; j < nv; j += 16) {
+            const vi8 m0 = lane8_ids + j < n, m1 = lane8_ids + (j + 8) < n;
+            alo += VF8_SEL(m0, vf8_ld(p + j) * vf8_ld(d + j), zero);
+            ahi += VF8_SEL(m1, vf8_ld(p + j + 8) * vf8_ld(d + j + 8), zero);
+        }
+        VF8_HREDUCE(dot, alo + ahi, ADD_);
+    } else {
+        v16f acc = v16_splat(0);
+        for (int j = 0; j < nv; j += 16) {
+            const v16i m = lane_ids + j < n;
+            acc += V16_SEL(m, v16_ld(p + j) * v16_ld(d + j), v16_splat(0));
+        }
+        V16_HREDUCE(dot, acc, ADD_);
+    }
     for (int j = nv; j < n; j++)
         dot += p[j] * d[j];
-    for (int j = 0; j < nv; j += 16) {
+    for (int j = 0; narrow && j < nv; j += 8) {
+        const vi8 m = lane8_ids + j < n;
+        vf8_st(d + j, VF8_SEL(m, vf8_ld(p + j) * (vf8_ld(d + j) - dot), (vf8){ 0 }));
+    }
+    for (int j = 0; !narrow && j < nv; j += 16) {
         const v16i m = lane_ids + j < n;
         v16_st(d + j, V16_SEL(m, v16_ld(p + j) * (v16_ld(d + j) - dot), v16_splat(0)));
     }
@@ -318,7 +387,7 @@ DT_KERNEL_BODY void softmax_row_backward_body(int n, int cols, const float *p, f
     const int z = nv > n ? nv : n;
     memset(d + z, 0, (size_t)(cols - z) * sizeof *d);
 }
-DT_KERNEL_VARIANTS_FMA(softmax_row_backward, (int n, int cols, const float *p, float *d), (n, cols, p, d));
+DT_KERNEL_VARIANTS_NARROW_FMA(softmax_row_backward, (int n, int cols, const float *p, float *d), (n, cols, p, d));
 
 
 void attention_forward_blocked(int B, int T, int C, int NH, const float *qkv, float *y,

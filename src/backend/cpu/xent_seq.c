@@ -1,7 +1,8 @@
 /* Softmax cross-entropy at every position of a sequence batch. The forward
  * keeps only each row's log-sum-exp; the backward turns the logits into their
  * gradient in place, so no second (N, V) buffer exists. exp is backend/cpu/fast_exp.h's,
- * sixteen lanes at a time; each row's sum and the loss add up in double. */
+ * sixteen lanes at a time (two halves of eight in the narrow variants); each
+ * row's sum and the loss add up in double. */
 #include "nn/transformer.h"
 
 #include <math.h>
@@ -10,7 +11,7 @@
 #include "backend/cpu/fast_exp.h"
 
 /* Row n: its log-sum-exp and argmax. */
-DT_KERNEL_BODY void xent_row_body(int V, const float *z, float *lse, int *arg)
+DT_KERNEL_BODY void xent_row_body(int narrow, int V, const float *z, float *lse, int *arg)
 {
     float mx = z[0];
     int a = 0;
@@ -19,22 +20,37 @@ DT_KERNEL_BODY void xent_row_body(int V, const float *z, float *lse, int *arg)
             mx = z[v];
             a = v;
         }
-    v16f acc = v16_splat(0);
-    int v = 0;
-    for (; v + 16 <= V; v += 16) {
-        v16f e;
-        V16_EXP(e, v16_ld(z + v) - mx);
-        acc += e;
-    }
+    const int V16 = V & ~15;
     double s = 0;
-    for (int k = 0; k < 16; k++)
-        s += acc[k];
-    for (; v < V; v++)
+    if (narrow) {
+        vf8 lo = (vf8){ 0 }, hi = (vf8){ 0 };
+        for (int v = 0; v < V16; v += 16) {
+            vf8 e0, e1;
+            VF8_EXP(e0, vf8_ld(z + v) - mx);
+            VF8_EXP(e1, vf8_ld(z + v + 8) - mx);
+            lo += e0;
+            hi += e1;
+        }
+        for (int k = 0; k < 8; k++)
+            s += lo[k];
+        for (int k = 0; k < 8; k++)
+            s += hi[k];
+    } else {
+        v16f acc = v16_splat(0);
+        for (int v = 0; v < V16; v += 16) {
+            v16f e;
+            V16_EXP(e, v16_ld(z + v) - mx);
+            acc += e;
+        }
+        for (int k = 0; k < 16; k++)
+            s += acc[k];
+    }
+    for (int v = V16; v < V; v++)
         s += fast_expf(z[v] - mx);
     *lse = (float)((double)mx + log(s));
     *arg = a;
 }
-DT_KERNEL_VARIANTS(xent_row, (int V, const float *z, float *lse, int *arg), (V, z, lse, arg));
+DT_KERNEL_VARIANTS_NARROW(xent_row, (int V, const float *z, float *lse, int *arg), (V, z, lse, arg));
 
 double xent_seq_forward(int N, int V, const float *logits, const int32_t *targets, float *lse,
                         int64_t *correct)
@@ -54,10 +70,16 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
     return loss;
 }
 
-DT_KERNEL_BODY void xent_grad_row_body(int V, const float *z, float m, float scale, float *g)
+DT_KERNEL_BODY void xent_grad_row_body(int narrow, int V, const float *z, float m, float scale,
+                                       float *g)
 {
     int v = 0;
-    for (; v + 16 <= V; v += 16) {
+    for (; narrow && v + 8 <= V; v += 8) {
+        vf8 e;
+        VF8_EXP(e, vf8_ld(z + v) - m);
+        vf8_st(g + v, scale * e);
+    }
+    for (; !narrow && v + 16 <= V; v += 16) {
         v16f e;
         V16_EXP(e, v16_ld(z + v) - m);
         v16_st(g + v, scale * e);
@@ -65,7 +87,7 @@ DT_KERNEL_BODY void xent_grad_row_body(int V, const float *z, float m, float sca
     for (; v < V; v++)
         g[v] = scale * fast_expf(z[v] - m);
 }
-DT_KERNEL_VARIANTS(xent_grad_row, (int V, const float *z, float m, float scale, float *g), (V, z, m, scale, g));
+DT_KERNEL_VARIANTS_NARROW(xent_grad_row, (int V, const float *z, float m, float scale, float *g), (V, z, m, scale, g));
 
 void xent_seq_backward(int N, int V, const float *logits, const float *lse,
                        const int32_t *targets, float scale, float *d)
