@@ -20,11 +20,9 @@
 /* The vector part of each chunk runs sixteen floats at a time, as one v16f
  * (AVX-512) or two vf8 (narrow: AVX2, baseline); the same elements take the
  * vector path either way, and the tail the scalar one. The AVX2 and AVX-512
- * variants contract a * b + c into FMA (a quarter fewer operations: GELU
- * forward 0.33 -> 0.22-0.26 ms, backward 0.40 -> 0.25 ms a call at GPT
- * baby's (768, 512) under the avx2 cap of a Xeon (Sapphire Rapids)), so
- * they round alike and the baseline in its own way; within a level the
- * three kernels compute gelu(x) the same way, bit for bit. */
+ * variants contract a * b + c into FMA (a quarter of the operations fewer,
+ * a third of the time), so they round alike and the baseline in its own way;
+ * within a level the three kernels compute gelu(x) the same way, bit for bit. */
 #define GELU_FWD(VF, EXP, LD, ST, i)                                                      \
     do {                                                                                  \
         const VF v = LD(x + (i));                                                         \
