@@ -121,6 +121,7 @@ static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
 {
     n->tensors = dt_realloc(n->tensors, (size_t)(n->ntensors + 1) * sizeof *n->tensors);
     dt_tensor_view *t = &n->tensors[n->ntensors++];
+    *t = (dt_tensor_view){ 0 };
     static const char *opname[] = { "input", "linear", "conv", "maxpool", "avgpool", "relu",
                                     "sigmoid", "dropout", "gn", "add", "flatten" };
     snprintf(t->name, sizeof t->name, "%s%d.%s", opname[n->nodes[node].op], node, kind);
