@@ -179,9 +179,8 @@ static const deck_key keys_table[] = {
 
     {"optim", "name", KT_ENUM, "sgd", .choices = "sgd|adamw|muon", AT(optim.name, char *),
      .doc = "optimizer: sgd (momentum, Nesterov, L2 weight decay), adamw (PyTorch's AdamW: "
-            "decoupled weight decay on matrices and embeddings only) or muon (momentum "
-            "orthogonalised by Newton-Schulz on the hidden weight matrices, AdamW at "
-            "optim.adamw_lr on the other tensors)"},
+            "decoupled decay on matrices and embeddings only) or muon (Muon on hidden matrices, "
+            "AdamW on the rest)"},
     {"optim", "lr", KT_DOUBLE, NULL, GT(0), AT(optim.lr, double),
      .doc = "learning rate (before optim.lr_scaling, warmup and decay)"},
     {"optim", "batch_size", KT_INT, NULL, IN_INT(1), AT(optim.batch_size, int64_t),
