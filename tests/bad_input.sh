@@ -37,6 +37,17 @@ expect_fail "local mode on 2 ranks" "exactly 1 rank"
 run 2 60 "$D" optim.name=adamw algorithm.mode=pdmm-isvr
 expect_fail "adamw with an edge-consensus ISVR mode" \
     "optim.name = adamw with algorithm.mode = pdmm-isvr: the edge-consensus modes take their own ISVR step"
+# muon: the parameter server steps on shards, the ISVR modes take their own step; a
+# model without hidden matrices would make it AdamW
+run 2 60 "$D" optim.name=muon algorithm.mode=ps-async
+expect_fail "muon with a parameter-server mode" \
+    "optim.name = muon with algorithm.mode = ps-async: the parameter servers step on their shards"
+run 2 60 "$D" optim.name=muon algorithm.mode=pdmm-isvr
+expect_fail "muon with an edge-consensus ISVR mode" \
+    "optim.name = muon with algorithm.mode = pdmm-isvr: the mode takes its own step"
+run 2 60 "$D" optim.name=muon
+expect_fail "muon on a model without hidden matrices" \
+    "optim.name = muon: none of the model's 4 tensors is a hidden weight matrix"
 run 2 60 "$D" model.name=gpt data.name=text model.n_embd=100 model.n_head=3
 expect_fail "n_embd not divisible by n_head" "model.n_embd = 100, model.n_head = 3: expected n_embd divisible"
 run 2 60 "$D" optim.beta2=1

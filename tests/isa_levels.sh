@@ -1,7 +1,7 @@
 #!/bin/bash
 # Every ISA level below this machine's own, on this machine, through
 # DTRAIN_MAX_CPU_ISA (avx2, and avx512_core where the CPU has more): the layer,
-# fast-path, model, GPT and AdamW unit tests pass under the cap (their own
+# fast-path, model, GPT, AdamW and Muon unit tests pass under the cap (their own
 # bounds; test_fastpath also finds no oneDNN reference kernel), and a 2-rank
 # allreduce run on mnist_cnn under the cap says what runs and ends at the
 # loss of the run at the machine's level (relative 2e-3 after 20 steps: other
@@ -54,7 +54,7 @@ if [ -e "$FM/train-images-idx3-ubyte.gz" ]; then
 fi
 
 for level in $below; do
-    for t in test_layers test_fastpath test_models test_gpt test_adamw; do
+    for t in test_layers test_fastpath test_models test_gpt test_adamw test_muon; do
         set +e
         DTRAIN_MAX_CPU_ISA=$level "$TEST_BIN/$t" >"$WORK/$t.txt" 2>&1
         rc=$?

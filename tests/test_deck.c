@@ -325,7 +325,7 @@ static void test_bad_values(void)
         {"model", "dropout", "-0.1", "expected a number in [0, 1)"},
         {"model", "name", "gtp", "did you mean 'gpt'?"},
         {"data", "name", "txt", "one of fashion-mnist, mnist, cifar10, synthetic, text, tokens"},
-        {"optim", "name", "adam", "expected one of sgd, adamw; did you mean 'adamw'?"},
+        {"optim", "name", "adam", "expected one of sgd, adamw, muon; did you mean 'adamw'?"},
         {"optim", "beta1", "1", "expected a number in [0, 1)"},
         {"optim", "beta2", "-0.5", "expected a number in [0, 1)"},
         {"optim", "eps", "0", "expected a number > 0"},
@@ -489,8 +489,36 @@ static void test_cross_keys(void)
     CHECK(rc == 0 && !job.notes, "adamw without momentum: no note");
     if (rc == 0)
         deck_job_free(&job);
+    /* muon: Muon's momentum 0.95 and Nesterov unless given, in a group too; adamw_lr
+     * given to another optimizer: one note */
+    const char *mu = "[run]\noutput_dir = /o\n[model]\nname = gpt\n[data]\nname = text\n"
+                     "path = /c\n[optim]\nname = muon\nlr = 0.02\nbatch_size = 4\n";
+    rc = deck_parse_string("muon.ini", mu, 0, NULL, &c, NULL);
+    CHECK(rc == 0 && c.optim.momentum == 0.95 && c.optim.nesterov && c.optim.adamw_lr == 3e-4,
+          "muon: momentum 0.95, nesterov, adamw_lr 3e-4 when not given (%s)",
+          rc ? dt_err_msg() : "ok");
+    char *mu_given[] = {(char *)"optim.momentum=0.9", (char *)"optim.nesterov=false"};
+    rc = deck_parse_string("muon.ini", mu, 2, mu_given, &c, NULL);
+    CHECK(rc == 0 && c.optim.momentum == 0.9 && !c.optim.nesterov,
+          "muon: momentum and nesterov as given");
+    char *mu_sgd[] = {(char *)"optim.name=sgd"};
+    rc = deck_parse_string("muon.ini", mu, 1, mu_sgd, &c, NULL);
+    CHECK(rc == 0 && c.optim.momentum == 0.9 && !c.optim.nesterov,
+          "sgd keeps its defaults (momentum 0.9, no nesterov)");
+    char *g = str_printf("%s[group.a]\nranks = 1\n[group.b]\nranks = 1\noptim.name = sgd\n"
+                   "optim.adamw_lr = 1e-3\n", mu);
+    rc = deck_parse_job(deck_write("mugrp.ini", g), 0, NULL, 2, &job);
+    CHECK(rc == 0 && job.groups[0].cfg.optim.momentum == 0.95 &&
+              job.groups[1].cfg.optim.momentum == 0.9 && job.notes &&
+              strstr(job.notes, "note: optim.adamw_lr applies to optim.name = muon only") &&
+              count_lines(job.notes) == 1,
+          "groups: muon's defaults in the muon group, sgd's in the other, one note on adamw_lr "
+          "(%s)", rc ? dt_err_msg() : job.notes ? job.notes : "none");
+    if (rc == 0)
+        deck_job_free(&job);
+    free(g);
     /* per group: the group that switches to adamw is the one refused */
-    char *g = str_printf("%s[algorithm]\nmode = pdmm-isvr\n[group.a]\nranks = 1\n"
+    g = str_printf("%s[algorithm]\nmode = pdmm-isvr\n[group.a]\nranks = 1\n"
                          "[group.b]\nranks = 1\noptim.name = adamw\n",
                          "[run]\noutput_dir = /o\n[model]\nname = mlp\n[optim]\nlr = 1\n"
                          "batch_size = 4\n");

@@ -19,6 +19,14 @@ typedef struct dt_tensor_view {
                             * AdamW applies to ndim >= 2) */
     int conv;              /* belongs to a convolution (AdaComp bins its gradients
                             * apart from the dense layers', algo/ps.c) */
+    int mats;              /* a hidden weight as `mats` row-major (rows, cols) matrices
+                            * back to back, the ones Muon orthogonalises (optim/muon.h):
+                            * a linear layer's (out, in), a convolution's (K, C, R, S)
+                            * as (K, C R S), the GPT's fused (3C, C) qkv as three
+                            * (C, C). 0: not a hidden matrix (an embedding, a
+                            * network's first layer or classifier head, a bias, a
+                            * normalisation gain): Muon leaves it to AdamW */
+    size_t rows, cols;
 } dt_tensor_view;
 
 #endif

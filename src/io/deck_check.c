@@ -20,10 +20,22 @@ static bool is_language_data(const char *data)
     return strcmp(data, "text") == 0 || strcmp(data, "tokens") == 0;
 }
 
+void deck_dependent_defaults(dt_config *cfg, const bool *given)
+{
+    if (strcmp(cfg->optim.name, "muon") == 0) {
+        /* KellerJordan/Muon's defaults: momentum 0.95, Nesterov */
+        if (!given_key(given, "optim", "momentum"))
+            cfg->optim.momentum = 0.95;
+        if (!given_key(given, "optim", "nesterov"))
+            cfg->optim.nesterov = true;
+    }
+}
+
 int deck_check_config(const dt_config *cfg, const bool *given, const char *where,
                       strbuf *notes)
 {
     bool adamw = strcmp(cfg->optim.name, "adamw") == 0;
+    bool muon = strcmp(cfg->optim.name, "muon") == 0;
 
     if (deck_mode_rule(cfg, where) != 0)
         return -1;
@@ -36,6 +48,10 @@ int deck_check_config(const dt_config *cfg, const bool *given, const char *where
                            m ? "optim.momentum" : "", m && n ? " and " : "",
                            n ? "optim.nesterov" : "", m && n ? "" : "es");
     }
+
+    if (!muon && given_key(given, "optim", "adamw_lr"))
+        deck_sb_printf(notes, "%s: note: optim.adamw_lr applies to optim.name = muon only (its "
+                       "AdamW part); ignored with optim.name = %s\n", where, cfg->optim.name);
 
     if (cfg->compute.tf32 && strcmp(cfg->compute.device, "cuda") != 0)
         deck_sb_printf(notes, "%s: note: compute.tf32 applies to compute.device = cuda only; "

@@ -67,7 +67,7 @@ int deck_mode_rule(const dt_config *cfg, const char *where);
 /*
  * The rows of the table; deck_schema.c checks at compile time that the table
  * has exactly DECK_NKEYS rows (per-key arrays below are sized by it). */
-#define DECK_NKEYS 112
+#define DECK_NKEYS 113
 extern const deck_key *const deck_keys;
 
 /* The row of section.name, or -1. */
@@ -150,8 +150,9 @@ parse_ctx *deck_ctx_parse(const char *name, const char *text, size_t len, int no
  * nor by group g (NULL: no group). */
 int deck_required_check(const parse_ctx *c, const group_src *g);
 /* deck_check_config on cfg, the complete configuration outside groups (g
- * NULL) or of group g, with the keys c (and g) were given. */
-int deck_ctx_check(const parse_ctx *c, const group_src *g, const dt_config *cfg, strbuf *notes);
+ * NULL) or of group g, with the keys c (and g) were given, once
+ * deck_dependent_defaults has filled in what another key decides. */
+int deck_ctx_check(const parse_ctx *c, const group_src *g, dt_config *cfg, strbuf *notes);
 /* The deck file's bytes, NUL-terminated; NULL with dt_err_set() on error. */
 char *deck_slurp(const char *path, size_t *len);
 
@@ -188,5 +189,9 @@ char *deck_effective_job(const parse_ctx *c, const dt_job *job);
  * appended to *notes, one line each. */
 int deck_check_config(const dt_config *cfg, const bool *given, const char *where,
                       strbuf *notes);
+/* The defaults that depend on another key, for the keys not given:
+ * optim.name = muon takes optim.momentum = 0.95 and optim.nesterov = true
+ * (Muon's own). */
+void deck_dependent_defaults(dt_config *cfg, const bool *given);
 
 #endif

@@ -285,7 +285,7 @@ int deck_required_check(const parse_ctx *c, const group_src *g)
                       nmissing > 1 ? " (and other required keys are missing too)" : "");
 }
 
-int deck_ctx_check(const parse_ctx *c, const group_src *g, const dt_config *cfg, strbuf *notes)
+int deck_ctx_check(const parse_ctx *c, const group_src *g, dt_config *cfg, strbuf *notes)
 {
     bool given[DECK_NKEYS];
     for (int i = 0; i < DECK_NKEYS; i++)
@@ -295,6 +295,7 @@ int deck_ctx_check(const parse_ctx *c, const group_src *g, const dt_config *cfg,
         snprintf(where, sizeof where, "%s: [group.%s] (line %d)", c->name, g->name, g->line);
     else
         snprintf(where, sizeof where, "%s", c->name);
+    deck_dependent_defaults(cfg, given);
     return deck_check_config(cfg, given, where, notes);
 }
 

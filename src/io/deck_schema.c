@@ -177,19 +177,21 @@ static const deck_key keys_table[] = {
     {"data", "synthetic_noise", KT_DOUBLE, "1.0", GE(0), AT(data.synthetic_noise, double),
      .doc = "synthetic: standard deviation of the noise around each class's mean image"},
 
-    {"optim", "name", KT_ENUM, "sgd", .choices = "sgd|adamw", AT(optim.name, char *),
-     .doc = "optimizer: sgd (momentum, Nesterov, L2 weight decay) or adamw (PyTorch's AdamW: "
-            "decoupled weight decay on matrices and embeddings only)"},
+    {"optim", "name", KT_ENUM, "sgd", .choices = "sgd|adamw|muon", AT(optim.name, char *),
+     .doc = "optimizer: sgd (momentum, Nesterov, L2 weight decay), adamw (PyTorch's AdamW: "
+            "decoupled decay on matrices and embeddings only) or muon (Muon on hidden matrices, "
+            "AdamW on the rest)"},
     {"optim", "lr", KT_DOUBLE, NULL, GT(0), AT(optim.lr, double),
      .doc = "learning rate (before optim.lr_scaling, warmup and decay)"},
     {"optim", "batch_size", KT_INT, NULL, IN_INT(1), AT(optim.batch_size, int64_t),
      .doc = "samples per rank per step"},
     {"optim", "momentum", KT_DOUBLE, "0.9", IN_CLOSED_OPEN(0, 1), AT(optim.momentum, double),
-     .doc = "momentum coefficient; 0: plain SGD"},
+     .doc = "momentum coefficient; 0: plain SGD (muon: 0.95 when not given)"},
     {"optim", "nesterov", KT_BOOL, "false", AT(optim.nesterov, bool),
-     .doc = "use Nesterov momentum"},
+     .doc = "use Nesterov momentum (muon: true when not given)"},
     {"optim", "weight_decay", KT_DOUBLE, "0", GE(0), AT(optim.weight_decay, double),
-     .doc = "L2 penalty coefficient added to the gradient"},
+     .doc = "sgd: L2 penalty coefficient added to the gradient; adamw, muon: decoupled decay "
+            "w <- w (1 - lr weight_decay)"},
     {"optim", "lr_scaling", KT_BOOL, "false", AT(optim.lr_scaling, bool),
      .doc = "scale the learning rate by batch_size * ranks / 256"},
     {"optim", "warmup_epochs", KT_DOUBLE, "0", GE(0), AT(optim.warmup_epochs, double),
@@ -200,11 +202,16 @@ static const deck_key keys_table[] = {
     {"optim", "decay_factor", KT_DOUBLE, "0.1", IN_OPEN_CLOSED(0, 1), AT(optim.decay_factor, double),
      .doc = "learning-rate multiplier applied at each of optim.decay_epochs"},
     {"optim", "beta1", KT_DOUBLE, "0.9", IN_CLOSED_OPEN(0, 1), AT(optim.beta1, double),
-     .doc = "adamw: decay rate of the first moment (the gradient's running mean)"},
+     .doc = "adamw, muon's AdamW part: decay rate of the first moment (the gradient's "
+            "running mean)"},
     {"optim", "beta2", KT_DOUBLE, "0.999", IN_CLOSED_OPEN(0, 1), AT(optim.beta2, double),
-     .doc = "adamw: decay rate of the second moment (the squared gradient's running mean)"},
+     .doc = "adamw, muon's AdamW part: decay rate of the second moment (the squared "
+            "gradient's running mean)"},
     {"optim", "eps", KT_DOUBLE, "1e-8", GT(0), AT(optim.eps, double),
-     .doc = "adamw: added to the square root of the second moment"},
+     .doc = "adamw, muon's AdamW part: added to the square root of the second moment"},
+    {"optim", "adamw_lr", KT_DOUBLE, "3e-4", GT(0), AT(optim.adamw_lr, double),
+     .doc = "muon: AdamW's rate for the tensors Muon leaves (embeddings, first layer, head, "
+            "biases, gains); it follows optim.lr's schedule (adamw_lr lr_t / lr)"},
     {"optim", "clip_norm", KT_DOUBLE, "0", GE(0), AT(optim.clip_norm, double),
      .doc = "scale the gradient down to this global L2 norm before each step; 0: off"},
     {"optim", "warmup_steps", KT_INT, "0", GE(0), AT(optim.warmup_steps, int64_t),

@@ -65,7 +65,7 @@ typedef struct dt_config {
         double synthetic_noise;
     } data;
     struct {
-        char name[16];            /* sgd | adamw (optim/) */
+        char name[16];            /* sgd | adamw | muon (optim/) */
         double lr;
         int64_t batch_size;
         double momentum;
@@ -75,7 +75,9 @@ typedef struct dt_config {
         double warmup_epochs;
         char decay_epochs[256];   /* comma-separated epochs, e.g. "30,60,80" */
         double decay_factor;
-        double beta1, beta2, eps; /* adamw: moment decay rates, denominator term */
+        double beta1, beta2, eps; /* adamw (and muon's AdamW part): moment decay rates,
+                                   * denominator term */
+        double adamw_lr;          /* muon: the AdamW part's rate at optim.lr's place */
         double clip_norm;         /* clip the gradient to this global L2 norm; 0: off */
         int64_t warmup_steps;     /* linear warmup over the first steps; 0: none */
         char schedule[16];        /* step (epochs: warmup_epochs, decay_epochs) | cosine */

@@ -168,13 +168,15 @@ dt_gpt *gpt_create(const dt_gpt_config *c)
     add_tensor(m, "wte.weight", shape, V * C, C, 0);
     snprintf(shape, sizeof shape, "(%zu, %zu)", T, C);
     add_tensor(m, "wpe.weight", shape, T * C, C, 0);
-    static const struct { const char *name; int rows, cols; int init; } blk[T_PER_BLOCK] = {
-        { "ln_1.weight", 1, 0, 1 },      { "ln_1.bias", 1, 0, 2 },
-        { "attn.c_attn.weight", 3, 1, 0 }, { "attn.c_attn.bias", 3, 0, 2 },
-        { "attn.c_proj.weight", 1, 1, 0 }, { "attn.c_proj.bias", 1, 0, 2 },
-        { "ln_2.weight", 1, 0, 1 },      { "ln_2.bias", 1, 0, 2 },
-        { "mlp.c_fc.weight", 4, 1, 0 },  { "mlp.c_fc.bias", 4, 0, 2 },
-        { "mlp.c_proj.weight", 1, 4, 0 }, { "mlp.c_proj.bias", 1, 0, 2 },
+    /* rows, cols in units of C; mats: the hidden matrices a weight holds (the
+     * fused qkv: q, k and v, each (C, C)) */
+    static const struct { const char *name; int rows, cols; int init, mats; } blk[T_PER_BLOCK] = {
+        { "ln_1.weight", 1, 0, 1, 0 },         { "ln_1.bias", 1, 0, 2, 0 },
+        { "attn.c_attn.weight", 3, 1, 0, 3 },  { "attn.c_attn.bias", 3, 0, 2, 0 },
+        { "attn.c_proj.weight", 1, 1, 0, 1 },  { "attn.c_proj.bias", 1, 0, 2, 0 },
+        { "ln_2.weight", 1, 0, 1, 0 },         { "ln_2.bias", 1, 0, 2, 0 },
+        { "mlp.c_fc.weight", 4, 1, 0, 1 },     { "mlp.c_fc.bias", 4, 0, 2, 0 },
+        { "mlp.c_proj.weight", 1, 4, 0, 1 },   { "mlp.c_proj.bias", 1, 0, 2, 0 },
     };
     for (int l = 0; l < L; l++)
         for (int k = 0; k < T_PER_BLOCK; k++) {
@@ -185,6 +187,12 @@ dt_gpt *gpt_create(const dt_gpt_config *c)
             else
                 snprintf(shape, sizeof shape, "(%zu)", rows);
             add_tensor(m, name, shape, rows * (cols ? cols : 1), cols, blk[k].init);
+            if (blk[k].mats) {
+                dt_tensor_view *t = &m->tv[m->ntensors - 1];
+                t->mats = blk[k].mats;
+                t->rows = rows / (size_t)blk[k].mats;
+                t->cols = cols;
+            }
         }
     snprintf(shape, sizeof shape, "(%zu)", C);
     add_tensor(m, "ln_f.weight", shape, C, 0, 1);

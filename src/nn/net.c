@@ -121,6 +121,7 @@ static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
 {
     n->tensors = dt_realloc(n->tensors, (size_t)(n->ntensors + 1) * sizeof *n->tensors);
     dt_tensor_view *t = &n->tensors[n->ntensors++];
+    *t = (dt_tensor_view){ 0 };
     static const char *opname[] = { "input", "linear", "conv", "maxpool", "avgpool", "relu",
                                     "sigmoid", "dropout", "gn", "add", "flatten" };
     snprintf(t->name, sizeof t->name, "%s%d.%s", opname[n->nodes[node].op], node, kind);
@@ -133,6 +134,29 @@ static void add_tensor(dt_net *n, int node, const char *kind, const char *shape,
     t->conv = n->nodes[node].op == OP_CONV2D;
     *off = (int64_t)n->nparams;
     n->nparams += count;
+}
+
+/* The weights between the first layer and the classifier head (the first and
+ * the last weight in flat order, which is the nodes' order from the input) as
+ * Muon's matrices: a linear layer's (out, in) as it is, a convolution's
+ * (K, C, R, S) as (K, C R S). */
+static void mark_hidden_matrices(dt_net *n)
+{
+    int first = -1, last = -1;
+    for (int t = 0; t < n->ntensors; t++)
+        if (n->tensors[t].ndim >= 2) {
+            if (first < 0)
+                first = t;
+            last = t;
+        }
+    for (int t = first + 1; t < last; t++) {
+        dt_tensor_view *v = &n->tensors[t];
+        if (v->ndim < 2)
+            continue;
+        v->mats = 1;
+        v->cols = v->fan_in; /* in, or C R S */
+        v->rows = v->count / v->fan_in;
+    }
 }
 
 void net_finish(dt_net *n, int classes)
@@ -178,6 +202,7 @@ void net_finish(dt_net *n, int classes)
             break;
         }
     }
+    mark_hidden_matrices(n);
     net_plan_layouts(n);
     net_plan_fusion(n);
 }

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "optim/sgd.h"
 
-const dt_optim_ops *const optim_table[] = { &optim_sgd, &optim_adamw, NULL };
+const dt_optim_ops *const optim_table[] = { &optim_sgd, &optim_adamw, &optim_muon, NULL };
 
 const dt_optim_ops *optim_find(const char *name)
 {

@@ -2,11 +2,13 @@
  * the algorithms.
  *
  * An optimizer keeps `nstate` vectors of the flat vector's length n (SGD:
- * the momentum; AdamW: the two moments), local to the rank and never
- * communicated; each is checkpointed under its name and restored bit for
- * bit. Its step works on a range [lo, hi) of the flat vector, so a
- * parameter server updates its shard and an outer optimizer (DiLoCo) a
- * fragment with the same code as a rank updating everything. */
+ * the momentum; AdamW: the two moments; Muon: its momentum and its AdamW
+ * part's two moments), local to the rank and never communicated; each is
+ * checkpointed under its name and restored bit for bit. Its step works on a
+ * range [lo, hi) of the flat vector, so a parameter server updates its shard
+ * and an outer optimizer (DiLoCo) a fragment with the same code as a rank
+ * updating everything; a kind whose rule spans whole matrices (Muon) says so
+ * in `whole` and steps on [0, n) only. */
 #ifndef DT_OPTIM_OPTIM_H
 #define DT_OPTIM_OPTIM_H
 
@@ -33,6 +35,8 @@ typedef struct dt_optim_ops {
     const char *name;
     int nstate;                                   /* state vectors of length n */
     const char *state_names[DT_OPTIM_MAX_STATE];  /* their checkpoint dataset names */
+    const char *whole;  /* why its step takes the whole vector at once, never a shard
+                         * (NULL: any range [lo, hi) will do) */
     /* Hyper-parameters from cfg, and per-tensor rules from the flat vector's
      * tensors (ntensors, in flat order; may be 0 for a vector without
      * tensors). -1 after dt_err_set(). */
@@ -57,6 +61,7 @@ struct dt_optim {
     float momentum, weight_decay;
     int nesterov;
     double b1, b2, epsd, wd;                /* adamw: as the deck gives them (double) */
+    void *own;                              /* the kind's own plan (muon), freed by its free */
     int nseg;
     dt_optim_segment *seg;                 /* (nseg) in flat order, or NULL: one rule */
     float *state[DT_OPTIM_MAX_STATE];      /* (n) each, zero at the start */
@@ -87,5 +92,6 @@ void optim_free(dt_optim *o, const dt_backend *be);
 /* The kinds. */
 extern const dt_optim_ops optim_sgd;
 extern const dt_optim_ops optim_adamw; /* optim/adamw.c */
+extern const dt_optim_ops optim_muon;  /* optim/muon.c */
 
 #endif

@@ -10,6 +10,28 @@
 
 #include "algo/algo.h"
 #include "core/error.h"
+#include "optim/optim.h"
+
+/* Whether the mode runs the optimizer's step on what the optimizer needs: a
+ * kind that steps on whole matrices (dt_optim_ops.whole: muon) cannot take a
+ * parameter server's shard, and a mode with its own step (the edge-consensus
+ * ISVR modes) never calls one but SGD's arithmetic (the algorithms' table
+ * refuses adamw there already). 0, or -1 after dt_err_set(). */
+static int optim_fits_mode(const dt_config *cfg, const dt_algo *a)
+{
+    const dt_optim_ops *ops = optim_find(cfg->optim.name);
+    if (!ops)
+        return dt_err_prefix("optim.name");
+    if (ops->whole && a->servers)
+        return dt_err_set("optim.name = %s with algorithm.mode = %s: the parameter servers "
+                          "step on their shards of the flat vector, and %s; use optim.name = "
+                          "sgd or adamw", ops->name, a->name, ops->whole);
+    if (ops->whole && a->own_step)
+        return dt_err_set("optim.name = %s with algorithm.mode = %s: the mode takes its own "
+                          "step, never the optimizer's, so %s would not run; use optim.name = "
+                          "sgd", ops->name, a->name, ops->name);
+    return 0;
+}
 
 int groups_check(const dt_job *job)
 {
@@ -19,6 +41,8 @@ int groups_check(const dt_job *job)
         if (!a)
             return dt_err_set("%s: algorithm.mode = %s is not built in", g->where,
                               g->cfg.algorithm.mode);
+        if (optim_fits_mode(&g->cfg, a) != 0)
+            return *g->name ? dt_err_prefix("%s", g->where) : -1;
         if (a->check(&g->cfg, g->ranks) != 0) {
             if (*g->name)
                 return dt_err_prefix("%s = %d (algorithm.mode = %s)", g->where, g->ranks,

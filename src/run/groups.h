@@ -10,8 +10,10 @@
 #include "run/run.h"
 
 /* Every group's mode accepts its rank count (bipartite needs an even count,
- * and so on). Serial and the same on every rank; -1 with a message that
- * names where the group's ranks were given. */
+ * and so on) and its optimizer (muon steps on whole matrices, which neither
+ * a parameter server's shards nor a mode's own step give it). Serial and the
+ * same on every rank; -1 with a message that names where the group's ranks
+ * were given. */
 int groups_check(const dt_job *job);
 
 /* The communicator of the group holding this world rank. Collective. */

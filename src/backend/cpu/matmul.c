@@ -1,49 +1,17 @@
-/* The linear layers of a transformer: fp32 through oneDNN's sgemm where
- * dtrain is built with oneDNN, else OpenBLAS's; bf16 through oneDNN's matmul
- * (backend/cpu/gemm_bf16.h). The weight is (out, in) as in PyTorch. Unlike linear.c's,
- * the input gradient is written, not added: in a transformer every linear
- * layer's input feeds only that layer (the residual stream adds its own
- * gradient separately).
- *
- * Why oneDNN's sgemm for fp32: at these layers' shapes (N = B T rows against
- * C .. 4C columns, one of the three sizes as small as 128) it runs 5-17 %
- * faster than OpenBLAS 0.3.21 on one thread of an AMD Zen 4 (CPU time per
- * call; "baby" GPT 768 x 128 x 512: 107 against 91 GFLOP/s for dW, 106
- * against 98 for dx; "small" 2048 x 384 x 1536: 104-110 against 95-101),
- * and it threads with the engine's OpenMP team instead of a second pool.
- * The attention's many small products stay OpenBLAS's (backend/cpu/attention.c),
+/* The linear layers of a transformer: fp32 through the CPU backend's sgemm
+ * (backend/cpu/sgemm.h: oneDNN's where dtrain is built with oneDNN, else
+ * OpenBLAS's); bf16 through oneDNN's matmul (backend/cpu/gemm_bf16.h). The
+ * weight is (out, in) as in PyTorch. Unlike linear.c's, the input gradient is
+ * written, not added: in a transformer every linear layer's input feeds only
+ * that layer (the residual stream adds its own gradient separately). The
+ * attention's many small products stay OpenBLAS's (backend/cpu/attention.c),
  * where its small-matrix kernels cost less per call. */
-#include "config.h"
-
 #include "nn/transformer.h"
 
-#include <cblas.h>
 #include <string.h>
 
-#ifdef HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
-
-#include "core/error.h"
-#endif
-
+#include "backend/cpu/sgemm.h"
 #include "core/simd.h"
-
-/* Row-major C (M, N) = alpha op(A) op(B) + beta C; op(X) = X^T where tX. */
-static void sgemm(int tA, int tB, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, int ldb, float beta, float *C, int ldc)
-{
-#ifdef HAVE_DNNL
-    const dnnl_status_t rc = dnnl_sgemm(tA ? 'T' : 'N', tB ? 'T' : 'N', M, N, K, alpha, A, lda,
-                                        B, ldb, beta, C, ldc);
-    if (rc != dnnl_success)
-        DT_FATAL("matmul: oneDNN dnnl_sgemm(%c%c, M %d, N %d, K %d) failed: %s",
-                 tA ? 'T' : 'N', tB ? 'T' : 'N', M, N, K, dnnl_status2str(rc));
-#else
-    cblas_sgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, M,
-                N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#endif
-}
 
 void matmul_forward(int N, int in, int out, const float *x, const float *W, const float *b,
                     float *y)
@@ -55,7 +23,7 @@ void matmul_forward(int N, int in, int out, const float *x, const float *W, cons
             memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
         beta = 1.0f;
     }
-    sgemm(0, 1, N, out, in, 1.0f, x, in, W, in, beta, y, out);
+    cpu_sgemm(0, 1, N, out, in, 1.0f, x, in, W, in, beta, y, out);
 }
 
 /* db (out) = column sums of dy (N, out), row by row so the loads are contiguous. */
@@ -79,10 +47,10 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
     if (db)
         DT_KERNEL(column_sums)(N, out, dy, db);
     // dW (out, in) = dy^T (out, N) x (N, in)
-    sgemm(1, 0, out, in, N, 1.0f, dy, out, x, in, 0.0f, dW, in);
+    cpu_sgemm(1, 0, out, in, N, 1.0f, dy, out, x, in, 0.0f, dW, in);
     if (dx)
         // dx (N, in) = dy (N, out) W (out, in)
-        sgemm(0, 0, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
+        cpu_sgemm(0, 0, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
 }
 
 void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *W16,
