@@ -51,7 +51,9 @@
  * i.e. theta_new plus the local progress made since the post: the rank's own
  * step delta_i, already in x_i, is replaced by the average's outer step
  * (not a rewind). The next pseudo-gradient theta_new - x_i is then minus
- * that local progress, and the next exchange is posted.
+ * that local progress, and the next exchange is posted. The dense exchange
+ * is the reduce-scatter + all-gather above (the all-gather posted one step
+ * after the post), top-k's one non-blocking all-gather.
  *
  * Gossip (outer_comm = sgp): no collective; each rank keeps its own theta_i
  * and b_i. Push-sum mixes the new local models x_j over the graph, and rank
@@ -72,9 +74,9 @@
  * cuda the network works on device copies of x and g.
  *
  * Every pass over a vector goes through core/vec.h, algo/quant.h or
- * algo/topk_codec.h, which
- * return at once in the simulator (dtrain-sim): there the vectors hold no
- * model, and a 124 M-parameter pseudo-gradient costs only its messages. */
+ * algo/topk_codec.h, which return at once in the simulator (dtrain-sim):
+ * there the vectors hold no model, and a 124 M-parameter pseudo-gradient
+ * costs only its messages. */
 #include <stdlib.h>
 #include <string.h>
 
