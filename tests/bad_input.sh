@@ -56,6 +56,28 @@ run 2 60 "$D" optim.eps=0
 expect_fail "eps = 0" "optim.eps = 0: expected a number > 0"
 run 2 60 "$D" model.dropout=1
 expect_fail "dropout = 1" "model.dropout = 1: expected a number in \\[0, 1\\)"
+# DiLoCo's top-k exchange and delayed outer step: each refusal names key, value and what it takes
+DL="algorithm.mode=diloco diloco.inner_steps=4"
+run 2 60 "$D" $DL diloco.compress=topk diloco.density=0
+expect_fail "topk density 0" "diloco.density = 0: expected a number in \\(0, 1\\]"
+run 2 60 "$D" $DL diloco.compress=topk diloco.density=1.5
+expect_fail "topk density 1.5" "diloco.density = 1.5: expected a number in \\(0, 1\\]"
+run 2 60 "$D" $DL diloco.compress=topk diloco.bits=3
+expect_fail "topk bits 3" "diloco.bits = 3: expected one of 2, 4, 8"
+run 2 60 "$D" $DL diloco.compress=topk diloco.chunk=32
+expect_fail "topk chunk 32" "diloco.chunk = 32: expected an integer in \\[64,"
+run 2 60 "$D" $DL diloco.ef_decay=0
+expect_fail "ef_decay 0" "diloco.ef_decay = 0: expected a number in \\(0, 1\\]"
+run 2 60 "$D" $DL diloco.ef_decay=1.5
+expect_fail "ef_decay 1.5" "diloco.ef_decay = 1.5: expected a number in \\(0, 1\\]"
+run 2 60 "$D" $DL diloco.compress=topk diloco.outer_comm=sgp
+expect_fail "topk with sgp" \
+    "diloco.compress = topk with diloco.outer_comm = sgp: expected diloco.outer_comm = allreduce"
+run 2 60 "$D" $DL diloco.compress=topk diloco.precision=bf16
+expect_fail "topk with bf16" "diloco.precision = bf16 with diloco.compress = topk: expected fp32"
+run 2 60 "$D" $DL diloco.delay=1 diloco.fragments=2
+expect_fail "delay with 2 fragments" \
+    "diloco.delay = 1 takes diloco.fragments = 1, diloco.overlap = 0 and diloco.merge = 0 \\(got 2"
 # momentum given with adamw: the run goes on, rank 0 says once that it is ignored
 run 2 60 --print-deck "$D" optim.name=adamw
 if [ "$RC" -eq 0 ] && [ "$(grep -c 'note: optim.momentum does not apply to optim.name = adamw' \

@@ -2,13 +2,14 @@
 # DiLoCo (algorithm.mode = diloco) end to end, plus test_diloco's
 # closed-form checks under mpiexec -n 4:
 #  - replicas bit-identical after every outer step (run.check_replicas), for
-#    fp32, bf16 and int8 with error feedback;
+#    fp32, bf16, int8 with error feedback and top-k codes;
 #  - H = 1, outer (lr 1, momentum 0), inner SGD without momentum equals mode
 #    allreduce to float rounding on the network;
 #  - a budget ending inside an outer loop, resumed to a longer one, equals
 #    the uninterrupted run bit for bit (plain; int8 + error feedback +
 #    streaming fragments with the reduce-scatter or the all-gather of an
-#    exchange in flight at the stop; push-sum);
+#    exchange in flight at the stop; top-k streaming; the delayed outer step,
+#    fp32 and top-k, with its exchange in flight; push-sum);
 #  - streaming with 1 fragment and overlap 0 equals plain diloco bit for bit;
 #  - bad settings stop every rank at start-up with the key named.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
@@ -36,6 +37,14 @@ for prec in "fp32" "bf16" "int8 diloco.error_feedback=true"; do
         fail "diloco $name replicas (rc $RC)"; tail -3 "$WORK/out.txt"
     fi
 done
+run 3 120 "$D" $M $H4 diloco.compress=topk diloco.chunk=256 diloco.bits=2 diloco.sync_steps=2 \
+    run.check_replicas=true run.output_dir="$WORK/rep-topk" run.max_steps=18
+if [ "$RC" -eq 0 ] && grep -q "top-k 2-bit" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" replicas "$(last "$WORK/rep-topk")" >/dev/null; then
+    pass "diloco topk 2-bit on 3 ranks, 2 warm-up steps + 4 outer steps of H 4: replicas identical after each (run.check_replicas)"
+else
+    fail "diloco topk replicas (rc $RC)"; tail -3 "$WORK/out.txt"
+fi
 # the last run ended 0 steps after its outer step: its checkpoint's replicas are
 # identical; stopped mid-loop (17 steps) they are not, and check_replicas is quiet
 run 3 120 "$D" $M $H4 run.check_replicas=true run.output_dir="$WORK/mid" run.max_steps=17
@@ -80,6 +89,14 @@ EXTRA="diloco_sent diloco_residual" resume_case "int8-streaming" 26 13 $M diloco
 # stopped at 12, the reduce-scatter of the fragment started at 12 is in flight
 EXTRA="diloco_sent" resume_case "bf16-streaming" 24 12 $M diloco.inner_steps=8 \
     diloco.fragments=2 diloco.overlap=3 diloco.precision=bf16
+# stopped at 13, the top-k codes of the fragment started at 12 are in flight
+EXTRA="diloco_sent diloco_residual" resume_case "topk-streaming" 26 13 $M diloco.inner_steps=8 \
+    diloco.fragments=2 diloco.overlap=2 diloco.compress=topk diloco.chunk=256
+# delayed: stopped at 10, the all-gather of the exchange posted at 8 in flight
+EXTRA="diloco_sent diloco_x_sent" resume_case "delay" 22 10 $M $H4 diloco.delay=1
+# delayed top-k: stopped at 12, the codes posted at 12 in flight
+EXTRA="diloco_sent diloco_x_sent diloco_residual" resume_case "delay-topk" 22 12 $M $H4 \
+    diloco.delay=1 diloco.compress=topk diloco.chunk=256 diloco.ef_decay=0.9
 EXTRA="push_sum_weight" resume_case "sgp" 22 10 $M $H4 algorithm.topology=exponential \
     diloco.outer_comm=sgp
 

@@ -17,7 +17,10 @@
 # or more off); bf16 and int8 send 1/2 and ~1/4 of fp32's bytes in less
 # than 0.55 and 0.3 of its time; the streaming variant with its exchange
 # overlapping 2 inner steps hides it behind the compute (and, where the
-# network is slower than a step, the wait is counted as communication).
+# network is slower than a step, the wait is counted as communication); top-k
+# codes (4 bits, 0.02 of each chunk of 4096) send their exact size, 1.03 % of
+# fp32's bytes, in under a tenth of its time; the delayed outer step (fp32)
+# hides the exchange behind a whole loop.
 # Skipped (77) without the simulator.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 : "${DTRAIN_SIM:=$(pwd)/src/dtrain-sim}"
@@ -154,8 +157,10 @@ dsim d-int8 diloco.inner_steps=4 run.max_steps=8 diloco.precision=int8 diloco.er
 dsim d-gossip diloco.inner_steps=4 run.max_steps=8 diloco.outer_comm=sgp
 dsim d-h8 diloco.inner_steps=8 run.max_steps=16
 dsim d-stream diloco.inner_steps=8 run.max_steps=16 diloco.fragments=2 diloco.overlap=2
+dsim d-topk diloco.inner_steps=4 run.max_steps=8 diloco.compress=topk
+dsim d-delay diloco.inner_steps=4 run.max_steps=12 diloco.delay=1
 # each run: its record, 0.1 s of compute per step, and a step = compute + communication
-for v in fp32:8 bf16:8 int8:8 gossip:8 h8:16 stream:16; do
+for v in fp32:8 bf16:8 int8:8 gossip:8 h8:16 stream:16 topk:8 delay:12; do
     c=$WORK/d-${v%:*}/sim.csv
     if [ -f "$c" ] && [ "$(col "$c" mode)" = diloco ] && [ "$(col "$c" steps)" = "${v#*:}" ] &&
        near "$(col "$c" compute_s)" 0.1 0.001 &&
@@ -188,6 +193,20 @@ if [ "$b16" = "$(( N / 2 ))" ] && awk "BEGIN { r = $b8 / $b32; exit !(r > 0.25 &
     pass "diloco bf16 / int8: $b16 / $b8 bytes per step against fp32's $b32, communication $c16 / $c8 s against $c32 s"
 else
     fail "diloco bf16 / int8: $b16 / $b8 bytes per step against fp32's $b32, communication $c16 / $c8 s against $c32 s"
+fi
+# 244 chunks of 4096 (82 12-bit offsets and 4-bit codes: 42 words) and one of 576
+# (12 10-bit offsets and codes: 7 words) = 10255 words once per 4 steps
+ck=$(col "$WORK/d-topk/sim.csv" comm_s); bk=$(col "$WORK/d-topk/sim.csv" bytes_per_step)
+if [ "$bk" = 10255 ] && awk "BEGIN { exit !($ck < 0.1 * $c32) }"; then
+    pass "diloco topk 4-bit, 0.02 of chunks of 4096: $bk bytes per step (the codes' exact size, $(awk "BEGIN { printf \"%.2f\", 100 * $bk / $b32 }") % of fp32), communication $ck s against $c32 s"
+else
+    fail "diloco topk: $bk bytes per step (expected 10255), communication $ck s against fp32's $c32 s"
+fi
+tdl=$(col "$WORK/d-delay/sim.csv" time_per_iter_s)
+if near "$tdl" 0.1 0.005 && [ "$(col "$WORK/d-delay/sim.csv" bytes_per_step)" = "$N" ]; then
+    pass "diloco delay 1: $tdl s per step, the compute alone (plain diloco at H 4: $t1 s), the same bytes"
+else
+    fail "diloco delay 1: $tdl s per step, expected 0.1 within 0.5 % (plain H 4: $t1 s)"
 fi
 tst=$(col "$WORK/d-stream/sim.csv" time_per_iter_s)
 # within 0.5 %: the log's reduction every step (run.log_every = 1) costs a few latencies

@@ -14,7 +14,13 @@
  *    the next pseudo-gradient sent;
  *  - streaming fragments with overlap and merge against a reference of the
  *    schedule in double;
- *  - outer_comm = sgp on the complete graph equals the allreduce variant. */
+ *  - outer_comm = sgp on the complete graph equals the allreduce variant;
+ *  - compress = topk: the outer step is (1/R) sum_r decode(codes of rank r)
+ *    bit for bit, the same on every rank; the residual is what the codes
+ *    left out; a rank counts its own codes once; error feedback closes (what
+ *    was decoded plus the residual is the sum of the pseudo-gradients) and
+ *    its decay is in the next vector sent;
+ *  - delay = 1 against the delayed schedule in double, fp32 and top-k. */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -23,6 +29,7 @@
 
 #include "algo/algo.h"
 #include "algo/quant.h"
+#include "algo/topk_codec.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "tap.h"
@@ -52,16 +59,18 @@ static void const_gradient(dt_trainer *t, const float *x)
 static double x0(size_t i) { return (double)(int)(i % 13) / 16.0 - 0.25; }
 
 typedef struct opts {
-    const char *mode, *precision, *outer_comm, *topology;
-    int64_t H, K, P, overlap;
-    double outer_lr, mu, merge;
-    int nesterov, ef;
+    const char *mode, *precision, *outer_comm, *topology, *compress, *ef, *bits;
+    int64_t H, K, P, overlap, chunk, delay;
+    double outer_lr, mu, merge, density, ef_decay;
+    int nesterov;
 } opts;
 
 static opts defaults(void)
 {
     return (opts){ .mode = "diloco", .precision = "fp32", .outer_comm = "allreduce",
-                   .topology = "auto", .H = 4, .P = 1, .outer_lr = 1.0, .nesterov = 1 };
+                   .topology = "auto", .compress = "none", .ef = "auto", .bits = "4", .H = 4,
+                   .P = 1, .chunk = 64, .outer_lr = 1.0, .density = 0.05, .ef_decay = 1.0,
+                   .nesterov = 1 };
 }
 
 static void make_trainer(dt_trainer *t, dt_config *cfg, const opts *o,
@@ -79,7 +88,13 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const opts *o,
     cfg->diloco.fragments = o->P;
     cfg->diloco.overlap = o->overlap;
     cfg->diloco.merge = o->merge;
-    cfg->diloco.error_feedback = o->ef;
+    snprintf(cfg->diloco.error_feedback, sizeof cfg->diloco.error_feedback, "%s", o->ef);
+    cfg->diloco.ef_decay = o->ef_decay;
+    snprintf(cfg->diloco.compress, sizeof cfg->diloco.compress, "%s", o->compress);
+    cfg->diloco.density = o->density;
+    cfg->diloco.chunk = o->chunk;
+    snprintf(cfg->diloco.bits, sizeof cfg->diloco.bits, "%s", o->bits);
+    cfg->diloco.delay = o->delay;
     snprintf(cfg->diloco.precision, sizeof cfg->diloco.precision, "%s", o->precision);
     snprintf(cfg->diloco.outer_comm, sizeof cfg->diloco.outer_comm, "%s", o->outer_comm);
     memset(t, 0, sizeof *t);
@@ -431,7 +446,7 @@ static void test_error_feedback(void)
     o.H = 4;
     o.overlap = 1;
     o.precision = "int8";
-    o.ef = 1;
+    o.ef = "true";
     dt_trainer t;
     dt_config cfg;
     make_trainer(&t, &cfg, &o, quad_gradient, 0.1f);
@@ -462,6 +477,227 @@ static void test_error_feedback(void)
     free(wire);
     free(dec);
     free(err1);
+    free_trainer(&t);
+}
+
+/* ---- top-k ---------------------------------------------------------------- */
+
+static dt_tkc tkc_of(const opts *o) { return (dt_tkc){ (size_t)o->chunk, o->density, atoi(o->bits) }; }
+
+/* Top-k (overlap 1, so the vector sent is kept, its outer step one step
+ * later), outer (lr 1, momentum 0): theta moves down by exactly
+ * (1/R) sum_r decode(codes of v_r), added in rank order, computed here from
+ * every rank's v_r; theta and x bit-identical on every rank; the residual is
+ * v - decode(codes of v) bit for bit; the rank counts its own codes once. */
+static void test_topk_exchange(const char *bits)
+{
+    opts o = defaults();
+    o.overlap = 1;
+    o.compress = "topk";
+    o.bits = bits;
+    o.mu = 0.0;
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, &o, quad_gradient, 0.1f);
+    run_steps(&t, o.H - 1);
+    const int64_t b0 = t.meter.bytes_sent;
+    run_steps(&t, 1); /* posts the first exchange */
+    const int64_t bytes = t.meter.bytes_sent - b0;
+    const dt_tkc f = tkc_of(&o);
+    const size_t W = tkc_words(&f, N);
+    const float *v = state_array(&t, "diloco_sent"), *err = state_array(&t, "diloco_residual");
+    float *all = dt_falloc((size_t)nranks * N), *wire = dt_falloc(W), *mean = dt_falloc(N),
+          *dec = dt_falloc(N), *theta = dt_falloc(N);
+    memcpy(theta, state_array(&t, "diloco_outer_params"), N * sizeof(float));
+    MPI_CHECK(MPI_Allgather(v, N, MPI_FLOAT, all, N, MPI_FLOAT, MPI_COMM_WORLD));
+    for (int r = 0; r < nranks; r++) {
+        tkc_encode(&f, all + (size_t)r * N, N, wire);
+        tkc_decode_add(&f, wire, N, mean);
+    }
+    for (size_t i = 0; i < N; i++)
+        mean[i] *= 1.0f / (float)nranks;
+    tkc_encode(&f, v, N, wire);
+    tkc_decode(&f, wire, N, dec);
+    int resid = 1, sparse = 1;
+    for (size_t i = 0; i < N; i++)
+        resid &= err[i] == v[i] - dec[i];
+    for (size_t lo = 0; lo < N; lo += f.chunk) { /* at most R k values per chunk moved */
+        size_t len = N - lo < f.chunk ? N - lo : f.chunk, nz = 0;
+        for (size_t i = lo; i < lo + len; i++)
+            nz += mean[i] != 0.0f;
+        sparse &= nz >= tkc_k(&f, len) && nz <= (size_t)nranks * tkc_k(&f, len);
+    }
+    run_steps(&t, 1); /* completes it */
+    const float *th = state_array(&t, "diloco_outer_params");
+    int exact = 1;
+    for (size_t i = 0; i < N; i++)
+        exact &= th[i] == theta[i] - mean[i];
+    int flags[3] = { exact && sparse, resid, bytes == (int64_t)(4 * W) };
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, flags, 3, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
+    int same = identical(th, N) && identical(t.params, N) && !memcmp(th, t.params, N * 4);
+    if (rank == 0) {
+        CHECK(flags[0] && same,
+              "topk %s-bit: the outer step is (1/R) sum_r decode(codes of rank r) in rank order "
+              "bit for bit (1 to R k values of each chunk move); theta and x identical on "
+              "every rank", bits);
+        CHECK(flags[1], "topk %s-bit: the residual is v - decode(codes of v) bit for bit", bits);
+        CHECK(flags[2] && 4 * W < N * 4 / 20,
+              "topk %s-bit: a rank counts its own codes once: %lld bytes for %d values "
+              "(%.2f %% of fp32)", bits, (long long)bytes, (int)N, 100.0 * (double)bytes / (4.0 * N));
+    }
+    free(all);
+    free(wire);
+    free(mean);
+    free(dec);
+    free(theta);
+    free_trainer(&t);
+}
+
+/* Error feedback with top-k, beta = 1: over 6 outer steps, the values the
+ * codes carried plus the final residual add up to the sum of the
+ * pseudo-gradients theta - x (each from the rank's last inner step, done
+ * here by hand), to float rounding; the residual itself is large, so a lost
+ * residual would show. Then beta = 0.5: the next vector sent is
+ * (theta - x) + 0.5 e bit for bit. */
+static void test_topk_feedback(void)
+{
+    opts o = defaults();
+    o.overlap = 1;
+    o.compress = "topk";
+    o.bits = "2";
+    o.mu = 0.0;
+    const float lr = 0.1f;
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, &o, quad_gradient, lr);
+    const dt_tkc f = tkc_of(&o);
+    float *wire = dt_falloc(tkc_words(&f, N)), *dec = dt_falloc(N);
+    double *sum_delta = dt_calloc(N, sizeof(double)), *sum_sent = dt_calloc(N, sizeof(double));
+    for (int k = 0; k < 6; k++) {
+        run_steps(&t, o.H - 1);
+        const float *theta = state_array(&t, "diloco_outer_params");
+        for (size_t i = 0; i < N; i++) { /* x after the last inner step, as SGD takes it */
+            float x = t.params[i] - lr * (t.params[i] - (float)quad_a(rank, i));
+            sum_delta[i] += (double)theta[i] - x;
+        }
+        run_steps(&t, 1); /* posts */
+        tkc_encode(&f, state_array(&t, "diloco_sent"), N, wire);
+        tkc_decode(&f, wire, N, dec);
+        for (size_t i = 0; i < N; i++)
+            sum_sent[i] += dec[i];
+    }
+    const float *err = state_array(&t, "diloco_residual");
+    double gap = 0, resid = 0, total = 0;
+    for (size_t i = 0; i < N; i++) {
+        gap = fmax(gap, fabs(sum_sent[i] + err[i] - sum_delta[i]));
+        resid = fmax(resid, fabs(err[i]));
+        total = fmax(total, fabs(sum_delta[i]));
+    }
+    gap = max_all(gap);
+    resid = max_all(resid);
+    total = max_all(total);
+    if (rank == 0)
+        CHECK(gap < 1e-5 * total && resid > 1e-2 * total,
+              "topk 2-bit, error feedback (beta 1), 6 outer steps: decoded + residual = sum of "
+              "the pseudo-gradients (max gap %.2g, residual up to %.3g, sum up to %.3g)", gap,
+              resid, total);
+    free_trainer(&t);
+
+    o.ef_decay = 0.5;
+    make_trainer(&t, &cfg, &o, quad_gradient, lr);
+    run_steps(&t, o.H); /* the first exchange is posted */
+    float *e1 = dt_falloc(N);
+    memcpy(e1, state_array(&t, "diloco_residual"), N * sizeof(float));
+    run_steps(&t, o.H); /* completed, the second posted */
+    const float *sent = state_array(&t, "diloco_sent"), *theta = state_array(&t, "diloco_outer_params");
+    int decayed = 1, nonzero = 0;
+    for (size_t i = 0; i < N; i++) {
+        float v = theta[i] - t.params[i];
+        v += 0.5f * e1[i];
+        decayed &= sent[i] == v;
+        nonzero |= e1[i] != 0.0f;
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &decayed, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
+    if (rank == 0)
+        CHECK(decayed && nonzero,
+              "topk, ef_decay 0.5: the next vector sent is (theta - x) + 0.5 e bit for bit");
+    free(e1);
+    free(wire);
+    free(dec);
+    free(sum_delta);
+    free(sum_sent);
+    free_trainer(&t);
+}
+
+/* ---- the delayed outer step ------------------------------------------------ */
+
+/* delay = 1 in double with constant gradients: at every multiple c of H, the
+ * exchange posted at c - H completes (theta steps on the mean of what was
+ * sent, x <- x - (x_sent - theta)), then theta - x is sent and x_sent <- x.
+ * top-k: theta the same bits on every rank and x apart (each keeps its own
+ * progress), the schedule's shape without its values. */
+static void test_delay(const char *compress)
+{
+    opts o = defaults();
+    o.delay = 1;
+    o.mu = 0.5;
+    o.outer_lr = 0.8;
+    o.compress = compress;
+    const float lr = 0.25f;
+    const int64_t steps = 4 * o.H + 2;
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, &o, const_gradient, lr);
+    run_steps(&t, steps);
+    double worst = 0, moved = 0;
+    double *x = malloc((size_t)nranks * sizeof *x), *sent = malloc((size_t)nranks * sizeof *sent),
+           *xs = malloc((size_t)nranks * sizeof *xs);
+    for (size_t i = 0; i < N; i++) {
+        double th = x0(i), b = 0;
+        int pending = 0;
+        for (int r = 0; r < nranks; r++)
+            x[r] = x0(i);
+        for (int64_t c = 1; c <= steps; c++) {
+            for (int r = 0; r < nranks; r++)
+                x[r] -= lr * const_c(r, i);
+            if (c % o.H != 0)
+                continue;
+            if (pending) {
+                double d = 0;
+                for (int r = 0; r < nranks; r++)
+                    d += sent[r] / nranks;
+                b = o.mu * b + d;
+                th -= o.outer_lr * (d + o.mu * b);
+                for (int r = 0; r < nranks; r++)
+                    x[r] = x[r] - xs[r] + th;
+            }
+            for (int r = 0; r < nranks; r++) {
+                sent[r] = th - x[r];
+                xs[r] = x[r];
+            }
+            pending = 1;
+        }
+        worst = fmax(worst, fabs(t.params[i] - x[rank]));
+        moved = fmax(moved, fabs(x[rank] - x0(i)));
+    }
+    worst = max_all(worst);
+    const float *theta = state_array(&t, "diloco_outer_params");
+    int same_theta = identical(theta, N), same_x = identical(t.params, N);
+    int in_flight = state_array(&t, "diloco_x_sent") != NULL && state_array(&t, "diloco_sent");
+    if (rank == 0) {
+        if (!strcmp(compress, "none"))
+            CHECK(worst < 1e-5 * fmax(1.0, moved) && same_theta && !same_x && in_flight,
+                  "delay 1, fp32: %lld steps of H 4 follow the delayed schedule in double (max "
+                  "err %.2g, moved %.2f); theta identical, x apart", (long long)steps, worst,
+                  moved);
+        else
+            CHECK(same_theta && !same_x && in_flight && moved > 0.1,
+                  "delay 1, topk: theta identical on every rank after 3 delayed outer steps, x "
+                  "apart (moved %.2f)", moved);
+    }
+    free(x);
+    free(sent);
+    free(xs);
     free_trainer(&t);
 }
 
@@ -665,6 +901,8 @@ static void test_check(void)
     memset(&cfg, 0, sizeof cfg);
     snprintf(cfg.diloco.precision, sizeof cfg.diloco.precision, "fp32");
     snprintf(cfg.diloco.outer_comm, sizeof cfg.diloco.outer_comm, "allreduce");
+    snprintf(cfg.diloco.compress, sizeof cfg.diloco.compress, "none");
+    snprintf(cfg.diloco.error_feedback, sizeof cfg.diloco.error_feedback, "auto");
     cfg.diloco.inner_steps = 10;
     cfg.diloco.fragments = 3;
     const dt_algo *a = algo_find("diloco");
@@ -677,12 +915,30 @@ static void test_check(void)
     CHECK(rc != 0 && strstr(dt_err_msg(), "diloco.overlap = 5"),
           "check: overlap >= H / P: %s", dt_err_msg());
     cfg.diloco.overlap = 0;
-    cfg.diloco.error_feedback = true;
+    snprintf(cfg.diloco.error_feedback, sizeof cfg.diloco.error_feedback, "true");
     rc = a->check(&cfg, 4);
     CHECK(rc != 0 && strstr(dt_err_msg(), "error_feedback"), "check: error feedback with fp32: %s",
           dt_err_msg());
-    cfg.diloco.error_feedback = false;
+    snprintf(cfg.diloco.compress, sizeof cfg.diloco.compress, "topk");
+    CHECK(a->check(&cfg, 4) == 0, "check: error feedback with topk over fp32 accepted");
+    snprintf(cfg.diloco.precision, sizeof cfg.diloco.precision, "int8");
+    rc = a->check(&cfg, 4);
+    CHECK(rc != 0 && strstr(dt_err_msg(), "diloco.precision = int8 with diloco.compress = topk"),
+          "check: topk with int8: %s", dt_err_msg());
+    snprintf(cfg.diloco.precision, sizeof cfg.diloco.precision, "fp32");
+    cfg.diloco.delay = 1;
+    rc = a->check(&cfg, 4);
+    CHECK(rc != 0 && strstr(dt_err_msg(), "diloco.delay = 1 takes diloco.fragments = 1"),
+          "check: delay with 2 fragments: %s", dt_err_msg());
+    cfg.diloco.delay = 0;
+    cfg.diloco.fragments = 1;
     snprintf(cfg.diloco.outer_comm, sizeof cfg.diloco.outer_comm, "sgp");
+    rc = a->check(&cfg, 4);
+    CHECK(rc != 0 && strstr(dt_err_msg(), "diloco.compress = topk with diloco.outer_comm = sgp"),
+          "check: topk with sgp: %s", dt_err_msg());
+    snprintf(cfg.diloco.compress, sizeof cfg.diloco.compress, "none");
+    snprintf(cfg.diloco.error_feedback, sizeof cfg.diloco.error_feedback, "auto");
+    cfg.diloco.fragments = 2;
     rc = a->check(&cfg, 4);
     CHECK(rc != 0 && strstr(dt_err_msg(), "outer_comm = sgp takes"),
           "check: sgp with fragments: %s", dt_err_msg());
@@ -713,6 +969,12 @@ int main(int argc, char **argv)
     test_streaming(2, 3, 0.25, "bf16");
     test_gossip_complete();
     test_gossip_consensus();
+    test_topk_exchange("2");
+    test_topk_exchange("4");
+    test_topk_exchange("8");
+    test_topk_feedback();
+    test_delay("none");
+    test_delay("topk");
     int rc = rank == 0 ? tap_done() : 0;
     MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Finalize());

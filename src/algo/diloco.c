@@ -1,5 +1,6 @@
 /* DiLoCo (Douillard et al. 2023, Algorithm 1) and its streaming
- * (Douillard et al. 2025), low-precision and gossip variants.
+ * (Douillard et al. 2025), low-precision, sparse (SparseLoCo, Sarfi et al.
+ * 2025), delayed and gossip variants.
  *
  *   theta <- x(0) on every rank; b <- 0
  *   for the first K steps:  g <- mean_i g_i;  x <- x - lr sgd(g)   (warm-up, = allreduce)
@@ -8,7 +9,8 @@
  *     H steps of the inner optimizer on the rank's data:  x_i <- x_i - lr sgd(g_i)
  *     delta_i <- theta - x_i                     (the pseudo-gradient: old minus new)
  *     delta   <- mean_i delta_i                  (one allreduce; or reduce-scatter and
- *                                                 all-gather of bf16/int8 codes)
+ *                                                 all-gather of bf16/int8 codes; or
+ *                                                 all-gather of top-k codes)
  *     (gossip: delta_i <- theta_i - z_i, z_i the push-sum mix of the x_j)
  *     b       <- mu b + delta
  *     theta   <- theta - lr_out (delta + mu b)   (Nesterov; else theta - lr_out b)
@@ -27,6 +29,32 @@
  * completion when overlap = 1) and decoded at the completion: both halves
  * overlap inner steps.
  *
+ * Error feedback: each rank keeps e_i, what its codes left out, and sends
+ * codes of the decayed residual plus its pseudo-gradient:
+ *     v_i <- beta e_i + delta_i;   c_i <- codes(v_i);   e_i <- v_i - decode(c_i)
+ * so with beta = 1 the values decoded over the outer steps plus e_i add up to
+ * the sum of the delta_i: nothing is lost, only late. beta < 1 forgets old
+ * residuals (SparseLoCo, with lr_out = 1 and mu = 0).
+ *
+ * Top-k (compress = topk, algo/topk_codec.h): c_i holds, per chunk of the
+ * fragment, the k values of v_i largest by magnitude, low-bit with one
+ * scale per chunk. Every rank gathers every c_r (one all-gather), then
+ *     delta <- (1/R) sum_r decode(c_r)           (summed in rank order 0..R-1)
+ * the same operations on the same bytes, so the same floats on every rank.
+ *
+ * Delayed outer step (delay = 1, P = 1): loop k's exchange is posted at the
+ * end of loop k and completed at the end of loop k + 1, so it overlaps a
+ * whole loop of inner steps. The rank does not wait at the post: it goes on
+ * from its own x_i, keeping x_i^sent = x_i. At the completion
+ *     theta_new <- the outer step on delta (as above)
+ *     x_i       <- x_i - (x_i^sent - theta_new)
+ * i.e. theta_new plus the local progress made since the post: the rank's own
+ * step delta_i, already in x_i, is replaced by the average's outer step
+ * (not a rewind). The next pseudo-gradient theta_new - x_i is then minus
+ * that local progress, and the next exchange is posted. The dense exchange
+ * is the reduce-scatter + all-gather above (the all-gather posted one step
+ * after the post), top-k's one non-blocking all-gather.
+ *
  * Gossip (outer_comm = sgp): no collective; each rank keeps its own theta_i
  * and b_i. Push-sum mixes the new local models x_j over the graph, and rank
  * i steps on delta_i = theta_i - z_i = mix(delta)_i + (theta_i - mix(theta)_i):
@@ -39,21 +67,23 @@
  * Positions are derived from t->step (inner steps, as run.* counts them):
  * after step s, c = s + 1 - K local steps are done. A checkpoint holds
  * theta, b and, while an exchange is in flight, the pseudo-gradient as it
- * was sent, so a resume posts the same bytes again and reproduces the
- * uninterrupted run bit for bit.
+ * was sent (and x_i^sent), so a resume posts the same bytes again and
+ * reproduces the uninterrupted run bit for bit.
  *
  * Vectors live in host memory (no device_vectors): with compute.device =
  * cuda the network works on device copies of x and g.
  *
- * Every pass over a vector goes through core/vec.h or algo/quant.h, which
- * return at once in the simulator (dtrain-sim): there the vectors hold no
- * model, and a 124 M-parameter pseudo-gradient costs only its messages. */
+ * Every pass over a vector goes through core/vec.h, algo/quant.h or
+ * algo/topk_codec.h, which return at once in the simulator (dtrain-sim):
+ * there the vectors hold no model, and a 124 M-parameter pseudo-gradient
+ * costs only its messages. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/gossip.h"
 #include "algo/quant.h"
+#include "algo/topk_codec.h"
 #include "comm/transport.h"
 #include "core/error.h"
 #include "core/vec.h"
@@ -64,14 +94,18 @@ enum { TAG_SCATTER = 41, TAG_GATHER = 42 };
 
 typedef struct diloco_state {
     int64_t H, K, P, overlap;
+    int64_t lag;         /* steps an exchange stays in flight: overlap, or H with delay */
     float lr, mu, alpha;
-    int nesterov, ef, gossip;
+    float beta;          /* error feedback's decay */
+    int nesterov, ef, gossip, topk, delay;
     dt_quant fmt;
+    dt_tkc tk;           /* compress = topk: the codes' format */
     float *theta;        /* (n) outer parameters (replicated, or per rank with gossip) */
     float *b;            /* (n) outer momentum */
     float *delta;        /* (n) pseudo-gradient as sent (with the residual added) */
-    float *err;          /* (n) quantisation residual (error_feedback) */
+    float *err;          /* (n) residual of the codes (error feedback) */
     float *mean;         /* (n) averaged pseudo-gradient; scratch before it */
+    float *x_sent;       /* (n) delay: x when the pseudo-gradient in flight was taken */
     int pending;         /* fragment whose exchange is in flight; -1: none */
     /* reduce-scatter + all-gather of one fragment cut into R chunks of whole
      * QUANT_BLOCKs: rank r sums chunk r */
@@ -80,6 +114,8 @@ typedef struct diloco_state {
     float *slots;        /* (R, words of a chunk) the codes of this rank's chunk, per rank */
     float *gather;       /* (words of a fragment) the codes of the averaged chunks */
     float *acc;          /* (values of a chunk) fp32 sum of this rank's chunk */
+    /* compress = topk: enc holds this rank's codes of a fragment, gather
+     * every rank's, rank r's at r times their length */
     dt_request *req;     /* (2 R) */
     int nreq;
     int gathering;       /* the all-gather is in flight (else the reduce-scatter) */
@@ -105,16 +141,29 @@ static int64_t start_of(const diloco_state *s, int64_t p) { return ((p + 1) * s-
 /* Plain fp32 with nothing to overlap: one allreduce of the flat vector. */
 static int uses_allreduce(const diloco_state *s)
 {
-    return !s->gossip && s->fmt == QUANT_FP32 && s->overlap == 0;
+    return !s->gossip && !s->topk && s->fmt == QUANT_FP32 && s->lag == 0;
+}
+
+static int uses_topk(const dt_config *cfg) { return !strcmp(cfg->diloco.compress, "topk"); }
+
+/* diloco.error_feedback: auto is on with topk, off for the dense exchange. */
+static int uses_ef(const dt_config *cfg)
+{
+    const char *e = cfg->diloco.error_feedback;
+    return !strcmp(e, "true") || (!strcmp(e, "auto") && uses_topk(cfg));
 }
 
 static int diloco_check(const dt_config *cfg, int nranks)
 {
     const int64_t H = cfg->diloco.inner_steps, P = cfg->diloco.fragments,
-                  o = cfg->diloco.overlap;
-    const int q = quant_parse(cfg->diloco.precision);
+                  o = cfg->diloco.overlap, delay = cfg->diloco.delay;
+    const int q = quant_parse(cfg->diloco.precision), topk = uses_topk(cfg);
     if (q < 0)
         return dt_err_set("diloco.precision = '%s': expected fp32, bf16 or int8",
+                          cfg->diloco.precision);
+    if (topk && q != QUANT_FP32)
+        return dt_err_set("diloco.precision = %s with diloco.compress = topk: expected fp32 "
+                          "(topk sends its own codes; precision is the dense exchange's)",
                           cfg->diloco.precision);
     if (H % P != 0)
         return dt_err_set("diloco.fragments = %lld does not divide diloco.inner_steps = %lld "
@@ -124,10 +173,22 @@ static int diloco_check(const dt_config *cfg, int nranks)
         return dt_err_set("diloco.overlap = %lld: expected fewer than diloco.inner_steps / "
                           "diloco.fragments = %lld steps (one fragment in flight at a time)",
                           (long long)o, (long long)(H / P));
-    if (cfg->diloco.error_feedback && q == QUANT_FP32)
-        return dt_err_set("diloco.error_feedback = true needs diloco.precision = bf16 or int8 "
-                          "(fp32 leaves no residual)");
+    if (!strcmp(cfg->diloco.error_feedback, "true") && q == QUANT_FP32 && !topk)
+        return dt_err_set("diloco.error_feedback = true needs diloco.precision = bf16 or int8, "
+                          "or diloco.compress = topk (the dense fp32 exchange leaves no "
+                          "residual)");
+    if (delay && (P != 1 || o != 0 || cfg->diloco.merge != 0.0))
+        return dt_err_set("diloco.delay = 1 takes diloco.fragments = 1, diloco.overlap = 0 and "
+                          "diloco.merge = 0 (got %lld, %lld, %g): the exchange in flight spans "
+                          "a whole outer loop", (long long)P, (long long)o, cfg->diloco.merge);
     if (!strcmp(cfg->diloco.outer_comm, "sgp")) {
+        if (topk)
+            return dt_err_set("diloco.compress = topk with diloco.outer_comm = sgp: expected "
+                              "diloco.outer_comm = allreduce (every rank gathers every rank's "
+                              "codes)");
+        if (delay)
+            return dt_err_set("diloco.delay = 1 with diloco.outer_comm = sgp: expected "
+                              "diloco.outer_comm = allreduce");
         if (P != 1 || o != 0 || q != QUANT_FP32)
             return dt_err_set("diloco.outer_comm = sgp takes diloco.fragments = 1, "
                               "diloco.overlap = 0 and diloco.precision = fp32 (got %lld, %lld, "
@@ -152,9 +213,14 @@ static void diloco_setup(dt_trainer *t)
     s->mu = (float)c->diloco.outer_momentum;
     s->alpha = (float)c->diloco.merge;
     s->nesterov = c->diloco.nesterov;
-    s->ef = c->diloco.error_feedback;
+    s->ef = uses_ef(c);
+    s->beta = (float)c->diloco.ef_decay;
     s->gossip = !strcmp(c->diloco.outer_comm, "sgp");
     s->fmt = (dt_quant)quant_parse(c->diloco.precision);
+    s->topk = uses_topk(c);
+    s->tk = (dt_tkc){ (size_t)c->diloco.chunk, c->diloco.density, atoi(c->diloco.bits) };
+    s->delay = c->diloco.delay != 0;
+    s->lag = s->delay ? s->H : s->overlap;
     s->pending = -1;
     const size_t n = t->n, R = (size_t)t->nranks;
     s->theta = dt_falloc(n);
@@ -163,6 +229,8 @@ static void diloco_setup(dt_trainer *t)
     s->mean = dt_falloc(n);
     if (s->ef)
         s->err = dt_falloc(n);
+    if (s->delay)
+        s->x_sent = dt_falloc(n);
     vec_copy(s->theta, t->params, n); /* replicas start equal */
     if (s->gossip) {
         if (gossip_init(&s->g, c, t->rank, t->nranks, n + 1, "exponential", backend_cpu()) != 0)
@@ -171,6 +239,13 @@ static void diloco_setup(dt_trainer *t)
         s->recv_sum = dt_falloc(n + 1);
         s->w = dt_falloc(1);
         s->w[0] = 1.0f;
+    } else if (s->topk) {
+        if (!t->tp->iallgather)
+            DT_FATAL("diloco.compress = topk: transport %s has no all-gather", t->tp->name);
+        const size_t w = tkc_words(&s->tk, n / (size_t)s->P + 1); /* the longest fragment's */
+        s->enc = dt_falloc(w);
+        s->gather = dt_falloc(R * w);
+        s->req = dt_calloc(1, sizeof *s->req);
     } else if (!uses_allreduce(s)) {
         size_t most = n / (size_t)s->P + 1; /* the longest fragment */
         s->ce = dt_calloc(R + 1, sizeof *s->ce);
@@ -185,15 +260,27 @@ static void diloco_setup(dt_trainer *t)
         s->req = dt_calloc(2 * R, sizeof *s->req);
     }
     t->algo_state = s;
-    if (t->rank == 0)
-        printf("diloco: %lld inner steps per outer step (after %lld averaged), outer SGD lr %g "
-               "momentum %g%s, %s over %s, %lld fragment(s), overlap %lld, merge %g\n",
-               (long long)s->H, (long long)s->K, (double)s->lr, (double)s->mu,
-               s->nesterov ? " nesterov" : "", quant_name(s->fmt),
-               s->gossip ? "push-sum" : uses_allreduce(s) ? "allreduce"
-                                                          : "reduce-scatter + all-gather",
-               (long long)s->P, (long long)s->overlap,
-               (double)s->alpha);
+    if (t->rank != 0)
+        return;
+    char wire[160];
+    if (s->topk) {
+        const size_t ch = s->tk.chunk, w = tkc_chunk_words(&s->tk, ch);
+        snprintf(wire, sizeof wire, "top-k %d-bit, %zu of every %zu values (%zu bytes, %.2f %% of "
+                 "fp32)", s->tk.bits, tkc_k(&s->tk, ch), ch, 4 * w, 100.0 * (double)w / (double)ch);
+    } else {
+        snprintf(wire, sizeof wire, "%s", quant_name(s->fmt));
+    }
+    printf("diloco: %lld inner steps per outer step (after %lld averaged), outer SGD lr %g "
+           "momentum %g%s, %s over %s, %lld fragment(s), overlap %lld, merge %g%s",
+           (long long)s->H, (long long)s->K, (double)s->lr, (double)s->mu,
+           s->nesterov ? " nesterov" : "", wire,
+           s->gossip ? "push-sum" : uses_allreduce(s) ? "allreduce"
+                                  : s->topk ? "all-gather" : "reduce-scatter + all-gather",
+           (long long)s->P, (long long)s->overlap, (double)s->alpha,
+           s->delay ? ", outer step delayed by one loop" : "");
+    if (s->ef)
+        printf(", error feedback (decay %g)", (double)s->beta);
+    printf("\n");
 }
 
 /* Chunk r of a fragment of len values: whole QUANT_BLOCKs, so that each
@@ -264,7 +351,51 @@ static void gather_finish(dt_trainer *t, diloco_state *s, float *out)
         quant_decode(s->fmt, s->gather + s->cw[r], s->ce[r + 1] - s->ce[r], out + s->ce[r]);
 }
 
-/* Fragment p's pseudo-gradient delta_i = theta - x_i (+ residual), sent. */
+/* Top-k: this rank's codes of v (len) posted to every rank; every rank's
+ * arrive in s->gather. */
+static void gather_codes_start(dt_trainer *t, diloco_state *s, const float *v, size_t len)
+{
+    tkc_encode(&s->tk, v, len, s->enc);
+    t->tp->iallgather(t->tp, s->enc, tkc_words(&s->tk, len), s->gather, &s->req[0]);
+    s->nreq = 1;
+}
+
+/* Top-k's end: mean (len) <- (1/R) sum_r decode(codes of rank r), added in
+ * rank order, the same floats on every rank. */
+static void gather_codes_finish(dt_trainer *t, diloco_state *s, float *mean, size_t len)
+{
+    t->tp->waitall(t->tp, s->req, s->nreq);
+    s->nreq = 0;
+    const size_t w = tkc_words(&s->tk, len);
+    vec_zero(mean, len);
+    for (int r = 0; r < t->nranks; r++)
+        tkc_decode_add(&s->tk, s->gather + (size_t)r * w, len, mean);
+    vec_scale(mean, 1.0f / (float)t->nranks, len);
+}
+
+/* The exchange of v (len, a fragment) posted: top-k codes, or the first half
+ * of the reduce-scatter. */
+static void exchange_post(dt_trainer *t, diloco_state *s, const float *v, size_t len)
+{
+    if (s->topk)
+        gather_codes_start(t, s, v, len);
+    else
+        scatter_start(t, s, v, len);
+}
+
+/* out (len) <- what this rank's codes, as posted, say. */
+static void own_codes_decoded(dt_trainer *t, diloco_state *s, size_t len, float *out)
+{
+    if (s->topk) {
+        tkc_decode(&s->tk, s->enc, len, out);
+        return;
+    }
+    for (int r = 0; r < t->nranks; r++)
+        quant_decode(s->fmt, s->enc + s->cw[r], s->ce[r + 1] - s->ce[r], out + s->ce[r]);
+}
+
+/* Fragment p's pseudo-gradient sent: v = theta - x_i, plus beta e_i with
+ * error feedback, and e_i <- v - decode(codes of v). */
 static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
 {
     size_t off, len;
@@ -273,7 +404,9 @@ static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
     vec_copy(v, s->theta + off, len);
     vec_sub_axpy(v, 1.0f, t->params + off, len);
     if (s->ef)
-        vec_add(v, s->err + off, len);
+        vec_axpy(v, s->beta, s->err + off, len);
+    if (s->delay)
+        vec_copy(s->x_sent + off, t->params + off, len);
     s->pending = (int)p;
     if (s->gossip || uses_allreduce(s)) {
         if (!s->gossip)
@@ -281,14 +414,13 @@ static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
         return; /* exchanged at exchange_complete, in the same step */
     }
     double t0 = trainer_clock();
-    scatter_start(t, s, v, len);
+    exchange_post(t, s, v, len);
     t->meter.t_comm += trainer_clock() - t0;
     /* the vector this rank contributes, in its wire format (allreduce counts n floats) */
-    t->meter.bytes_sent += (int64_t)(s->cw[t->nranks] * sizeof(float));
+    const size_t words = s->topk ? tkc_words(&s->tk, len) : s->cw[t->nranks];
+    t->meter.bytes_sent += (int64_t)(words * sizeof(float));
     if (s->ef) { /* residual = what was meant - what the codes say */
-        for (int r = 0; r < t->nranks; r++)
-            quant_decode(s->fmt, s->enc + s->cw[r], s->ce[r + 1] - s->ce[r],
-                         s->mean + off + s->ce[r]);
+        own_codes_decoded(t, s, len, s->mean + off);
         vec_copy(s->err + off, v, len);
         vec_sub_axpy(s->err + off, 1.0f, s->mean + off, len);
     }
@@ -331,6 +463,8 @@ static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
         vec_copy(mean, s->delta + off, len);
         t->tp->allreduce_sum(t->tp, mean, len);
         vec_scale(mean, 1.0f / (float)t->nranks, len);
+    } else if (s->topk) {
+        gather_codes_finish(t, s, mean, len);
     } else {
         if (!s->gathering)
             scatter_finish_gather_start(t, s);
@@ -340,7 +474,10 @@ static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
     s->pending = -1;
     /* b <- mu b + delta; theta <- theta - lr (delta + mu b), or theta - lr b */
     sgd_step_flat(len, s->mu, 0.0f, s->nesterov, s->lr, s->theta + off, mean, s->b + off);
-    if (s->alpha == 0.0f) {
+    if (s->delay) { /* x <- x - (x_sent - theta): theta plus the progress since the post */
+        vec_sub_axpy(t->params + off, 1.0f, s->x_sent + off, len);
+        vec_add(t->params + off, s->theta + off, len);
+    } else if (s->alpha == 0.0f) {
         vec_copy(t->params + off, s->theta + off, len);
     } else { /* x <- (1 - alpha) theta + alpha x */
         vec_mix(t->params + off, s->alpha, s->theta + off, len);
@@ -359,6 +496,15 @@ static void sync_step(dt_trainer *t)
     trainer_update(t, t->params);
 }
 
+/* The exchanges started lag steps before local step c complete. */
+static void complete_due(dt_trainer *t, diloco_state *s, int64_t c)
+{
+    const int64_t d = c - s->lag;
+    for (int64_t p = 0; p < s->P; p++)
+        if (d >= 1 && d % s->H == start_of(s, p))
+            exchange_complete(t, s, p, (d - 1) / s->H);
+}
+
 static void diloco_step(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
@@ -371,33 +517,36 @@ static void diloco_step(dt_trainer *t)
     trainer_gradient(t, t->params);
     trainer_update(t, t->params);
     const int64_t c = t->step + 1 - s->K; /* local steps done */
+    /* in flight for lag > 0 steps: completed first (with delay, loop k's
+     * before loop k + 1's is posted); with lag 0 in the step it starts */
+    if (s->lag > 0)
+        complete_due(t, s, c);
     for (int64_t p = 0; p < s->P; p++)
         if (c % s->H == start_of(s, p))
             exchange_begin(t, s, p);
     /* one step after its start, the reduce-scatter has had a step of compute to
      * finish: sum and start the all-gather, which then overlaps the rest */
-    if (s->pending >= 0 && !s->gathering && s->overlap >= 2 &&
+    if (s->pending >= 0 && !s->topk && !s->gathering && s->lag >= 2 &&
         c % s->H == (start_of(s, s->pending) + 1) % s->H) {
         /* timed: on a slow network the reduce-scatter outlasts the step and this waits */
         double t0 = trainer_clock();
         scatter_finish_gather_start(t, s);
         t->meter.t_comm += trainer_clock() - t0;
     }
-    const int64_t d = c - s->overlap;
-    for (int64_t p = 0; p < s->P; p++)
-        if (d >= 1 && d % s->H == start_of(s, p))
-            exchange_complete(t, s, p, (d - 1) / s->H);
+    if (s->lag == 0)
+        complete_due(t, s, c);
 }
 
 /* run.check_replicas: identical in the warm-up and after an outer step that
- * set every value of x to the shared theta. */
+ * set every value of x to the shared theta (with delay, x keeps the rank's
+ * own progress: never). */
 static int diloco_replicas_equal(dt_trainer *t)
 {
     const diloco_state *s = t->algo_state;
-    const int64_t c = t->step - s->K, d = c - s->overlap;
+    const int64_t c = t->step - s->K, d = c - s->lag;
     if (c <= 0)
         return 1;
-    return !s->gossip && s->P == 1 && s->alpha == 0.0f && d >= 1 && d % s->H == 0;
+    return !s->gossip && !s->delay && s->P == 1 && s->alpha == 0.0f && d >= 1 && d % s->H == 0;
 }
 
 static const float *diloco_model(dt_trainer *t) { return t->params; }
@@ -405,13 +554,15 @@ static const float *diloco_model(dt_trainer *t) { return t->params; }
 static int diloco_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 {
     diloco_state *s = t->algo_state;
-    if (max < 5)
+    if (max < 6)
         DT_FATAL("diloco: no room for its checkpoint arrays");
     int k = 0;
     out[k++] = (dt_ckpt_array){ "diloco_outer_params", s->theta, t->n, DT_CKPT_ROW0 };
     out[k++] = (dt_ckpt_array){ "diloco_outer_momentum", s->b, t->n, DT_CKPT_ROW0 };
-    if (s->overlap > 0) /* the pseudo-gradient of a fragment in flight */
+    if (s->lag > 0) /* the pseudo-gradient of a fragment in flight */
         out[k++] = (dt_ckpt_array){ "diloco_sent", s->delta, t->n, DT_CKPT_PER_RANK };
+    if (s->delay) /* x when it was taken */
+        out[k++] = (dt_ckpt_array){ "diloco_x_sent", s->x_sent, t->n, DT_CKPT_PER_RANK };
     if (s->ef)
         out[k++] = (dt_ckpt_array){ "diloco_residual", s->err, t->n, DT_CKPT_FRESH };
     if (s->gossip)
@@ -420,21 +571,22 @@ static int diloco_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 }
 
 /* After a restore at step t->step: a fragment whose exchange started within
- * the last `overlap` steps is sent again from the checkpointed
- * pseudo-gradient (the same codes; its bytes and residual already counted). */
+ * the last `lag` steps is sent again from the checkpointed pseudo-gradient
+ * (the same codes; its bytes and residual already counted). */
 static void diloco_resumed(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
     s->pending = -1;
     const int64_t c = t->step - s->K;
-    for (int64_t back = 0; back < s->overlap; back++)
+    for (int64_t back = 0; back < s->lag; back++)
         for (int64_t p = 0; p < s->P; p++)
             if (c - back >= 1 && (c - back) % s->H == start_of(s, p)) {
                 size_t off, len;
                 fragment(t, s, p, &off, &len);
-                scatter_start(t, s, s->delta + off, len);
+                exchange_post(t, s, s->delta + off, len);
                 s->pending = (int)p;
-                if (back >= 1) /* the all-gather had started: the same sum, the same codes */
+                /* the all-gather had started: the same sum, the same codes */
+                if (back >= 1 && !s->topk)
                     scatter_finish_gather_start(t, s);
             }
     if (s->gossip)
@@ -451,6 +603,7 @@ static void diloco_teardown(dt_trainer *t)
     free(s->delta);
     free(s->mean);
     free(s->err);
+    free(s->x_sent);
     free(s->ce);
     free(s->cw);
     free(s->enc);
@@ -472,13 +625,14 @@ const dt_algo algo_diloco = {
     .name = "diloco",
     .summary = "DiLoCo: diloco.inner_steps local steps of the inner optimizer, then outer "
                "Nesterov SGD on the averaged pseudo-gradient theta - x_i (fp32/bf16/int8, "
-               "streaming fragments, or push-sum); replicas equal after every outer step",
+               "top-k low-bit codes, streaming fragments, a delayed outer step, or push-sum); "
+               "replicas equal after every outer step",
     .decentralized = 1,
     .check = diloco_check,
     .elastic = DT_ELASTIC_AVERAGE,
     .elastic_note = "the outer parameters and outer momentum: old rank 0's (replicated); the "
-                    "error-feedback residuals zero; refused with a fragment in flight "
-                    "(diloco.overlap > 0) or gossip outer steps",
+                    "error-feedback residuals zero; refused with an exchange in flight "
+                    "(diloco.overlap > 0 or diloco.delay = 1) or gossip outer steps",
     .setup = diloco_setup,
     .step = diloco_step,
     .model = diloco_model,

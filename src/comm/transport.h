@@ -17,7 +17,7 @@ typedef struct dt_transport dt_transport;
 typedef struct dt_request {
     int n;
     MPI_Request req[8];
-    int peer, recv;     /* for the stall watchdog: whom a wait is for */
+    int peer, recv;     /* for the stall watchdog: whom a wait is for (-1: a collective) */
 } dt_request;
 
 struct dt_transport {
@@ -32,6 +32,12 @@ struct dt_transport {
     void (*bcast)(dt_transport *t, float *buf, size_t n, int root);
     void (*isend)(dt_transport *t, const float *buf, size_t n, int peer, int tag, dt_request *r);
     void (*irecv)(dt_transport *t, float *buf, size_t n, int peer, int tag, dt_request *r);
+    /* Non-blocking all-gather, completed by waitall: recv (size * n) <- the
+     * send (n) of every rank, rank r's at recv + r n. Collective: every rank
+     * posts it with the same n, in the same order as its other collectives.
+     * NULL where the transport has none (NCCL: the modes that gather keep
+     * MPI, dt_algo.nccl). */
+    void (*iallgather)(dt_transport *t, const float *send, size_t n, float *recv, dt_request *r);
     /* Completes every request in r[0..count). */
     void (*waitall)(dt_transport *t, dt_request *r, int count);
     void (*barrier)(dt_transport *t);

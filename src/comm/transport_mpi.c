@@ -107,13 +107,45 @@ static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, 
     }
 }
 
+/* One MPI_Iallgather per CHUNK floats of each rank's part: piece j of every
+ * rank lands at recv + r n + j CHUNK, through a receive type of cnt floats
+ * whose extent is n floats (rank r's piece starts r such extents in). */
+static void mpi_iallgather(dt_transport *t, const float *send, size_t n, float *recv,
+                           dt_request *r)
+{
+    r->n = 0;
+    r->peer = -1;
+    r->recv = 1;
+    for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
+        MPI_Request q;
+        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
+        if (n <= CHUNK) {
+            MPI_CHECK(MPI_Iallgather(send, cnt, MPI_FLOAT, recv, cnt, MPI_FLOAT, t->comm, &q));
+        } else {
+            MPI_Datatype piece, strided;
+            MPI_CHECK(MPI_Type_contiguous(cnt, MPI_FLOAT, &piece));
+            MPI_CHECK(MPI_Type_create_resized(piece, 0, (MPI_Aint)(n * sizeof(float)), &strided));
+            MPI_CHECK(MPI_Type_commit(&strided));
+            MPI_CHECK(MPI_Iallgather(send + off, cnt, MPI_FLOAT, recv + off, 1, strided, t->comm,
+                                     &q));
+            /* freed now, released by MPI when the operation completes */
+            MPI_CHECK(MPI_Type_free(&strided));
+            MPI_CHECK(MPI_Type_free(&piece));
+        }
+        add_request(r, q);
+    }
+}
+
 static void mpi_waitall(dt_transport *t, dt_request *r, int count)
 {
     (void)t;
     MPI_Status st[8];
     for (int i = 0; i < count; i++) {
-        watchdog_phase(r[i].recv ? "a message from rank %d" : "rank %d to receive a message",
-                       r[i].peer);
+        if (r[i].peer < 0)
+            watchdog_phase("a collective (all-gather over the group)", -1);
+        else
+            watchdog_phase(r[i].recv ? "a message from rank %d" : "rank %d to receive a message",
+                           r[i].peer);
         MPI_CHECK(MPI_Waitall(r[i].n, r[i].req, st));
         r[i].n = 0;
     }
@@ -137,6 +169,7 @@ dt_transport *transport_mpi_create(MPI_Comm comm)
     t->bcast = mpi_bcast;
     t->isend = mpi_isend;
     t->irecv = mpi_irecv;
+    t->iallgather = mpi_iallgather;
     t->waitall = mpi_waitall;
     t->barrier = mpi_barrier;
     return t;

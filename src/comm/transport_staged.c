@@ -131,6 +131,19 @@ static void st_irecv(dt_transport *b, float *buf, size_t n, int peer, int tag, d
     s->inner->irecv(s->inner, s->pool[o->slot].host, n, peer, tag, r);
 }
 
+/* The send staged down now; the receive's host buffer, tied to the same
+ * request, goes up at its waitall. */
+static void st_iallgather(dt_transport *b, const float *send, size_t n, float *recv,
+                          dt_request *r)
+{
+    staged *s = (staged *)b;
+    staged_op *o = push_op(s, r, (float *)send, n, 0);
+    float *h = s->pool[o->slot].host;
+    s->be->to_host(h, send, n * sizeof(float));
+    staged_op *in = push_op(s, r, recv, (size_t)b->size * n, 1);
+    s->inner->iallgather(s->inner, h, n, s->pool[in->slot].host, r);
+}
+
 static void st_waitall(dt_transport *b, dt_request *r, int count)
 {
     staged *s = (staged *)b;
@@ -180,6 +193,7 @@ dt_transport *transport_staged_create(dt_transport *inner, const dt_backend *be)
     b->bcast = st_bcast;
     b->isend = st_isend;
     b->irecv = st_irecv;
+    b->iallgather = st_iallgather;
     b->waitall = st_waitall;
     b->barrier = st_barrier;
     b->destroy = st_destroy;

@@ -337,9 +337,25 @@ static const deck_key keys_table[] = {
      AT(diloco.precision, char *),
      .doc = "diloco: pseudo-gradient on the wire: fp32, bf16, or int8 with one fp32 scale "
             "per 256 values; sums in fp32, every rank ends with the same bytes"},
-    {"diloco", "error_feedback", KT_BOOL, "false", AT(diloco.error_feedback, bool),
-     .doc = "diloco, bf16/int8: keep each rank's quantisation residual and add it to the "
-            "next pseudo-gradient"},
+    {"diloco", "error_feedback", KT_ENUM, "auto", .choices = "auto|true|false",
+     AT(diloco.error_feedback, char *),
+     .doc = "diloco: keep each rank's residual (what its codes left out) and add it to the "
+            "next pseudo-gradient; auto: with compress = topk only; true needs bf16, int8 or "
+            "topk"},
+    {"diloco", "ef_decay", KT_DOUBLE, "1", IN_OPEN_CLOSED(0, 1), AT(diloco.ef_decay, double),
+     .doc = "diloco, error feedback: beta; the vector coded is beta e + delta, e the residual"},
+    {"diloco", "compress", KT_ENUM, "none", .choices = "none|topk", AT(diloco.compress, char *),
+     .doc = "diloco: none (the dense exchange of diloco.precision), or topk: per chunk the "
+            "largest values by magnitude, low-bit, gathered by every rank (needs fp32 "
+            "precision, allreduce outer_comm)"},
+    {"diloco", "density", KT_DOUBLE, "0.02", IN_OPEN_CLOSED(0, 1), AT(diloco.density, double),
+     .doc = "diloco, topk: share of each chunk sent, k = max(1, round(density chunk))"},
+    {"diloco", "chunk", KT_INT, "4096", IN_INT(64), AT(diloco.chunk, int64_t),
+     .doc = "diloco, topk: values per chunk, each with its own k, scale and offsets (the "
+            "last chunk may be shorter)"},
+    {"diloco", "bits", KT_ENUM, "4", .choices = "2|4|8", AT(diloco.bits, char *),
+     .doc = "diloco, topk: bits per value sent, 2, 4 or 8 (codes evenly spaced over "
+            "[-scale, scale], scale = the chunk's largest magnitude sent)"},
     {"diloco", "fragments", KT_INT, "1", IN_INT(1), AT(diloco.fragments, int64_t),
      .doc = "diloco: P, contiguous fragments of the flat vector synchronised in turn, "
             "fragment p at local step (p + 1) H / P of each outer loop (streaming DiLoCo)"},
@@ -349,6 +365,9 @@ static const deck_key keys_table[] = {
     {"diloco", "merge", KT_DOUBLE, "0", IN_CLOSED_CLOSED(0, 1), AT(diloco.merge, double),
      .doc = "diloco: alpha; a merged fragment becomes (1 - alpha) new global + alpha local "
             "(0: the local progress made during the overlap is dropped)"},
+    {"diloco", "delay", KT_INT, "0", IN_CLOSED_CLOSED(0, 1), AT(diloco.delay, int64_t),
+     .doc = "diloco: 1: each outer loop's exchange stays in flight during the next loop and "
+            "its outer step is applied on top of that loop's local progress (fragments 1)"},
     {"diloco", "outer_comm", KT_ENUM, "allreduce", .choices = "allreduce|sgp",
      AT(diloco.outer_comm, char *),
      .doc = "diloco: average the pseudo-gradients by an allreduce, or mix them by push-sum "

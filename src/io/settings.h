@@ -121,7 +121,13 @@ typedef struct dt_config {
         bool nesterov;            /* outer SGD with Nesterov momentum */
         int64_t sync_steps;       /* K: first steps with averaged gradients */
         char precision[16];       /* fp32 | bf16 | int8 (the pseudo-gradient on the wire) */
-        bool error_feedback;      /* add the quantisation residual to the next one */
+        char error_feedback[8];   /* auto | true | false: keep the residual of the codes */
+        double ef_decay;          /* beta: residual e <- beta e + delta before it is coded */
+        char compress[16];        /* none | topk (sparse low-bit pseudo-gradient) */
+        double density;           /* topk: share of each chunk sent */
+        int64_t chunk;            /* topk: values per chunk */
+        char bits[4];             /* topk: bits per value sent: 2 | 4 | 8 */
+        int64_t delay;            /* 1: loop k's exchange is applied at the end of loop k + 1 */
         int64_t fragments;        /* P: streaming fragments of the flat vector */
         int64_t overlap;          /* inner steps a fragment's exchange stays in flight */
         double merge;             /* alpha: share of the local value kept at a merge */
