@@ -20,7 +20,12 @@
  *    left out; a rank counts its own codes once; error feedback closes (what
  *    was decoded plus the residual is the sum of the pseudo-gradients) and
  *    its decay is in the next vector sent;
- *  - delay = 1 against the delayed schedule in double, fp32 and top-k. */
+ *  - delay = 1 against the delayed schedule in double, fp32 and top-k, and
+ *    the end's drain (the finish hook): the last exchange applied, x equal
+ *    on every rank when the budget ends at a loop's end, x_local kept;
+ *  - inner_time: the outer step is sum_r n_r delta_r / sum_r n_r, n_r the
+ *    rank's samples, fp32 against double; fp32, int8 and top-k the same bytes
+ *    on every rank. */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -61,7 +66,7 @@ static double x0(size_t i) { return (double)(int)(i % 13) / 16.0 - 0.25; }
 typedef struct opts {
     const char *mode, *precision, *outer_comm, *topology, *compress, *ef, *bits;
     int64_t H, K, P, overlap, chunk, delay;
-    double outer_lr, mu, merge, density, ef_decay;
+    double outer_lr, mu, merge, density, ef_decay, inner_time;
     int nesterov;
 } opts;
 
@@ -95,6 +100,7 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const opts *o,
     cfg->diloco.chunk = o->chunk;
     snprintf(cfg->diloco.bits, sizeof cfg->diloco.bits, "%s", o->bits);
     cfg->diloco.delay = o->delay;
+    cfg->diloco.inner_time = o->inner_time;
     snprintf(cfg->diloco.precision, sizeof cfg->diloco.precision, "%s", o->precision);
     snprintf(cfg->diloco.outer_comm, sizeof cfg->diloco.outer_comm, "%s", o->outer_comm);
     memset(t, 0, sizeof *t);
@@ -118,6 +124,8 @@ static void make_trainer(dt_trainer *t, dt_config *cfg, const opts *o,
     t->algo = algo_find(o->mode);
     if (!t->algo || t->algo->check(cfg, nranks) != 0)
         DT_FATAL("%s", dt_err_msg());
+    if (t->algo->variant && t->algo->variant(cfg)) /* inner_time > 0: the timed table */
+        t->algo = t->algo->variant(cfg);
     if (t->algo->setup)
         t->algo->setup(t);
 }
@@ -636,7 +644,7 @@ static void test_topk_feedback(void)
  * sent, x <- x - (x_sent - theta)), then theta - x is sent and x_sent <- x.
  * top-k: theta the same bits on every rank and x apart (each keeps its own
  * progress), the schedule's shape without its values. */
-static void test_delay(const char *compress)
+static void test_delay(const char *compress, int64_t extra)
 {
     opts o = defaults();
     o.delay = 1;
@@ -644,14 +652,15 @@ static void test_delay(const char *compress)
     o.outer_lr = 0.8;
     o.compress = compress;
     const float lr = 0.25f;
-    const int64_t steps = 4 * o.H + 2;
+    const int64_t steps = 4 * o.H + extra;
     dt_trainer t;
     dt_config cfg;
     make_trainer(&t, &cfg, &o, const_gradient, lr);
     run_steps(&t, steps);
     double worst = 0, moved = 0;
     double *x = malloc((size_t)nranks * sizeof *x), *sent = malloc((size_t)nranks * sizeof *sent),
-           *xs = malloc((size_t)nranks * sizeof *xs);
+           *xs = malloc((size_t)nranks * sizeof *xs), *final = malloc(N * sizeof *final);
+    float *before = dt_falloc(N);
     for (size_t i = 0; i < N; i++) {
         double th = x0(i), b = 0;
         int pending = 0;
@@ -679,12 +688,20 @@ static void test_delay(const char *compress)
         }
         worst = fmax(worst, fabs(t.params[i] - x[rank]));
         moved = fmax(moved, fabs(x[rank] - x0(i)));
+        /* the end's drain: the exchange in flight completes and applies */
+        double d = 0;
+        for (int r = 0; r < nranks; r++)
+            d += sent[r] / nranks;
+        b = o.mu * b + d;
+        th -= o.outer_lr * (d + o.mu * b);
+        final[i] = x[rank] - xs[rank] + th;
+        before[i] = t.params[i];
     }
     worst = max_all(worst);
     const float *theta = state_array(&t, "diloco_outer_params");
     int same_theta = identical(theta, N), same_x = identical(t.params, N);
     int in_flight = state_array(&t, "diloco_x_sent") != NULL && state_array(&t, "diloco_sent");
-    if (rank == 0) {
+    if (rank == 0 && extra > 0) {
         if (!strcmp(compress, "none"))
             CHECK(worst < 1e-5 * fmax(1.0, moved) && same_theta && !same_x && in_flight,
                   "delay 1, fp32: %lld steps of H 4 follow the delayed schedule in double (max "
@@ -695,9 +712,97 @@ static void test_delay(const char *compress)
                   "delay 1, topk: theta identical on every rank after 3 delayed outer steps, x "
                   "apart (moved %.2f)", moved);
     }
+    /* the budget spent: finish applies the last exchange */
+    float *theta_before = dt_falloc(N);
+    memcpy(theta_before, theta, N * sizeof(float));
+    t.algo->finish(&t);
+    double fin = 0;
+    for (size_t i = 0; i < N; i++)
+        fin = fmax(fin, fabs(t.params[i] - final[i]));
+    fin = max_all(fin);
+    const float *local = state_array(&t, "diloco_x_local"); /* after the drain: x before it */
+    int kept = !memcmp(local, before, N * sizeof(float)) &&
+               !memcmp(state_array(&t, "diloco_outer_params"), theta_before, N * sizeof(float));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
+    int equal_x = identical(t.params, N);
+    if (rank == 0) {
+        if (!strcmp(compress, "none"))
+            CHECK(fin < 1e-5 * fmax(1.0, moved) && kept && equal_x == (extra == 0),
+                  "delay 1, fp32, budget %lld (%lld steps after the last post): the end applies "
+                  "the exchange in flight as the schedule in double does (max err %.2g); x %s "
+                  "on every rank; theta and x_local kept for the checkpoint", (long long)steps,
+                  (long long)extra, fin, extra == 0 ? "identical" : "apart");
+        else
+            CHECK(kept && equal_x == (extra == 0),
+                  "delay 1, topk, budget %lld: the end applies the exchange in flight; x %s on "
+                  "every rank", (long long)steps, extra == 0 ? "identical" : "apart");
+    }
+    free(theta_before);
+    free(final);
+    free(before);
     free(x);
     free(sent);
     free(xs);
+    free_trainer(&t);
+}
+
+/* ---- time-bounded loops ------------------------------------------------------ */
+
+/* Constant gradients; rank r counts 16 (r + 1) samples per step. */
+static void const_gradient_counted(dt_trainer *t, const float *x)
+{
+    const_gradient(t, x);
+    t->meter.images += 16 * (t->rank + 1);
+}
+
+/* inner_time 1 ns: every loop is one step, and rank r weighs n_r = 16 (r + 1).
+ * With outer (1, 0) each outer step is theta <- theta - sum_r n_r delta_r /
+ * sum_r n_r, delta_r = lr c_r (fp32 against double); every precision and
+ * top-k leave the same bytes on every rank. */
+static void test_timed(const char *prec, const char *compress)
+{
+    opts o = defaults();
+    o.inner_time = 1e-9;
+    o.mu = 0.0;
+    o.precision = prec;
+    o.compress = compress;
+    if (!strcmp(prec, "int8"))
+        o.ef = "true";
+    const float lr = 0.25f;
+    const int loops = 3;
+    dt_trainer t;
+    dt_config cfg;
+    make_trainer(&t, &cfg, &o, const_gradient_counted, lr);
+    int timed = t.algo->async && t.algo->progress;
+    run_steps(&t, loops);
+    double worst = 0, moved = 0, total = 0;
+    for (int r = 0; r < nranks; r++)
+        total += 16.0 * (r + 1);
+    for (size_t i = 0; i < N; i++) {
+        double th = x0(i);
+        for (int k = 0; k < loops; k++) {
+            double d = 0;
+            for (int r = 0; r < nranks; r++)
+                d += 16.0 * (r + 1) * (lr * const_c(r, i)) / total;
+            th -= d;
+        }
+        worst = fmax(worst, fabs(t.params[i] - th));
+        moved = fmax(moved, fabs(th - x0(i)));
+    }
+    worst = max_all(worst);
+    int same = identical(t.params, N) && identical(state_array(&t, "diloco_outer_params"), N);
+    if (rank == 0) {
+        if (!strcmp(prec, "fp32") && !strcmp(compress, "none"))
+            CHECK(timed && same && worst < 1e-6 * fmax(1.0, moved) && moved > 0.1,
+                  "inner_time, fp32: %d outer steps are sum n_r delta_r / sum n_r (n_r = 16 (r "
+                  "+ 1)) to %.2g (moved %.2f); the same bytes on every rank", loops, worst,
+                  moved);
+        else
+            CHECK(timed && same && moved > 0.1,
+                  "inner_time, %s%s: weighted outer steps leave the same bytes on every rank "
+                  "(off the fp32 mean by %.2g)", prec, strcmp(compress, "topk") ? "" : " topk",
+                  worst);
+    }
     free_trainer(&t);
 }
 
@@ -942,6 +1047,18 @@ static void test_check(void)
     rc = a->check(&cfg, 4);
     CHECK(rc != 0 && strstr(dt_err_msg(), "outer_comm = sgp takes"),
           "check: sgp with fragments: %s", dt_err_msg());
+    cfg.diloco.inner_time = 2.5;
+    rc = a->check(&cfg, 4);
+    CHECK(rc != 0 && strstr(dt_err_msg(), "diloco.inner_time = 2.5 takes diloco.fragments = 1"),
+          "check: inner_time with fragments and sgp: %s", dt_err_msg());
+    cfg.diloco.fragments = 1;
+    snprintf(cfg.diloco.outer_comm, sizeof cfg.diloco.outer_comm, "allreduce");
+    CHECK(a->check(&cfg, 4) == 0, "check: inner_time with one fragment over allreduce accepted");
+    cfg.diloco.delay = 1;
+    rc = a->check(&cfg, 4);
+    CHECK(rc != 0 && strstr(dt_err_msg(), "diloco.inner_time = 2.5 takes") &&
+              strstr(dt_err_msg(), "diloco.delay = 0"),
+          "check: inner_time with delay: %s", dt_err_msg());
 }
 
 int main(int argc, char **argv)
@@ -973,8 +1090,13 @@ int main(int argc, char **argv)
     test_topk_exchange("4");
     test_topk_exchange("8");
     test_topk_feedback();
-    test_delay("none");
-    test_delay("topk");
+    test_delay("none", 2);
+    test_delay("none", 0);
+    test_delay("topk", 2);
+    test_delay("topk", 0);
+    test_timed("fp32", "none");
+    test_timed("int8", "none");
+    test_timed("fp32", "topk");
     int rc = rank == 0 ? tap_done() : 0;
     MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Finalize());

@@ -77,8 +77,11 @@ typedef struct dt_algo {
      * request); *global_steps = steps of all ranks / ranks. Returns an
      * ALGO_* verdict, the same on every rank of the group in the same order. */
     int (*progress)(struct dt_trainer *t, int stop_local, double *global_steps);
-    /* async only: complete every exchange before a collective (the end, or a
-     * periodic checkpoint); the algorithm's counters are then final. */
+    /* async: complete every exchange before a collective (the end, or a
+     * periodic checkpoint); the algorithm's counters are then final.
+     * Synchronous (NULL: nothing to do): after the last step of a run whose
+     * budget is spent (not at a stop signal), before the final evaluation
+     * and checkpoint: apply what is still in flight to the final model. */
     void (*finish)(struct dt_trainer *t);
     /* async only: after a periodic checkpoint, start the exchanges that
      * finish stopped (NULL: finish stopped nothing). */
@@ -93,6 +96,9 @@ typedef struct dt_algo {
      * the step just taken (t->step counts it). NULL: after every step. */
     int (*replicas_equal)(struct dt_trainer *t);
     void (*teardown)(struct dt_trainer *t);
+    /* The table a configuration runs under this mode's name (NULL, or NULL
+     * returned: this one), e.g. the synchronous or the asynchronous loop. */
+    const struct dt_algo *(*variant)(const dt_config *cfg);
 } dt_algo;
 
 /* NULL after dt_err_set() naming the known modes. */

@@ -77,6 +77,7 @@
  * algo/topk_codec.h, which return at once in the simulator (dtrain-sim):
  * there the vectors hold no model, and a 124 M-parameter pseudo-gradient
  * costs only its messages. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,7 +107,26 @@ typedef struct diloco_state {
     float *err;          /* (n) residual of the codes (error feedback) */
     float *mean;         /* (n) averaged pseudo-gradient; scratch before it */
     float *x_sent;       /* (n) delay: x when the pseudo-gradient in flight was taken */
+    float *x_local;      /* (n) delay: x as the local steps left it (checkpointed; differs
+                          * from x only after the end's drain) */
     int pending;         /* fragment whose exchange is in flight; -1: none */
+    int drained;         /* delay: the end applied the exchange in flight to x only */
+    /* inner_time > 0: time-bounded loops (the timed table, algo_diloco_timed) */
+    double inner_time;   /* seconds per outer loop */
+    int loop_open;       /* a loop has started: loop_t0 and loop_images are its */
+    double loop_t0;      /* trainer_clock() when the loop started */
+    int64_t loop_images; /* t->meter.images then */
+    int64_t loop_steps;  /* this rank's steps in the loop */
+    int64_t outer;       /* outer steps done (the same on every rank) */
+    int64_t sum_steps;   /* sum over ranks of their steps, agreed at the last exchange */
+    int64_t prev_sum;    /* sum_steps at the exchange before (checkpoint_every) */
+    int stop_seen;       /* a stop flag seen since the last exchange */
+    int stop_any;        /* the last exchange: some rank had one */
+    int exchanged;       /* an exchange happened in the step just taken */
+    int64_t *counts;     /* (3 R) per rank: samples in the loop, steps, stop flag */
+    float *wt;           /* (R) rank weights n_r / sum n; NULL: 1 / R each */
+    float *scratch;      /* (values of a chunk or fragment) one rank's decoded codes */
+    float clock[4];      /* the outer steps and sum_steps as ckpt_count_put pairs */
     /* reduce-scatter + all-gather of one fragment cut into R chunks of whole
      * QUANT_BLOCKs: rank r sums chunk r */
     size_t *ce, *cw;     /* (R + 1) chunk bounds in values and in wire words */
@@ -181,6 +201,13 @@ static int diloco_check(const dt_config *cfg, int nranks)
         return dt_err_set("diloco.delay = 1 takes diloco.fragments = 1, diloco.overlap = 0 and "
                           "diloco.merge = 0 (got %lld, %lld, %g): the exchange in flight spans "
                           "a whole outer loop", (long long)P, (long long)o, cfg->diloco.merge);
+    if (cfg->diloco.inner_time > 0 &&
+        (P != 1 || o != 0 || delay || strcmp(cfg->diloco.outer_comm, "allreduce") != 0))
+        return dt_err_set("diloco.inner_time = %g takes diloco.fragments = 1, diloco.overlap = 0, "
+                          "diloco.delay = 0 and diloco.outer_comm = allreduce (got %lld, %lld, "
+                          "%lld, %s): each time-bounded loop ends in one whole exchange",
+                          cfg->diloco.inner_time, (long long)P, (long long)o, (long long)delay,
+                          cfg->diloco.outer_comm);
     if (!strcmp(cfg->diloco.outer_comm, "sgp")) {
         if (topk)
             return dt_err_set("diloco.compress = topk with diloco.outer_comm = sgp: expected "
@@ -229,8 +256,17 @@ static void diloco_setup(dt_trainer *t)
     s->mean = dt_falloc(n);
     if (s->ef)
         s->err = dt_falloc(n);
-    if (s->delay)
+    if (s->delay) {
         s->x_sent = dt_falloc(n);
+        s->x_local = dt_falloc(n);
+    }
+    s->inner_time = c->diloco.inner_time;
+    if (s->inner_time > 0) {
+        s->counts = dt_calloc(3 * R, sizeof *s->counts);
+        s->wt = dt_falloc(R);
+        for (size_t r = 0; r < R; r++)
+            s->wt[r] = 1.0f / (float)R;
+    }
     vec_copy(s->theta, t->params, n); /* replicas start equal */
     if (s->gossip) {
         if (gossip_init(&s->g, c, t->rank, t->nranks, n + 1, "exponential", backend_cpu()) != 0)
@@ -246,6 +282,8 @@ static void diloco_setup(dt_trainer *t)
         s->enc = dt_falloc(w);
         s->gather = dt_falloc(R * w);
         s->req = dt_calloc(1, sizeof *s->req);
+        if (s->wt)
+            s->scratch = dt_falloc(n / (size_t)s->P + 1);
     } else if (!uses_allreduce(s)) {
         size_t most = n / (size_t)s->P + 1; /* the longest fragment */
         s->ce = dt_calloc(R + 1, sizeof *s->ce);
@@ -258,6 +296,8 @@ static void diloco_setup(dt_trainer *t)
         s->slots = dt_falloc(R * quant_words(s->fmt, chunk));
         s->acc = dt_falloc(chunk);
         s->req = dt_calloc(2 * R, sizeof *s->req);
+        if (s->wt)
+            s->scratch = dt_falloc(chunk);
     }
     t->algo_state = s;
     if (t->rank != 0)
@@ -270,9 +310,14 @@ static void diloco_setup(dt_trainer *t)
     } else {
         snprintf(wire, sizeof wire, "%s", quant_name(s->fmt));
     }
-    printf("diloco: %lld inner steps per outer step (after %lld averaged), outer SGD lr %g "
+    char inner[64];
+    if (s->inner_time > 0)
+        snprintf(inner, sizeof inner, "%g s of inner steps", s->inner_time);
+    else
+        snprintf(inner, sizeof inner, "%lld inner steps", (long long)s->H);
+    printf("diloco: %s per outer step (after %lld averaged), outer SGD lr %g "
            "momentum %g%s, %s over %s, %lld fragment(s), overlap %lld, merge %g%s",
-           (long long)s->H, (long long)s->K, (double)s->lr, (double)s->mu,
+           inner, (long long)s->K, (double)s->lr, (double)s->mu,
            s->nesterov ? " nesterov" : "", wire,
            s->gossip ? "push-sum" : uses_allreduce(s) ? "allreduce"
                                   : s->topk ? "all-gather" : "reduce-scatter + all-gather",
@@ -280,6 +325,8 @@ static void diloco_setup(dt_trainer *t)
            s->delay ? ", outer step delayed by one loop" : "");
     if (s->ef)
         printf(", error feedback (decay %g)", (double)s->beta);
+    if (s->inner_time > 0)
+        printf(", loops bounded by time, pseudo-gradients weighted by samples");
     printf("\n");
 }
 
@@ -324,10 +371,17 @@ static void scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
     const size_t m = s->ce[me + 1] - s->ce[me], mine = s->cw[me + 1] - s->cw[me];
     t->tp->waitall(t->tp, s->req, s->nreq);
     vec_zero(s->acc, m);
-    for (int r = 0; r < R; r++)
-        quant_decode_add(s->fmt, r == me ? s->enc + s->cw[me] : s->slots + (size_t)r * mine, m,
-                         s->acc);
-    vec_scale(s->acc, 1.0f / (float)R, m);
+    for (int r = 0; r < R; r++) {
+        const float *codes = r == me ? s->enc + s->cw[me] : s->slots + (size_t)r * mine;
+        if (s->wt) { /* acc += w_r decode(codes of rank r) */
+            quant_decode(s->fmt, codes, m, s->scratch);
+            vec_axpy(s->acc, s->wt[r], s->scratch, m);
+        } else {
+            quant_decode_add(s->fmt, codes, m, s->acc);
+        }
+    }
+    if (!s->wt)
+        vec_scale(s->acc, 1.0f / (float)R, m);
     quant_encode(s->fmt, s->acc, m, s->gather + s->cw[me]);
     s->nreq = 0;
     for (int r = 0; r < R; r++) {
@@ -361,16 +415,23 @@ static void gather_codes_start(dt_trainer *t, diloco_state *s, const float *v, s
 }
 
 /* Top-k's end: mean (len) <- (1/R) sum_r decode(codes of rank r), added in
- * rank order, the same floats on every rank. */
+ * rank order, the same floats on every rank (timed loops: sum_r w_r decode). */
 static void gather_codes_finish(dt_trainer *t, diloco_state *s, float *mean, size_t len)
 {
     t->tp->waitall(t->tp, s->req, s->nreq);
     s->nreq = 0;
     const size_t w = tkc_words(&s->tk, len);
     vec_zero(mean, len);
-    for (int r = 0; r < t->nranks; r++)
-        tkc_decode_add(&s->tk, s->gather + (size_t)r * w, len, mean);
-    vec_scale(mean, 1.0f / (float)t->nranks, len);
+    for (int r = 0; r < t->nranks; r++) {
+        if (s->wt) {
+            tkc_decode(&s->tk, s->gather + (size_t)r * w, len, s->scratch);
+            vec_axpy(mean, s->wt[r], s->scratch, len);
+        } else {
+            tkc_decode_add(&s->tk, s->gather + (size_t)r * w, len, mean);
+        }
+    }
+    if (!s->wt)
+        vec_scale(mean, 1.0f / (float)t->nranks, len);
 }
 
 /* The exchange of v (len, a fragment) posted: top-k codes, or the first half
@@ -446,9 +507,9 @@ static void pushsum_mix(dt_trainer *t, diloco_state *s, int64_t j)
     t->meter.weight = s->w[0];
 }
 
-/* Fragment p's averaged pseudo-gradient arrives: the outer step on theta,
- * then the merge into x. */
-static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
+/* Fragment p's averaged pseudo-gradient arrives in s->mean: the exchange in
+ * flight completed (or, lag 0, done whole). */
+static void exchange_mean(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
 {
     if (s->pending != (int)p)
         DT_FATAL("diloco: fragment %lld completes while %d is in flight", (long long)p,
@@ -461,8 +522,13 @@ static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
         pushsum_mix(t, s, outer);
     } else if (uses_allreduce(s)) {
         vec_copy(mean, s->delta + off, len);
-        t->tp->allreduce_sum(t->tp, mean, len);
-        vec_scale(mean, 1.0f / (float)t->nranks, len);
+        if (s->wt) { /* sum_r w_r delta_r */
+            vec_scale(mean, s->wt[t->rank], len);
+            t->tp->allreduce_sum(t->tp, mean, len);
+        } else {
+            t->tp->allreduce_sum(t->tp, mean, len);
+            vec_scale(mean, 1.0f / (float)t->nranks, len);
+        }
     } else if (s->topk) {
         gather_codes_finish(t, s, mean, len);
     } else {
@@ -472,16 +538,33 @@ static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
     }
     t->meter.t_comm += trainer_clock() - t0;
     s->pending = -1;
+}
+
+/* The outer step of fragment [off, off + len) on theta and b (the state's,
+ * or copies of them), then the merge into x. */
+static void outer_step(dt_trainer *t, diloco_state *s, size_t off, size_t len, float *theta,
+                       float *b)
+{
     /* b <- mu b + delta; theta <- theta - lr (delta + mu b), or theta - lr b */
-    sgd_step_flat(len, s->mu, 0.0f, s->nesterov, s->lr, s->theta + off, mean, s->b + off);
+    sgd_step_flat(len, s->mu, 0.0f, s->nesterov, s->lr, theta, s->mean + off, b);
     if (s->delay) { /* x <- x - (x_sent - theta): theta plus the progress since the post */
         vec_sub_axpy(t->params + off, 1.0f, s->x_sent + off, len);
-        vec_add(t->params + off, s->theta + off, len);
+        vec_add(t->params + off, theta, len);
     } else if (s->alpha == 0.0f) {
-        vec_copy(t->params + off, s->theta + off, len);
+        vec_copy(t->params + off, theta, len);
     } else { /* x <- (1 - alpha) theta + alpha x */
-        vec_mix(t->params + off, s->alpha, s->theta + off, len);
+        vec_mix(t->params + off, s->alpha, theta, len);
     }
+}
+
+/* Fragment p's averaged pseudo-gradient arrives: the outer step on theta,
+ * then the merge into x. */
+static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
+{
+    size_t off, len;
+    fragment(t, s, p, &off, &len);
+    exchange_mean(t, s, p, outer);
+    outer_step(t, s, off, len, s->theta + off, s->b + off);
 }
 
 /* Warm-up step: the gradients averaged as mode allreduce does. */
@@ -539,13 +622,16 @@ static void diloco_step(dt_trainer *t)
 
 /* run.check_replicas: identical in the warm-up and after an outer step that
  * set every value of x to the shared theta (with delay, x keeps the rank's
- * own progress: never). */
+ * own progress: only at the end's drain of an exchange posted at that very
+ * step, x = theta_new + 0). */
 static int diloco_replicas_equal(dt_trainer *t)
 {
     const diloco_state *s = t->algo_state;
     const int64_t c = t->step - s->K, d = c - s->lag;
     if (c <= 0)
         return 1;
+    if (s->delay)
+        return s->drained && c % s->H == 0;
     return !s->gossip && !s->delay && s->P == 1 && s->alpha == 0.0f && d >= 1 && d % s->H == 0;
 }
 
@@ -554,15 +640,21 @@ static const float *diloco_model(dt_trainer *t) { return t->params; }
 static int diloco_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 {
     diloco_state *s = t->algo_state;
-    if (max < 6)
+    if (max < 8)
         DT_FATAL("diloco: no room for its checkpoint arrays");
     int k = 0;
     out[k++] = (dt_ckpt_array){ "diloco_outer_params", s->theta, t->n, DT_CKPT_ROW0 };
     out[k++] = (dt_ckpt_array){ "diloco_outer_momentum", s->b, t->n, DT_CKPT_ROW0 };
     if (s->lag > 0) /* the pseudo-gradient of a fragment in flight */
         out[k++] = (dt_ckpt_array){ "diloco_sent", s->delta, t->n, DT_CKPT_PER_RANK };
-    if (s->delay) /* x when it was taken */
+    if (s->delay) { /* x when it was taken; x as the local steps left it */
         out[k++] = (dt_ckpt_array){ "diloco_x_sent", s->x_sent, t->n, DT_CKPT_PER_RANK };
+        if (!s->drained)
+            vec_copy(s->x_local, t->params, t->n);
+        out[k++] = (dt_ckpt_array){ "diloco_x_local", s->x_local, t->n, DT_CKPT_PER_RANK };
+    }
+    if (s->inner_time > 0) /* the group's clock, the same on every rank */
+        out[k++] = (dt_ckpt_array){ "diloco_clock", s->clock, 4, DT_CKPT_ROW0 };
     if (s->ef)
         out[k++] = (dt_ckpt_array){ "diloco_residual", s->err, t->n, DT_CKPT_FRESH };
     if (s->gossip)
@@ -577,6 +669,10 @@ static void diloco_resumed(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
     s->pending = -1;
+    if (s->delay) { /* the final checkpoint holds the drained model; x_local goes on */
+        vec_copy(t->params, s->x_local, t->n);
+        s->drained = 0;
+    }
     const int64_t c = t->step - s->K;
     for (int64_t back = 0; back < s->lag; back++)
         for (int64_t p = 0; p < s->P; p++)
@@ -593,6 +689,174 @@ static void diloco_resumed(dt_trainer *t)
         t->meter.weight = s->w[0];
 }
 
+/* The end of a run whose budget is spent (not a stop signal's checkpoint):
+ * with delay, the exchange in flight is completed and applied, so the final
+ * model and its evaluation include the last outer step:
+ *     theta' <- the outer step on the averaged delta    (on copies of theta, b)
+ *     x_i    <- x_i - (x_i^sent - theta')               (theta' + progress since the post)
+ * Every rank holds theta' when no local step followed the post (a budget
+ * ending at a loop's end), else theta' plus its own progress. theta, b and
+ * x_local (x before this) keep their values, and the final checkpoint holds
+ * them with the exchange as sent: a resume to a longer budget takes
+ * x <- x_local, posts the same bytes again and applies them in place, so it
+ * reproduces the uninterrupted run bit for bit. */
+static void diloco_finish(dt_trainer *t)
+{
+    diloco_state *s = t->algo_state;
+    if (!s->delay || s->pending < 0 || s->drained)
+        return;
+    const size_t n = t->n;
+    vec_copy(s->x_local, t->params, n);
+    exchange_mean(t, s, s->pending, 0);
+    float *theta = dt_falloc(n), *b = dt_falloc(n);
+    vec_copy(theta, s->theta, n);
+    vec_copy(b, s->b, n);
+    outer_step(t, s, 0, n, theta, b);
+    free(theta);
+    free(b);
+    s->drained = 1;
+}
+
+/* ---- time-bounded loops (inner_time > 0) ----------------------------------
+ *
+ * Each rank takes inner steps until inner_time seconds have passed since its
+ * loop started (at least one step), then enters the exchange, a collective:
+ * a fast rank waits there for the slowest once per loop, not once per step,
+ * and every loop lasts about inner_time on every rank. With n_r the samples
+ * (images, or tokens) rank r processed in the loop:
+ *     (n_r, steps_r, stop_r) for every r <- one all-gather of 3 integers
+ *     w_r   <- n_r / sum_j n_j                (the same floats on every rank)
+ *     delta <- sum_r w_r delta_r              (fp32: one allreduce of w_r delta_r;
+ *                                              bf16/int8 and top-k: each rank's
+ *                                              decoded codes times w_r, added in
+ *                                              rank order)
+ *     the outer step, x_i <- theta            (as above)
+ * The ranks' steps differ; the group's clock is S = sum_r steps_r as agreed
+ * at the last exchange, S / R steps per rank (the learning rate's step in
+ * between: S / R plus the rank's steps in the loop). The budget
+ * (run.max_steps, run.epochs: steps per rank) ends the run at the first
+ * exchange with S >= R budget, run.checkpoint_every checkpoints at those
+ * where S / R passes one of its multiples, a stop signal stops it at the
+ * exchange after one rank saw it: all on every rank at the same exchange,
+ * right after it, with nothing in flight. The K warm-up steps are the same
+ * on every rank, S = R t->step. The loop runs as the asynchronous modes'
+ * (run/loop.c): /train rows per rank, run.eval_every by the rank's own
+ * steps. A checkpoint holds S and the outer steps (diloco_clock); a resume
+ * starts a new loop. */
+
+/* A loop starts: its clock and sample count. */
+static void loop_open(dt_trainer *t, diloco_state *s)
+{
+    s->loop_open = 1;
+    s->loop_t0 = trainer_clock();
+    s->loop_images = t->meter.images;
+    s->loop_steps = 0;
+}
+
+/* The loop's end on this rank: the counts, the weights, the weighted
+ * exchange and the outer step, the clock. */
+static void timed_exchange(dt_trainer *t, diloco_state *s)
+{
+    const int R = t->nranks;
+    int64_t mine[3] = { t->meter.images - s->loop_images, t->step + 1, s->stop_seen != 0 };
+    double t0 = trainer_clock(); /* the fast ranks wait here for the slowest */
+    MPI_CHECK(MPI_Allgather(mine, 3, MPI_INT64_T, s->counts, 3, MPI_INT64_T, t->comm));
+    t->meter.t_wait += trainer_clock() - t0;
+    int64_t samples = 0, steps = 0;
+    int stop = 0;
+    for (int r = 0; r < R; r++) {
+        samples += s->counts[3 * r];
+        steps += s->counts[3 * r + 1];
+        stop |= s->counts[3 * r + 2] != 0;
+    }
+    for (int r = 0; r < R; r++) /* no samples counted (a gradient oracle): 1 / R */
+        s->wt[r] = samples > 0 ? (float)((double)s->counts[3 * r] / (double)samples)
+                               : 1.0f / (float)R;
+    exchange_begin(t, s, 0);
+    exchange_complete(t, s, 0, s->outer);
+    s->outer++;
+    s->sum_steps = steps;
+    s->stop_any = stop;
+    s->exchanged = 1;
+    ckpt_count_put(s->outer, s->clock);
+    ckpt_count_put(s->sum_steps, s->clock + 2);
+    loop_open(t, s);
+}
+
+static void timed_step(dt_trainer *t)
+{
+    diloco_state *s = t->algo_state;
+    if (t->step < s->K) {
+        sync_step(t);
+        return;
+    }
+    if (t->step == s->K) /* the local phase starts from the shared model */
+        vec_copy(s->theta, t->params, t->n);
+    if (!s->loop_open)
+        loop_open(t, s);
+    trainer_gradient(t, t->params);
+    trainer_update(t, t->params);
+    s->loop_steps++;
+    if (trainer_clock() - s->loop_t0 >= s->inner_time)
+        timed_exchange(t, s);
+}
+
+/* After each step: the verdict of the exchange just taken (between two:
+ * go on), the same on every rank at the same exchange. */
+static int timed_progress(dt_trainer *t, int stop_local, double *global_steps)
+{
+    diloco_state *s = t->algo_state;
+    const int64_t R = t->nranks, every = t->cfg->run.checkpoint_every;
+    s->stop_seen |= stop_local;
+    if (t->step <= s->K) { /* warm-up: every rank at the same step */
+        int stop = s->stop_seen;
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, t->comm));
+        s->sum_steps = s->prev_sum = t->step * R;
+        ckpt_count_put(s->outer, s->clock);
+        ckpt_count_put(s->sum_steps, s->clock + 2);
+        *global_steps = (double)t->step;
+        if (stop)
+            return ALGO_STOP;
+        if (t->step >= t->total_steps)
+            return ALGO_END;
+        return every > 0 && t->step % every == 0 ? ALGO_CHECKPOINT : ALGO_GO;
+    }
+    if (!s->exchanged) {
+        *global_steps = (double)s->sum_steps / (double)R + (double)s->loop_steps;
+        return ALGO_GO;
+    }
+    s->exchanged = 0;
+    const int64_t before = s->prev_sum;
+    s->prev_sum = s->sum_steps;
+    *global_steps = (double)s->sum_steps / (double)R;
+    if (s->stop_any)
+        return ALGO_STOP;
+    if (s->sum_steps >= t->total_steps * R)
+        return ALGO_END;
+    if (every > 0 && before / (every * R) < s->sum_steps / (every * R))
+        return ALGO_CHECKPOINT;
+    return ALGO_GO;
+}
+
+/* Nothing is in flight at a verdict: the exchange completes in its step. */
+static void timed_finish(dt_trainer *t) { (void)t; }
+
+/* After a restore: the group's clock from the checkpoint (scaled to the new
+ * rank count on another one); a new loop starts at the next step. */
+static void timed_resumed(dt_trainer *t)
+{
+    diloco_state *s = t->algo_state;
+    diloco_resumed(t);
+    s->outer = ckpt_count_get(s->clock);
+    int64_t sum = ckpt_count_get(s->clock + 2);
+    if (t->elastic_from)
+        sum = llround((double)sum / t->elastic_from * t->nranks);
+    s->sum_steps = s->prev_sum = sum;
+    s->loop_open = 0;
+    s->stop_seen = 0;
+    t->global_step = (double)sum / t->nranks;
+}
+
 static void diloco_teardown(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
@@ -604,6 +868,10 @@ static void diloco_teardown(dt_trainer *t)
     free(s->mean);
     free(s->err);
     free(s->x_sent);
+    free(s->x_local);
+    free(s->counts);
+    free(s->wt);
+    free(s->scratch);
     free(s->ce);
     free(s->cw);
     free(s->enc);
@@ -619,6 +887,34 @@ static void diloco_teardown(dt_trainer *t)
     }
     free(s);
     t->algo_state = NULL;
+}
+
+/* diloco.inner_time > 0: the same state and exchanges, run by the
+ * asynchronous loop (no collective between two exchanges). */
+static const dt_algo algo_diloco_timed = {
+    .name = "diloco",
+    .summary = "DiLoCo with time-bounded inner loops (diloco.inner_time): pseudo-gradients "
+               "weighted by the samples each rank processed; replicas equal after every "
+               "outer step",
+    .decentralized = 1,
+    .async = 1,
+    .check = diloco_check,
+    .elastic = DT_ELASTIC_AVERAGE,
+    .elastic_note = "the outer parameters and outer momentum: old rank 0's (replicated); the "
+                    "error-feedback residuals zero; the group's steps per rank carry over",
+    .setup = diloco_setup,
+    .step = timed_step,
+    .model = diloco_model,
+    .state = diloco_state_arrays,
+    .progress = timed_progress,
+    .finish = timed_finish,
+    .resumed = timed_resumed,
+    .teardown = diloco_teardown,
+};
+
+static const dt_algo *diloco_variant(const dt_config *cfg)
+{
+    return cfg->diloco.inner_time > 0 ? &algo_diloco_timed : NULL;
 }
 
 const dt_algo algo_diloco = {
@@ -639,5 +935,7 @@ const dt_algo algo_diloco = {
     .state = diloco_state_arrays,
     .resumed = diloco_resumed,
     .replicas_equal = diloco_replicas_equal,
+    .finish = diloco_finish,
+    .variant = diloco_variant,
     .teardown = diloco_teardown,
 };

@@ -323,6 +323,9 @@ static const deck_key keys_table[] = {
 
     {"diloco", "inner_steps", KT_INT, "500", IN_INT(1), AT(diloco.inner_steps, int64_t),
      .doc = "diloco: H, local steps of the inner optimizer (optim.*) per outer step"},
+    {"diloco", "inner_time", KT_DOUBLE, "0", GE(0), AT(diloco.inner_time, double),
+     .doc = "diloco: > 0: each rank's inner loop lasts this many seconds (at least one step) "
+            "instead of inner_steps; pseudo-gradients weighted by samples; 0: off"},
     {"diloco", "outer_lr", KT_DOUBLE, "0.7", GT(0), AT(diloco.outer_lr, double),
      .doc = "diloco: learning rate of the outer SGD on the averaged pseudo-gradient"},
     {"diloco", "outer_momentum", KT_DOUBLE, "0.9", IN_CLOSED_OPEN(0, 1),

@@ -116,6 +116,7 @@ typedef struct dt_config {
     } ecl;
     struct {                      /* algo/diloco.c */
         int64_t inner_steps;      /* H: local steps per outer step */
+        double inner_time;        /* > 0: seconds per inner loop instead of H steps */
         double outer_lr;          /* outer SGD learning rate */
         double outer_momentum;    /* outer SGD momentum */
         bool nesterov;            /* outer SGD with Nesterov momentum */

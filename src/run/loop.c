@@ -77,7 +77,8 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     const dt_config *c = t->cfg;
     dt_train_row *rows = NULL;
     int64_t nrows = 0, cap = 0;
-    double global = (double)t->step, last_print = trainer_clock();
+    /* the group's steps per rank (a resume's, as the resumed hook set them) */
+    double global = t->global_step, last_print = trainer_clock();
     /* run.eval_every: each rank tests its own model every eval_every of its
      * own steps, with no collective; the rows wait in memory like /train's.
      * In the parameter-server modes the workers test the model they last
@@ -222,6 +223,10 @@ static int sync_loop(dt_trainer *t, dt_runlog *log, double *mean_acc, int64_t *l
         t->algo->step(t);
         t->step++;
         watchdog_beat(t->step);
+        /* the budget spent: what is in flight joins the final model before
+         * its evaluation and checkpoint (not at a stop signal) */
+        if (t->step == t->total_steps && t->algo->finish)
+            t->algo->finish(t);
         if (cfg->run.check_finite && !isfinite(t->meter.loss_sum)) {
             char what[64];
             snprintf(what, sizeof what, "the training loss is %g", t->meter.loss_sum);
@@ -314,6 +319,8 @@ static int mode_check(dt_trainer *t)
     t->algo = algo_find(cfg->algorithm.mode);
     if (!t->algo || t->algo->check(cfg, t->nranks) != 0)
         return -1;
+    if (t->algo->variant && t->algo->variant(cfg))
+        t->algo = t->algo->variant(cfg);
 #ifdef DTRAIN_SIM
     if (t->algo->thread) {
         /* SMPI runs every simulated rank in one OS thread */
@@ -468,6 +475,9 @@ static int run_train(dt_trainer *t, dt_runlog *log, int resumed, double *mean_ac
      * own pace, a server without any step of its own */
     if (!t->algo->async)
         watchdog_start((double)cfg->run.stall_timeout, t->rank, trainer_group_tag);
+    /* resumed at the end: the final model as the finished run had it */
+    if (at_end && !t->algo->async && t->algo->finish)
+        t->algo->finish(t);
     int status = t->algo->async ? async_loop(t, log) : sync_loop(t, log, mean_acc, &last_eval);
     if (status == 0 && last_eval != t->step)
         eval_run(t, log, trainer_clock() - t->wall_start, mean_acc);
