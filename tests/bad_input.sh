@@ -78,6 +78,15 @@ expect_fail "topk with bf16" "diloco.precision = bf16 with diloco.compress = top
 run 2 60 "$D" $DL diloco.delay=1 diloco.fragments=2
 expect_fail "delay with 2 fragments" \
     "diloco.delay = 1 takes diloco.fragments = 1, diloco.overlap = 0 and diloco.merge = 0 \\(got 2"
+run 2 60 "$D" $DL diloco.inner_time=-1
+expect_fail "negative inner_time" "diloco.inner_time = -1: expected a number >= 0"
+run 2 60 "$D" $DL diloco.inner_time=2 diloco.fragments=2
+expect_fail "inner_time with 2 fragments" \
+    "diloco.inner_time = 2 takes diloco.fragments = 1, diloco.overlap = 0, diloco.delay = 0 and diloco.outer_comm = allreduce \\(got 2"
+run 2 60 "$D" $DL diloco.inner_time=2 diloco.delay=1
+expect_fail "inner_time with delay" "diloco.inner_time = 2 takes .* \\(got 1, 0, 1, allreduce\\)"
+run 2 60 "$D" $DL diloco.inner_time=2 diloco.outer_comm=sgp
+expect_fail "inner_time with sgp" "diloco.inner_time = 2 takes .* \\(got 1, 0, 0, sgp\\)"
 # momentum given with adamw: the run goes on, rank 0 says once that it is ignored
 run 2 60 --print-deck "$D" optim.name=adamw
 if [ "$RC" -eq 0 ] && [ "$(grep -c 'note: optim.momentum does not apply to optim.name = adamw' \

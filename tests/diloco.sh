@@ -11,6 +11,11 @@
 #    exchange in flight at the stop; top-k streaming; the delayed outer step,
 #    fp32 and top-k, with its exchange in flight; push-sum);
 #  - streaming with 1 fragment and overlap 0 equals plain diloco bit for bit;
+#  - delay = 1: the end applies the last exchange, replicas identical when
+#    the budget ends at a loop's end;
+#  - inner_time: 4 ranks, one slowed by run.test_delay_*: the fast ranks do
+#    more steps and the job's throughput is >= 90 % of the sum of the ranks'
+#    own rates; a resume continues;
 #  - bad settings stop every rank at start-up with the key named.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
@@ -93,9 +98,9 @@ EXTRA="diloco_sent" resume_case "bf16-streaming" 24 12 $M diloco.inner_steps=8 \
 EXTRA="diloco_sent diloco_residual" resume_case "topk-streaming" 26 13 $M diloco.inner_steps=8 \
     diloco.fragments=2 diloco.overlap=2 diloco.compress=topk diloco.chunk=256
 # delayed: stopped at 10, the all-gather of the exchange posted at 8 in flight
-EXTRA="diloco_sent diloco_x_sent" resume_case "delay" 22 10 $M $H4 diloco.delay=1
+EXTRA="diloco_sent diloco_x_sent diloco_x_local" resume_case "delay" 22 10 $M $H4 diloco.delay=1
 # delayed top-k: stopped at 12, the codes posted at 12 in flight
-EXTRA="diloco_sent diloco_x_sent diloco_residual" resume_case "delay-topk" 22 12 $M $H4 \
+EXTRA="diloco_sent diloco_x_sent diloco_x_local diloco_residual" resume_case "delay-topk" 22 12 $M $H4 \
     diloco.delay=1 diloco.compress=topk diloco.chunk=256 diloco.ef_decay=0.9
 EXTRA="push_sum_weight" resume_case "sgp" 22 10 $M $H4 algorithm.topology=exponential \
     diloco.outer_comm=sgp
@@ -111,6 +116,51 @@ else
     fail "diloco fragments 1 vs plain (rc $rcA/$RC)"
 fi
 
+# delayed, a budget at a loop's end: the end applies the exchange in flight,
+# so every rank ends with theta_new (checked after the last step)
+run 3 120 "$D" $M $H4 diloco.delay=1 run.check_replicas=true run.output_dir="$WORK/dend" \
+    run.max_steps=16
+if [ "$RC" -eq 0 ] && "$TEST_BIN/ckcmp" replicas "$(last "$WORK/dend")" >/dev/null; then
+    pass "diloco delay 1, budget 16 of H 4: the last exchange applied at the end, final replicas identical"
+else
+    fail "diloco delay end (rc $RC)"; tail -3 "$WORK/out.txt"
+fi
+
+# time-bounded loops: rank 3 sleeps after every step; the others must not
+# wait for it but once per loop. Per rank from /train: T_r its training wall
+# time, W_r its wait at the exchanges, n_r its samples; own rate
+# n_r / (T_r - W_r); the job's throughput sum n_r / max T_r.
+TD="diloco.inner_time=0.4 run.epochs=100000 model.hidden=256 data.synthetic_height=28 data.synthetic_width=28 run.log_every=1"
+run 4 240 "$D" $M $TD run.max_steps=1200 run.test_delay_rank=3 run.test_delay_ms=2 \
+    run.output_dir="$WORK/timed"
+"$DTRAIN_POST" csv "$WORK/timed/run.h5" -o "$WORK/timed/csv" >/dev/null 2>&1 || true
+got=$(awk -F, 'NR > 1 { r = $3; if ($1 > s[r]) s[r] = $1; if (!(r in f)) f[r] = $4
+                        if ($4 > e[r]) e[r] = $4; w[r] += $10; n[r] = $11 }
+     END { T = 0; for (r = 0; r < 4; r++) if (e[r] - f[r] > T) T = e[r] - f[r]
+           own = 0; all = 0
+           for (r = 0; r < 4; r++) { own += n[r] / (e[r] - f[r] - w[r]); all += n[r] }
+           fast = s[0] < s[1] ? s[0] : s[1]; fast = fast < s[2] ? fast : s[2]
+           printf "%d %d %d %d %.3f %d", s[0], s[1], s[2], s[3], all / T / own,
+                  fast >= 1.5 * s[3] && all / T >= 0.9 * own }' "$WORK/timed/csv/train.csv" 2>/dev/null)
+if [ "$RC" -eq 0 ] && [ "${got##* }" = 1 ] && grep -q "loops bounded by time" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" replicas "$(last "$WORK/timed")" >/dev/null; then
+    pass "diloco inner_time 0.4 s, rank 3 slowed: steps per rank ${got% * *}, job throughput $(echo "$got" | cut -d' ' -f5) of the ranks' own rates (>= 0.9); final replicas identical"
+else
+    fail "diloco inner_time slow rank (rc $RC): steps, throughput ratio, verdict: $got"; tail -3 "$WORK/out.txt"
+fi
+# a resume continues the group's clock (not bit for bit: loops end by time)
+TM="model.hidden=256 data.synthetic_height=28 data.synthetic_width=28 run.epochs=100000"
+run 2 120 "$D" $M $TM diloco.inner_time=0.05 run.max_steps=400 run.output_dir="$WORK/tres"
+rcA=$RC
+run 2 120 "$D" $M $TM diloco.inner_time=0.05 run.max_steps=800 run.resume=true run.output_dir="$WORK/tres"
+steps=$(grep -o 'done: [0-9]* steps per rank' "$WORK/out.txt" | grep -o '[0-9]*')
+if [ $rcA -eq 0 ] && [ "$RC" -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" &&
+   [ "${steps:-0}" -ge 800 ] && "$TEST_BIN/ckcmp" replicas "$(last "$WORK/tres")" >/dev/null; then
+    pass "diloco inner_time: 400 steps per rank, resumed to 800: ended at $steps, replicas identical"
+else
+    fail "diloco inner_time resume (rc $rcA/$RC, steps ${steps:-none})"; tail -3 "$WORK/out.txt"
+fi
+
 run 2 30 "$D" $M $H4 diloco.fragments=3
 expect_fail "fragments not dividing inner_steps" "diloco.fragments = 3 does not divide diloco.inner_steps = 4"
 run 2 30 "$D" $M $H4 diloco.fragments=2 diloco.overlap=2
@@ -119,4 +169,6 @@ run 2 30 "$D" $M $H4 diloco.precision=fp16
 expect_fail "unknown precision" "diloco.precision"
 run 2 30 "$D" $M $H4 diloco.outer_comm=sgp diloco.precision=int8
 expect_fail "sgp with int8" "diloco.outer_comm = sgp takes"
+run 2 30 "$D" $M diloco.inner_time=1 diloco.delay=1
+expect_fail "inner_time with delay" "diloco.inner_time = 1 takes diloco.fragments = 1, diloco.overlap = 0, diloco.delay = 0 and diloco.outer_comm = allreduce"
 finish
