@@ -77,8 +77,7 @@ static int async_loop(dt_trainer *t, dt_runlog *log)
     const dt_config *c = t->cfg;
     dt_train_row *rows = NULL;
     int64_t nrows = 0, cap = 0;
-    /* the group's steps per rank (a resume's, as the resumed hook set them) */
-    double global = t->global_step, last_print = trainer_clock();
+    double global = (double)t->step, last_print = trainer_clock();
     /* run.eval_every: each rank tests its own model every eval_every of its
      * own steps, with no collective; the rows wait in memory like /train's.
      * In the parameter-server modes the workers test the model they last
