@@ -76,8 +76,11 @@
  * Every pass over a vector goes through core/vec.h, algo/quant.h or
  * algo/topk_codec.h, which return at once in the simulator (dtrain-sim):
  * there the vectors hold no model, and a 124 M-parameter pseudo-gradient
- * costs only its messages. */
-#include <math.h>
+ * costs only its messages.
+ *
+ * The exchange over the network is algo/diloco_wire.c, the time-bounded
+ * inner loops (diloco.inner_time) are algo/diloco_timed.c; algo/diloco_int.h
+ * holds the state the three share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,64 +93,10 @@
 #include "core/vec.h"
 #include "optim/sgd.h"
 #include "engine/engine.h"
-
-enum { TAG_SCATTER = 41, TAG_GATHER = 42 };
-
-typedef struct diloco_state {
-    int64_t H, K, P, overlap;
-    int64_t lag;         /* steps an exchange stays in flight: overlap, or H with delay */
-    float lr, mu, alpha;
-    float beta;          /* error feedback's decay */
-    int nesterov, ef, gossip, topk, delay;
-    dt_quant fmt;
-    dt_tkc tk;           /* compress = topk: the codes' format */
-    float *theta;        /* (n) outer parameters (replicated, or per rank with gossip) */
-    float *b;            /* (n) outer momentum */
-    float *delta;        /* (n) pseudo-gradient as sent (with the residual added) */
-    float *err;          /* (n) residual of the codes (error feedback) */
-    float *mean;         /* (n) averaged pseudo-gradient; scratch before it */
-    float *x_sent;       /* (n) delay: x when the pseudo-gradient in flight was taken */
-    float *x_local;      /* (n) delay: x as the local steps left it (checkpointed; differs
-                          * from x only after the end's drain) */
-    int pending;         /* fragment whose exchange is in flight; -1: none */
-    int drained;         /* delay: the end applied the exchange in flight to x only */
-    /* inner_time > 0: time-bounded loops (the timed table, algo_diloco_timed) */
-    double inner_time;   /* seconds per outer loop */
-    int loop_open;       /* a loop has started: loop_t0 and loop_images are its */
-    double loop_t0;      /* trainer_clock() when the loop started */
-    int64_t loop_images; /* t->meter.images then */
-    int64_t loop_steps;  /* this rank's steps in the loop */
-    int64_t outer;       /* outer steps done (the same on every rank) */
-    int64_t sum_steps;   /* sum over ranks of their steps, agreed at the last exchange */
-    int64_t prev_sum;    /* sum_steps at the exchange before (checkpoint_every) */
-    int stop_seen;       /* a stop flag seen since the last exchange */
-    int stop_any;        /* the last exchange: some rank had one */
-    int exchanged;       /* an exchange happened in the step just taken */
-    int64_t *counts;     /* (3 R) per rank: samples in the loop, steps, stop flag */
-    float *wt;           /* (R) rank weights n_r / sum n; NULL: 1 / R each */
-    float *scratch;      /* (values of a chunk or fragment) one rank's decoded codes */
-    float clock[4];      /* the outer steps and sum_steps as ckpt_count_put pairs */
-    /* reduce-scatter + all-gather of one fragment cut into R chunks of whole
-     * QUANT_BLOCKs: rank r sums chunk r */
-    size_t *ce, *cw;     /* (R + 1) chunk bounds in values and in wire words */
-    float *enc;          /* (words of a fragment) this rank's codes, chunk by chunk */
-    float *slots;        /* (R, words of a chunk) the codes of this rank's chunk, per rank */
-    float *gather;       /* (words of a fragment) the codes of the averaged chunks */
-    float *acc;          /* (values of a chunk) fp32 sum of this rank's chunk */
-    /* compress = topk: enc holds this rank's codes of a fragment, gather
-     * every rank's, rank r's at r times their length */
-    dt_request *req;     /* (2 R) */
-    int nreq;
-    int gathering;       /* the all-gather is in flight (else the reduce-scatter) */
-    /* outer_comm = sgp */
-    dt_gossip g;
-    float *u;            /* (n + 1) push-sum numerator w x (then mixed) */
-    float *recv_sum;     /* (n + 1) sum of the received messages */
-    float *w;            /* (1) push-sum weight (checkpointed) */
-} diloco_state;
+#include "algo/diloco_int.h"
 
 /* Fragment p of the flat vector: [off, off + len). */
-static void fragment(const dt_trainer *t, const diloco_state *s, int64_t p, size_t *off,
+void diloco_fragment(const dt_trainer *t, const diloco_state *s, int64_t p, size_t *off,
                      size_t *len)
 {
     size_t lo = (size_t)p * t->n / (size_t)s->P, hi = (size_t)(p + 1) * t->n / (size_t)s->P;
@@ -157,12 +106,6 @@ static void fragment(const dt_trainer *t, const diloco_state *s, int64_t p, size
 
 /* The local step (1..H, as c mod H with 0 for H) after which fragment p starts. */
 static int64_t start_of(const diloco_state *s, int64_t p) { return ((p + 1) * s->H / s->P) % s->H; }
-
-/* Plain fp32 with nothing to overlap: one allreduce of the flat vector. */
-static int uses_allreduce(const diloco_state *s)
-{
-    return !s->gossip && !s->topk && s->fmt == QUANT_FP32 && s->lag == 0;
-}
 
 static int uses_topk(const dt_config *cfg) { return !strcmp(cfg->diloco.compress, "topk"); }
 
@@ -284,7 +227,7 @@ static void diloco_setup(dt_trainer *t)
         s->req = dt_calloc(1, sizeof *s->req);
         if (s->wt)
             s->scratch = dt_falloc(n / (size_t)s->P + 1);
-    } else if (!uses_allreduce(s)) {
+    } else if (!diloco_uses_allreduce(s)) {
         size_t most = n / (size_t)s->P + 1; /* the longest fragment */
         s->ce = dt_calloc(R + 1, sizeof *s->ce);
         s->cw = dt_calloc(R + 1, sizeof *s->cw);
@@ -319,7 +262,7 @@ static void diloco_setup(dt_trainer *t)
            "momentum %g%s, %s over %s, %lld fragment(s), overlap %lld, merge %g%s",
            inner, (long long)s->K, (double)s->lr, (double)s->mu,
            s->nesterov ? " nesterov" : "", wire,
-           s->gossip ? "push-sum" : uses_allreduce(s) ? "allreduce"
+           s->gossip ? "push-sum" : diloco_uses_allreduce(s) ? "allreduce"
                                   : s->topk ? "all-gather" : "reduce-scatter + all-gather",
            (long long)s->P, (long long)s->overlap, (double)s->alpha,
            s->delay ? ", outer step delayed by one loop" : "");
@@ -328,216 +271,6 @@ static void diloco_setup(dt_trainer *t)
     if (s->inner_time > 0)
         printf(", loops bounded by time, pseudo-gradients weighted by samples");
     printf("\n");
-}
-
-/* Chunk r of a fragment of len values: whole QUANT_BLOCKs, so that each
- * chunk's int8 codes carry their own scales. Fills s->ce and s->cw. */
-static void chunk_layout(diloco_state *s, size_t len, int R)
-{
-    size_t blocks = (len + QUANT_BLOCK - 1) / QUANT_BLOCK;
-    s->cw[0] = 0;
-    for (int r = 0; r < R; r++) {
-        size_t hi = ((size_t)(r + 1) * blocks / (size_t)R) * QUANT_BLOCK;
-        s->ce[r + 1] = hi < len ? hi : len;
-        s->cw[r + 1] = s->cw[r] + quant_words(s->fmt, s->ce[r + 1] - s->ce[r]);
-    }
-}
-
-/* Reduce-scatter, first half: this rank's codes of v (len) go chunk r to
- * rank r; the codes of its own chunk arrive from every rank. */
-static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t len)
-{
-    const int R = t->nranks, me = t->rank;
-    chunk_layout(s, len, R);
-    for (int r = 0; r < R; r++)
-        quant_encode(s->fmt, v + s->ce[r], s->ce[r + 1] - s->ce[r], s->enc + s->cw[r]);
-    const size_t mine = s->cw[me + 1] - s->cw[me];
-    s->nreq = 0;
-    for (int r = 0; r < R; r++) {
-        if (r == me)
-            continue;
-        t->tp->irecv(t->tp, s->slots + (size_t)r * mine, mine, r, TAG_SCATTER, &s->req[s->nreq++]);
-        t->tp->isend(t->tp, s->enc + s->cw[r], s->cw[r + 1] - s->cw[r], r, TAG_SCATTER,
-                     &s->req[s->nreq++]);
-    }
-}
-
-/* Reduce-scatter, second half, and the all-gather's start: this rank sums
- * its chunk in fp32 in rank order and sends the codes of its mean to every
- * rank. */
-static void scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
-{
-    const int R = t->nranks, me = t->rank;
-    const size_t m = s->ce[me + 1] - s->ce[me], mine = s->cw[me + 1] - s->cw[me];
-    t->tp->waitall(t->tp, s->req, s->nreq);
-    vec_zero(s->acc, m);
-    for (int r = 0; r < R; r++) {
-        const float *codes = r == me ? s->enc + s->cw[me] : s->slots + (size_t)r * mine;
-        if (s->wt) { /* acc += w_r decode(codes of rank r) */
-            quant_decode(s->fmt, codes, m, s->scratch);
-            vec_axpy(s->acc, s->wt[r], s->scratch, m);
-        } else {
-            quant_decode_add(s->fmt, codes, m, s->acc);
-        }
-    }
-    if (!s->wt)
-        vec_scale(s->acc, 1.0f / (float)R, m);
-    quant_encode(s->fmt, s->acc, m, s->gather + s->cw[me]);
-    s->nreq = 0;
-    for (int r = 0; r < R; r++) {
-        if (r == me)
-            continue;
-        t->tp->irecv(t->tp, s->gather + s->cw[r], s->cw[r + 1] - s->cw[r], r, TAG_GATHER,
-                     &s->req[s->nreq++]);
-        t->tp->isend(t->tp, s->gather + s->cw[me], mine, r, TAG_GATHER, &s->req[s->nreq++]);
-    }
-    s->gathering = 1;
-}
-
-/* The all-gather's end: out (len) gets the decoded codes of every chunk,
- * the same bytes, hence the same floats, on every rank. */
-static void gather_finish(dt_trainer *t, diloco_state *s, float *out)
-{
-    t->tp->waitall(t->tp, s->req, s->nreq);
-    s->nreq = 0;
-    s->gathering = 0;
-    for (int r = 0; r < t->nranks; r++)
-        quant_decode(s->fmt, s->gather + s->cw[r], s->ce[r + 1] - s->ce[r], out + s->ce[r]);
-}
-
-/* Top-k: this rank's codes of v (len) posted to every rank; every rank's
- * arrive in s->gather. */
-static void gather_codes_start(dt_trainer *t, diloco_state *s, const float *v, size_t len)
-{
-    tkc_encode(&s->tk, v, len, s->enc);
-    t->tp->iallgather(t->tp, s->enc, tkc_words(&s->tk, len), s->gather, &s->req[0]);
-    s->nreq = 1;
-}
-
-/* Top-k's end: mean (len) <- (1/R) sum_r decode(codes of rank r), added in
- * rank order, the same floats on every rank (timed loops: sum_r w_r decode). */
-static void gather_codes_finish(dt_trainer *t, diloco_state *s, float *mean, size_t len)
-{
-    t->tp->waitall(t->tp, s->req, s->nreq);
-    s->nreq = 0;
-    const size_t w = tkc_words(&s->tk, len);
-    vec_zero(mean, len);
-    for (int r = 0; r < t->nranks; r++) {
-        if (s->wt) {
-            tkc_decode(&s->tk, s->gather + (size_t)r * w, len, s->scratch);
-            vec_axpy(mean, s->wt[r], s->scratch, len);
-        } else {
-            tkc_decode_add(&s->tk, s->gather + (size_t)r * w, len, mean);
-        }
-    }
-    if (!s->wt)
-        vec_scale(mean, 1.0f / (float)t->nranks, len);
-}
-
-/* The exchange of v (len, a fragment) posted: top-k codes, or the first half
- * of the reduce-scatter. */
-static void exchange_post(dt_trainer *t, diloco_state *s, const float *v, size_t len)
-{
-    if (s->topk)
-        gather_codes_start(t, s, v, len);
-    else
-        scatter_start(t, s, v, len);
-}
-
-/* out (len) <- what this rank's codes, as posted, say. */
-static void own_codes_decoded(dt_trainer *t, diloco_state *s, size_t len, float *out)
-{
-    if (s->topk) {
-        tkc_decode(&s->tk, s->enc, len, out);
-        return;
-    }
-    for (int r = 0; r < t->nranks; r++)
-        quant_decode(s->fmt, s->enc + s->cw[r], s->ce[r + 1] - s->ce[r], out + s->ce[r]);
-}
-
-/* Fragment p's pseudo-gradient sent: v = theta - x_i, plus beta e_i with
- * error feedback, and e_i <- v - decode(codes of v). */
-static void exchange_begin(dt_trainer *t, diloco_state *s, int64_t p)
-{
-    size_t off, len;
-    fragment(t, s, p, &off, &len);
-    float *v = s->delta + off;
-    vec_copy(v, s->theta + off, len);
-    vec_sub_axpy(v, 1.0f, t->params + off, len);
-    if (s->ef)
-        vec_axpy(v, s->beta, s->err + off, len);
-    if (s->delay)
-        vec_copy(s->x_sent + off, t->params + off, len);
-    s->pending = (int)p;
-    if (s->gossip || uses_allreduce(s)) {
-        if (!s->gossip)
-            t->meter.bytes_sent += (int64_t)(len * sizeof(float));
-        return; /* exchanged at exchange_complete, in the same step */
-    }
-    double t0 = trainer_clock();
-    exchange_post(t, s, v, len);
-    t->meter.t_comm += trainer_clock() - t0;
-    /* the vector this rank contributes, in its wire format (allreduce counts n floats) */
-    const size_t words = s->topk ? tkc_words(&s->tk, len) : s->cw[t->nranks];
-    t->meter.bytes_sent += (int64_t)(words * sizeof(float));
-    if (s->ef) { /* residual = what was meant - what the codes say */
-        own_codes_decoded(t, s, len, s->mean + off);
-        vec_copy(s->err + off, v, len);
-        vec_sub_axpy(s->err + off, 1.0f, s->mean + off, len);
-    }
-}
-
-/* Push-sum of the local models over the gossip graph at gossip step j:
- * z <- u / w after one exchange of (w x, w); the pseudo-gradient this rank
- * steps on is then mean <- theta - z. On the complete graph every rank keeps
- * and sends 1/n of the same messages: theta minus the mean of the x_i, the
- * mean of the delta_i. */
-static void pushsum_mix(dt_trainer *t, diloco_state *s, int64_t j)
-{
-    const size_t n = t->n;
-    vec_copy(s->u, t->params, n); /* u = w x */
-    vec_scale(s->u, s->w[0], n);
-    t->meter.bytes_sent += pushsum_share(&s->g, t->rank, j, s->u, n, s->w);
-    gossip_start(&s->g, t->tp, s->g.send);
-    gossip_finish(&s->g, t->tp);
-    gossip_sum_received(&s->g, NULL, s->recv_sum);
-    pushsum_absorb(&s->g, s->recv_sum, s->u, n, s->w);
-    pushsum_debias(&s->g, s->u, n, s->w, s->mean); /* z */
-    vec_ax_plus(s->mean, -1.0f, s->theta, n);     /* theta - z */
-    t->meter.weight = s->w[0];
-}
-
-/* Fragment p's averaged pseudo-gradient arrives in s->mean: the exchange in
- * flight completed (or, lag 0, done whole). */
-static void exchange_mean(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
-{
-    if (s->pending != (int)p)
-        DT_FATAL("diloco: fragment %lld completes while %d is in flight", (long long)p,
-                 s->pending);
-    size_t off, len;
-    fragment(t, s, p, &off, &len);
-    float *mean = s->mean + off;
-    double t0 = trainer_clock();
-    if (s->gossip) {
-        pushsum_mix(t, s, outer);
-    } else if (uses_allreduce(s)) {
-        vec_copy(mean, s->delta + off, len);
-        if (s->wt) { /* sum_r w_r delta_r */
-            vec_scale(mean, s->wt[t->rank], len);
-            t->tp->allreduce_sum(t->tp, mean, len);
-        } else {
-            t->tp->allreduce_sum(t->tp, mean, len);
-            vec_scale(mean, 1.0f / (float)t->nranks, len);
-        }
-    } else if (s->topk) {
-        gather_codes_finish(t, s, mean, len);
-    } else {
-        if (!s->gathering)
-            scatter_finish_gather_start(t, s);
-        gather_finish(t, s, mean);
-    }
-    t->meter.t_comm += trainer_clock() - t0;
-    s->pending = -1;
 }
 
 /* The outer step of fragment [off, off + len) on theta and b (the state's,
@@ -559,16 +292,16 @@ static void outer_step(dt_trainer *t, diloco_state *s, size_t off, size_t len, f
 
 /* Fragment p's averaged pseudo-gradient arrives: the outer step on theta,
  * then the merge into x. */
-static void exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
+void diloco_exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t outer)
 {
     size_t off, len;
-    fragment(t, s, p, &off, &len);
-    exchange_mean(t, s, p, outer);
+    diloco_fragment(t, s, p, &off, &len);
+    diloco_exchange_mean(t, s, p, outer);
     outer_step(t, s, off, len, s->theta + off, s->b + off);
 }
 
 /* Warm-up step: the gradients averaged as mode allreduce does. */
-static void sync_step(dt_trainer *t)
+void diloco_sync_step(dt_trainer *t)
 {
     trainer_gradient(t, t->params);
     double t0 = trainer_clock();
@@ -585,14 +318,14 @@ static void complete_due(dt_trainer *t, diloco_state *s, int64_t c)
     const int64_t d = c - s->lag;
     for (int64_t p = 0; p < s->P; p++)
         if (d >= 1 && d % s->H == start_of(s, p))
-            exchange_complete(t, s, p, (d - 1) / s->H);
+            diloco_exchange_complete(t, s, p, (d - 1) / s->H);
 }
 
 static void diloco_step(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
     if (t->step < s->K) {
-        sync_step(t);
+        diloco_sync_step(t);
         return;
     }
     if (t->step == s->K) /* the local phase starts from the shared model */
@@ -606,14 +339,14 @@ static void diloco_step(dt_trainer *t)
         complete_due(t, s, c);
     for (int64_t p = 0; p < s->P; p++)
         if (c % s->H == start_of(s, p))
-            exchange_begin(t, s, p);
+            diloco_exchange_begin(t, s, p);
     /* one step after its start, the reduce-scatter has had a step of compute to
      * finish: sum and start the all-gather, which then overlaps the rest */
     if (s->pending >= 0 && !s->topk && !s->gathering && s->lag >= 2 &&
         c % s->H == (start_of(s, s->pending) + 1) % s->H) {
         /* timed: on a slow network the reduce-scatter outlasts the step and this waits */
         double t0 = trainer_clock();
-        scatter_finish_gather_start(t, s);
+        diloco_scatter_finish_gather_start(t, s);
         t->meter.t_comm += trainer_clock() - t0;
     }
     if (s->lag == 0)
@@ -665,7 +398,7 @@ static int diloco_state_arrays(dt_trainer *t, dt_ckpt_array *out, int max)
 /* After a restore at step t->step: a fragment whose exchange started within
  * the last `lag` steps is sent again from the checkpointed pseudo-gradient
  * (the same codes; its bytes and residual already counted). */
-static void diloco_resumed(dt_trainer *t)
+void diloco_resumed(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
     s->pending = -1;
@@ -678,12 +411,12 @@ static void diloco_resumed(dt_trainer *t)
         for (int64_t p = 0; p < s->P; p++)
             if (c - back >= 1 && (c - back) % s->H == start_of(s, p)) {
                 size_t off, len;
-                fragment(t, s, p, &off, &len);
-                exchange_post(t, s, s->delta + off, len);
+                diloco_fragment(t, s, p, &off, &len);
+                diloco_exchange_post(t, s, s->delta + off, len);
                 s->pending = (int)p;
                 /* the all-gather had started: the same sum, the same codes */
                 if (back >= 1 && !s->topk)
-                    scatter_finish_gather_start(t, s);
+                    diloco_scatter_finish_gather_start(t, s);
             }
     if (s->gossip)
         t->meter.weight = s->w[0];
@@ -707,7 +440,7 @@ static void diloco_finish(dt_trainer *t)
         return;
     const size_t n = t->n;
     vec_copy(s->x_local, t->params, n);
-    exchange_mean(t, s, s->pending, 0);
+    diloco_exchange_mean(t, s, s->pending, 0);
     float *theta = dt_falloc(n), *b = dt_falloc(n);
     vec_copy(theta, s->theta, n);
     vec_copy(b, s->b, n);
@@ -715,146 +448,6 @@ static void diloco_finish(dt_trainer *t)
     free(theta);
     free(b);
     s->drained = 1;
-}
-
-/* ---- time-bounded loops (inner_time > 0) ----------------------------------
- *
- * Each rank takes inner steps until inner_time seconds have passed since its
- * loop started (at least one step), then enters the exchange, a collective:
- * a fast rank waits there for the slowest once per loop, not once per step,
- * and every loop lasts about inner_time on every rank. With n_r the samples
- * (images, or tokens) rank r processed in the loop:
- *     (n_r, steps_r, stop_r) for every r <- one all-gather of 3 integers
- *     w_r   <- n_r / sum_j n_j                (the same floats on every rank)
- *     delta <- sum_r w_r delta_r              (fp32: one allreduce of w_r delta_r;
- *                                              bf16/int8 and top-k: each rank's
- *                                              decoded codes times w_r, added in
- *                                              rank order)
- *     the outer step, x_i <- theta            (as above)
- * The ranks' steps differ; the group's clock is S = sum_r steps_r as agreed
- * at the last exchange, S / R steps per rank (the learning rate's step in
- * between: S / R plus the rank's steps in the loop). The budget
- * (run.max_steps, run.epochs: steps per rank) ends the run at the first
- * exchange with S >= R budget, run.checkpoint_every checkpoints at those
- * where S / R passes one of its multiples, a stop signal stops it at the
- * exchange after one rank saw it: all on every rank at the same exchange,
- * right after it, with nothing in flight. The K warm-up steps are the same
- * on every rank, S = R t->step. The loop runs as the asynchronous modes'
- * (run/loop.c): /train rows per rank, run.eval_every by the rank's own
- * steps. A checkpoint holds S and the outer steps (diloco_clock); a resume
- * starts a new loop. */
-
-/* A loop starts: its clock and sample count. */
-static void loop_open(dt_trainer *t, diloco_state *s)
-{
-    s->loop_open = 1;
-    s->loop_t0 = trainer_clock();
-    s->loop_images = t->meter.images;
-    s->loop_steps = 0;
-}
-
-/* The loop's end on this rank: the counts, the weights, the weighted
- * exchange and the outer step, the clock. */
-static void timed_exchange(dt_trainer *t, diloco_state *s)
-{
-    const int R = t->nranks;
-    int64_t mine[3] = { t->meter.images - s->loop_images, t->step + 1, s->stop_seen != 0 };
-    double t0 = trainer_clock(); /* the fast ranks wait here for the slowest */
-    MPI_CHECK(MPI_Allgather(mine, 3, MPI_INT64_T, s->counts, 3, MPI_INT64_T, t->comm));
-    t->meter.t_wait += trainer_clock() - t0;
-    int64_t samples = 0, steps = 0;
-    int stop = 0;
-    for (int r = 0; r < R; r++) {
-        samples += s->counts[3 * r];
-        steps += s->counts[3 * r + 1];
-        stop |= s->counts[3 * r + 2] != 0;
-    }
-    for (int r = 0; r < R; r++) /* no samples counted (a gradient oracle): 1 / R */
-        s->wt[r] = samples > 0 ? (float)((double)s->counts[3 * r] / (double)samples)
-                               : 1.0f / (float)R;
-    exchange_begin(t, s, 0);
-    exchange_complete(t, s, 0, s->outer);
-    s->outer++;
-    s->sum_steps = steps;
-    s->stop_any = stop;
-    s->exchanged = 1;
-    ckpt_count_put(s->outer, s->clock);
-    ckpt_count_put(s->sum_steps, s->clock + 2);
-    loop_open(t, s);
-}
-
-static void timed_step(dt_trainer *t)
-{
-    diloco_state *s = t->algo_state;
-    if (t->step < s->K) {
-        sync_step(t);
-        return;
-    }
-    if (t->step == s->K) /* the local phase starts from the shared model */
-        vec_copy(s->theta, t->params, t->n);
-    if (!s->loop_open)
-        loop_open(t, s);
-    trainer_gradient(t, t->params);
-    trainer_update(t, t->params);
-    s->loop_steps++;
-    if (trainer_clock() - s->loop_t0 >= s->inner_time)
-        timed_exchange(t, s);
-}
-
-/* After each step: the verdict of the exchange just taken (between two:
- * go on), the same on every rank at the same exchange. */
-static int timed_progress(dt_trainer *t, int stop_local, double *global_steps)
-{
-    diloco_state *s = t->algo_state;
-    const int64_t R = t->nranks, every = t->cfg->run.checkpoint_every;
-    s->stop_seen |= stop_local;
-    if (t->step <= s->K) { /* warm-up: every rank at the same step */
-        int stop = s->stop_seen;
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, t->comm));
-        s->sum_steps = s->prev_sum = t->step * R;
-        ckpt_count_put(s->outer, s->clock);
-        ckpt_count_put(s->sum_steps, s->clock + 2);
-        *global_steps = (double)t->step;
-        if (stop)
-            return ALGO_STOP;
-        if (t->step >= t->total_steps)
-            return ALGO_END;
-        return every > 0 && t->step % every == 0 ? ALGO_CHECKPOINT : ALGO_GO;
-    }
-    if (!s->exchanged) {
-        *global_steps = (double)s->sum_steps / (double)R + (double)s->loop_steps;
-        return ALGO_GO;
-    }
-    s->exchanged = 0;
-    const int64_t before = s->prev_sum;
-    s->prev_sum = s->sum_steps;
-    *global_steps = (double)s->sum_steps / (double)R;
-    if (s->stop_any)
-        return ALGO_STOP;
-    if (s->sum_steps >= t->total_steps * R)
-        return ALGO_END;
-    if (every > 0 && before / (every * R) < s->sum_steps / (every * R))
-        return ALGO_CHECKPOINT;
-    return ALGO_GO;
-}
-
-/* Nothing is in flight at a verdict: the exchange completes in its step. */
-static void timed_finish(dt_trainer *t) { (void)t; }
-
-/* After a restore: the group's clock from the checkpoint (scaled to the new
- * rank count on another one); a new loop starts at the next step. */
-static void timed_resumed(dt_trainer *t)
-{
-    diloco_state *s = t->algo_state;
-    diloco_resumed(t);
-    s->outer = ckpt_count_get(s->clock);
-    int64_t sum = ckpt_count_get(s->clock + 2);
-    if (t->elastic_from)
-        sum = llround((double)sum / t->elastic_from * t->nranks);
-    s->sum_steps = s->prev_sum = sum;
-    s->loop_open = 0;
-    s->stop_seen = 0;
-    t->global_step = (double)sum / t->nranks;
 }
 
 static void diloco_teardown(dt_trainer *t)
@@ -903,12 +496,12 @@ static const dt_algo algo_diloco_timed = {
     .elastic_note = "the outer parameters and outer momentum: old rank 0's (replicated); the "
                     "error-feedback residuals zero; the group's steps per rank carry over",
     .setup = diloco_setup,
-    .step = timed_step,
+    .step = diloco_timed_step,
     .model = diloco_model,
     .state = diloco_state_arrays,
-    .progress = timed_progress,
-    .finish = timed_finish,
-    .resumed = timed_resumed,
+    .progress = diloco_timed_progress,
+    .finish = diloco_timed_finish,
+    .resumed = diloco_timed_resumed,
     .teardown = diloco_teardown,
 };
 
