@@ -301,7 +301,7 @@ void diloco_exchange_complete(dt_trainer *t, diloco_state *s, int64_t p, int64_t
 }
 
 /* Warm-up step: the gradients averaged as mode allreduce does. */
-void diloco_sync_step(dt_trainer *t)
+static void sync_step(dt_trainer *t)
 {
     trainer_gradient(t, t->params);
     double t0 = trainer_clock();
@@ -310,6 +310,19 @@ void diloco_sync_step(dt_trainer *t)
     trainer_scale(t, t->grads, 1.0f / (float)t->nranks);
     t->meter.t_comm += trainer_clock() - t0;
     trainer_update(t, t->params);
+}
+
+/* The first K steps are the warm-up's (returns 1: the step is taken); at step
+ * K the local phase starts from the shared model. */
+int diloco_warmup(dt_trainer *t, diloco_state *s)
+{
+    if (t->step < s->K) {
+        sync_step(t);
+        return 1;
+    }
+    if (t->step == s->K)
+        vec_copy(s->theta, t->params, t->n);
+    return 0;
 }
 
 /* The exchanges started lag steps before local step c complete. */
@@ -324,12 +337,8 @@ static void complete_due(dt_trainer *t, diloco_state *s, int64_t c)
 static void diloco_step(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
-    if (t->step < s->K) {
-        diloco_sync_step(t);
+    if (diloco_warmup(t, s))
         return;
-    }
-    if (t->step == s->K) /* the local phase starts from the shared model */
-        vec_copy(s->theta, t->params, t->n);
     trainer_gradient(t, t->params);
     trainer_update(t, t->params);
     const int64_t c = t->step + 1 - s->K; /* local steps done */

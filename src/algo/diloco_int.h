@@ -73,8 +73,10 @@ typedef struct diloco_state {
 /* Fragment p of the flat vector: [off, off + len). */
 void diloco_fragment(const struct dt_trainer *t, const diloco_state *s, int64_t p, size_t *off,
                      size_t *len);
-/* Warm-up step: the gradients averaged as mode allreduce does. */
-void diloco_sync_step(struct dt_trainer *t);
+/* The first K steps are the warm-up's, averaged as mode allreduce does
+ * (returns 1: the step is taken); at step K the local phase starts from the
+ * shared model. */
+int diloco_warmup(struct dt_trainer *t, diloco_state *s);
 /* Fragment p's averaged pseudo-gradient arrives: the outer step, the merge. */
 void diloco_exchange_complete(struct dt_trainer *t, diloco_state *s, int64_t p, int64_t outer);
 /* After a restore: the exchanges in flight at the checkpoint posted again. */

@@ -76,12 +76,8 @@ static void timed_exchange(dt_trainer *t, diloco_state *s)
 void diloco_timed_step(dt_trainer *t)
 {
     diloco_state *s = t->algo_state;
-    if (t->step < s->K) {
-        diloco_sync_step(t);
+    if (diloco_warmup(t, s))
         return;
-    }
-    if (t->step == s->K) /* the local phase starts from the shared model */
-        vec_copy(s->theta, t->params, t->n);
     if (!s->loop_open)
         loop_open(t, s);
     trainer_gradient(t, t->params);
