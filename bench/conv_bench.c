@@ -21,6 +21,8 @@
  * Each figure is the median over 7 repetitions of a loop that runs at least
  * min_seconds_per_rep (default 0.25 s). */
 #include "backend/backend.h"
+#include "backend/cpu/kernels.h"
+#include "core/isa.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -145,7 +147,7 @@ static double peak_gflops(double min_s)
     return gf;
 }
 
-static void bench_conv(const bench_case *c, double peak, double min_s)
+static void bench_conv(const bench_case *c, double peak, double min_s, const char *label)
 {
     const dt_conv_shape *s = &c->s;
     size_t nx = (size_t)s->B * s->C * s->H * s->W;
@@ -176,7 +178,7 @@ static void bench_conv(const bench_case *c, double peak, double min_s)
     double tb = bench_time(run_backward, c, &m, min_s);
     double fb = gemm_flop * (c->need_dx ? 2.0 : 1.0);
     double gff = gemm_flop / tf * 1e-9, gfb = fb / tb * 1e-9;
-    printf("| %s | %s | %d | %s | %.3f | %.1f | %.2f | %.3f | %.1f | %.2f |\n", c->name, be->name,
+    printf("| %s | %s | %d | %s | %.3f | %.1f | %.2f | %.3f | %.1f | %.2f |\n", c->name, label,
            s->B, s->xblk || s->yblk ? (s->xblk ? (s->yblk ? "blk->blk" : "blk->plain") : "plain->blk")
                                     : "plain",
            tf * 1e3, gff, gff / peak, tb * 1e3, gfb, gfb / peak);
@@ -195,12 +197,16 @@ static void bench_conv(const bench_case *c, double peak, double min_s)
 
 int main(int argc, char **argv)
 {
+    if (isa_setup_test(argv) != 0) // DTRAIN_MAX_CPU_ISA handed to oneDNN and OpenBLAS
+        return 2;
     double min_s = argc > 1 ? atof(argv[1]) : 0.25;
+    const char *only = argc > 2 ? argv[2] : NULL;
     if (!(min_s > 0)) {
-        fprintf(stderr, "usage: conv_bench [min_seconds_per_rep > 0]\n");
+        fprintf(stderr, "usage: conv_bench [min_seconds_per_rep > 0 [layer name part]]\n");
         return 2;
     }
     backend_set_threads(1);
+    printf("conv_bench: level %s\n", isa_name(isa_level()));
     printf("conv_bench: %s, 1 thread\n", openblas_get_config());
     double peak = peak_gflops(min_s);
 
@@ -219,14 +225,17 @@ int main(int argc, char **argv)
     };
     static const int batches[] = { 32, 128 };
     const dt_backend *backends[2] = { backend_cpu(), backend_cpu_dnnl() };
+    /* at the AVX2 level the oneDNN backend runs dtrain's Winograd F(2x2, 3x3)
+     * on the 3x3 stride-1 layers: those rows are timed with oneDNN's direct
+     * kernel too ("dnnl direct"), side by side */
     printf("| layer | backend | B | layout | fwd ms | fwd GFLOP/s | of peak | bwd ms | bwd "
            "GFLOP/s | of peak |\n| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: "
            "| ---: |\n");
     for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
         for (size_t i = 0; i < sizeof L / sizeof L[0]; i++)
-            for (int k = 0; k < 2; k++) {
-                be = backends[k];
-                if (!be)
+            for (int k = 0; k < 3; k++) {
+                be = backends[k < 2 ? k : 1];
+                if (!be || (only && !strstr(L[i].name, only)))
                     continue;
                 const int P = (L[i].H + 2 * L[i].pad - L[i].k) / L[i].st + 1;
                 bench_case c = { L[i].name,
@@ -236,7 +245,11 @@ int main(int argc, char **argv)
                 // the engine's layouts: blocked where the channels allow
                 c.s.xblk = be->cblock && L[i].C % be->cblock == 0 ? be->cblock : 0;
                 c.s.yblk = be->cblock && L[i].K % be->cblock == 0 ? be->cblock : 0;
-                bench_conv(&c, peak, min_s);
+                if (k == 2 && !wino8_applies(&c.s))
+                    continue;
+                dnnl_conv2d_wino8(k != 2);
+                bench_conv(&c, peak, min_s, k == 2 ? "dnnl direct" : be->name);
+                dnnl_conv2d_wino8(1);
             }
     return 0;
 }

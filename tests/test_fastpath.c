@@ -2,7 +2,9 @@
  *
  *  - oneDNN convolutions (backend "dnnl", every layout pair it is handed:
  *    plain -> blocked as the first layer, blocked -> blocked and the Winograd
- *    shapes, in the block size of the level in force) against the native
+ *    shapes, in the block size of the level in force: oneDNN's Winograd at
+ *    AVX-512, dtrain's own F(2x2, 3x3) on 8-channel blocks at AVX2, odd
+ *    sizes giving partial tiles) against the native
  *    im2col kernel, to 1e-5
  *    relative: forward, input gradient (overwritten and accumulated) and weight
  *    and bias gradients, on odd sizes, padding 0/1, stride 1/2, batch 1, and

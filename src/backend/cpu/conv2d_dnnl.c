@@ -12,7 +12,11 @@
  * 3x3, stride-1 convolutions (padding 0 or 1) between blocked tensors where it
  * won on this machine (bench/RESULTS.md §10: 1.5-2.4x for 32 and 64 channels in
  * every pass, and for the weight gradient at 16 channels, where the direct
- * kernel is faster in the other two passes), direct otherwise. A conv between plain
+ * kernel is faster in the other two passes), direct otherwise. oneDNN 2.6
+ * has Winograd only from AVX-512 on: at the AVX2 level the same 3x3 stride-1
+ * shapes, on 8-channel blocks, go to dtrain's own F(2x2, 3x3) (conv2d_wino.c;
+ * 1.5x oneDNN's direct kernel in every pass from 32 channels, bench/RESULTS.md
+ * §23). A conv between plain
  * tensors goes to the native im2col kernel (conv2d.c), which is as fast there.
  *
  * Primitives are created on first use of a shape (batch size included) and
@@ -308,6 +312,10 @@ static void set(dnnl_memory_t m, const void *p)
 
 static int plain_pair(const dt_conv_shape *s) { return !s->xblk && !s->yblk; }
 
+static int wino8_on = 1;
+void dnnl_conv2d_wino8(int on) { wino8_on = on; }
+static int wino8(const dt_conv_shape *s) { return wino8_on && wino8_applies(s); }
+
 /* A plain input and blocked output (a network's first conv): oneDNN 2.6 runs
  * its forward and, on AVX-512, its weight gradient with JIT kernels, but its
  * data gradient at every level, and its weight gradient on AVX2 (8-channel
@@ -332,6 +340,8 @@ static size_t native_work(const dt_conv_shape *s)
 
 size_t dnnl_conv2d_workspace(const dt_conv_shape *s)
 {
+    if (wino8(s))
+        return wino8_workspace(s);
     if (first_layer(s))
         return native_work(s);
     return plain_pair(s) ? cpu_conv2d_workspace(s) : 0;
@@ -339,6 +349,8 @@ size_t dnnl_conv2d_workspace(const dt_conv_shape *s)
 
 size_t dnnl_conv2d_pass_workspace(const dt_conv_shape *s, int pass)
 {
+    if (wino8(s))
+        return wino8_workspace(s);
     if (first_layer(s))
         return pass == DT_CONV_WORK_BACKWARD || (pass == DT_CONV_WORK_BACKWARD_NO_DX && native_dw(s))
                    ? native_work(s) : 0;
@@ -358,6 +370,10 @@ void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
     }
     if (s->B == 0)
         return;
+    if (wino8(s)) {
+        wino8_forward(s, x, w, b, y, work);
+        return;
+    }
     conv_entry *e = entry_get(s, b != NULL, 0);
     conv_prim *cp = entry_pass(e, PASS_FWD);
     set(cp->w_user, w);
@@ -401,6 +417,12 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
             memset(db, 0, (size_t)s->K * sizeof(float));
         return;
     }
+    if (db && !dw) // a bias without a weight gradient does not occur in the engine
+        DT_FATAL("dnnl_conv2d_backward: a bias gradient needs the weight gradient");
+    if (wino8(s)) {
+        wino8_backward(s, x, w, dy, dx, dw, db, work);
+        return;
+    }
     conv_entry *e = entry_get(s, db != NULL, 0);
     pthread_mutex_lock(&cache_lock);
     if (dx && !e->pass[PASS_BWD_DATA].p)
@@ -420,8 +442,6 @@ void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w
             set(e->bias_m, db);
         DNNL_CHECK(dnnl_primitive_execute(cp->p, stream, db ? 4 : 3, a));
         run_reorder(cp, 0);
-    } else if (db) { // a bias without a weight gradient does not occur in the engine
-        DT_FATAL("dnnl_conv2d_backward: a bias gradient needs the weight gradient");
     }
     if (dx) {
         conv_prim *cp = &e->pass[PASS_BWD_DATA];

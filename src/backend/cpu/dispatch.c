@@ -41,8 +41,10 @@ void cpu_dispatch_describe(char *out, size_t len)
         snprintf(cap, sizeof cap, " (cap %s=%s on an %s CPU)", DT_ISA_CAP_VAR, isa_name(d->level),
                  isa_name(d->cpu));
 #ifdef HAVE_DNNL
-    char conv[96];
-    snprintf(conv, sizeof conv, "conv oneDNN %s on %d-channel blocks", dnnl_isa_in_force(), d->cblock);
+    char conv[160];
+    /* conv2d_wino.c takes the 3x3 stride-1 convolutions at the AVX2 level */
+    snprintf(conv, sizeof conv, "conv oneDNN %s on %d-channel blocks%s", dnnl_isa_in_force(),
+             d->cblock, d->level == DT_ISA_AVX2 ? ", 3x3 stride 1 Winograd F(2x2,3x3) avx2+fma" : "");
 #else
     const char *conv = "conv native";
 #endif

@@ -34,6 +34,18 @@ void dnnl_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
 void dnnl_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
                           const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                           float *work);
+/* 0: the shapes conv2d_wino.c takes run oneDNN's direct kernels instead
+ * (bench/conv_bench times both); 1, the default: Winograd */
+void dnnl_conv2d_wino8(int on);
+/* conv2d_wino.c: Winograd F(2x2, 3x3) on 8-channel blocks at the AVX2 level
+ * (3x3, stride 1, padding 0 or 1, channels multiples of 8); conv2d_dnnl.c
+ * hands it the shapes it applies to */
+int wino8_applies(const dt_conv_shape *s);
+size_t wino8_workspace(const dt_conv_shape *s);
+void wino8_forward(const dt_conv_shape *s, const float *x, const float *w, const float *b,
+                   float *y, float *work);
+void wino8_backward(const dt_conv_shape *s, const float *x, const float *w, const float *dy,
+                    float *dx, float *dw, float *db, float *work);
 /* conv2d_dnnl.c, bf16 inputs and fp32 outputs (both layouts, all oneDNN);
  * whether pass (0 forward, 1 backward-data, 2 weight gradient) of shape s
  * runs in bf16 (1) or stays fp32 (0: a Winograd pass on a CPU without AMX) */
