@@ -21,20 +21,24 @@
  *    position with dM = A dY A^T, then dg = G^T dU G (exact: the forward is
  *    linear in U, and U = G g G^T).
  *
- * Tiles go in blocks sized so that one block's V and M stay in the L2 cache;
- * within a block the threads share the transforms by tile and the products
- * by (position, 16 output channels), so every sum runs in an order fixed by
- * the shape, whatever the thread count: forward, data gradient and weight
- * gradient give the same bits on one thread and on many. The products are
- * micro-kernels of 6 x 16 outputs in twelve ymm accumulators (FMA). Used at
+ * Tiles go in blocks sized so that one block's V and M stay in the L2 cache,
+ * each block transformed, multiplied and transformed back by one thread
+ * (no barrier inside a pass); the weight gradient sums the blocks in eight
+ * runs fixed by the shape, then the runs in order. So every sum runs in an
+ * order fixed by the shape, whatever the thread count: forward, data
+ * gradient and weight gradient give the same bits on one thread and on
+ * many. The products are micro-kernels of 6 x 16 outputs in twelve ymm
+ * accumulators (FMA). Used at
  * the AVX2 level only (conv2d_dnnl.c): at AVX-512 oneDNN's own Winograd runs
  * on 16-channel blocks. */
 #include "config.h"
 
 #include "backend/cpu/kernels.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/isa.h"
 #include "core/simd.h"
 
@@ -89,11 +93,13 @@ int wino8_applies(const dt_conv_shape *s)
            s->K % 8 == 0 && s->B > 0;
 }
 
+static int parts(const wgeom *g);
+
+/* U (forward, data gradient) or the weight gradient's partial sums */
 size_t wino8_workspace(const dt_conv_shape *s)
 {
-    const wgeom f = fwd_geom(s), b = bwd_geom(s);
-    const size_t nf = block_floats(&f), nb = block_floats(&b);
-    return u_floats(&f) + (nf > nb ? nf : nb);
+    const wgeom f = fwd_geom(s);
+    return u_floats(&f) * parts(&f);
 }
 
 /* ---- transforms (one 8-channel block; every function inlined into its
@@ -331,7 +337,6 @@ DT_TARGET_V3 static void transform_inputs(const wgeom *g, const float *x, long t
     const int cb_n = g->NI / 8;
     const size_t plane = (size_t)g->IH * g->IW * 8, stride = (size_t)g->T * g->NI;
     const size_t row = (size_t)g->IW * 8;
-#pragma omp for schedule(static)
     for (int tl = 0; tl < nt; tl++) {
         int n, ty, tx;
         long off[16];
@@ -353,7 +358,6 @@ DT_TARGET_V3 static void transform_outputs(const wgeom *g, const float *M, const
 {
     const int kb_n = g->NO / 8;
     const size_t plane = (size_t)g->OH * g->OW * 8, stride = (size_t)g->T * g->NO;
-#pragma omp for schedule(static)
     for (int tl = 0; tl < nt; tl++) {
         int n, ty, tx;
         long off[4];
@@ -370,7 +374,6 @@ DT_TARGET_V3 static void transform_output_grads(const wgeom *g, const float *dy,
 {
     const int kb_n = g->NO / 8;
     const size_t plane = (size_t)g->OH * g->OW * 8, stride = (size_t)g->T * g->NO;
-#pragma omp for schedule(static)
     for (int tl = 0; tl < nt; tl++) {
         int n, ty, tx;
         long off[4];
@@ -382,24 +385,46 @@ DT_TARGET_V3 static void transform_output_grads(const wgeom *g, const float *dy,
     }
 }
 
-/* y = the convolution of x with the transformed filters U (+ bias) */
-static void wino_conv(const wgeom *g, const float *x, const float *U, const float *bias,
-                      float *y, float *work)
+/* A thread's V and M (or dM) for one block, kept for the thread's life and
+ * grown as larger shapes come: the OpenMP threads persist, so a step
+ * allocates nothing. */
+static _Thread_local float *block_buf;
+static _Thread_local size_t block_len;
+
+static float *thread_block(const wgeom *g)
 {
-    float *V = work, *M = work + (size_t)POS * g->T * g->NI;
-    const int kb16 = (g->NO + 15) / 16, items = POS * kb16;
+    const size_t n = block_floats(g);
+    if (n > block_len) {
+        free(block_buf);
+        block_buf = dt_falloc(n);
+        block_len = n;
+    }
+    return block_buf;
+}
+
+static long blocks(const wgeom *g) { return (g->tiles + g->T - 1) / g->T; }
+
+/* y = the convolution of x with the transformed filters U (+ bias): each
+ * thread transforms, multiplies and transforms back whole blocks of tiles */
+static void wino_conv(const wgeom *g, const float *x, const float *U, const float *bias,
+                      float *y)
+{
+    const long nb = blocks(g);
 #pragma omp parallel
-    for (long t0 = 0; t0 < g->tiles; t0 += g->T) {
-        const int nt = (int)(g->tiles - t0 < g->T ? g->tiles - t0 : g->T);
-        transform_inputs(g, x, t0, nt, V);
+    {
+        float *V = thread_block(g), *M = V + (size_t)POS * g->T * g->NI;
 #pragma omp for schedule(static)
-        for (int it = 0; it < items; it++) {
-            const int pos = it / kb16, k0 = it % kb16 * 16;
-            product_fwd(nt, g->NI, g->NO, V + (size_t)pos * g->T * g->NI,
-                        U + (size_t)pos * g->NI * g->NO, M + (size_t)pos * g->T * g->NO, k0,
-                        g->NO - k0 >= 16 ? 2 : 1);
+        for (long blk = 0; blk < nb; blk++) {
+            const long t0 = blk * g->T;
+            const int nt = (int)(g->tiles - t0 < g->T ? g->tiles - t0 : g->T);
+            transform_inputs(g, x, t0, nt, V);
+            for (int pos = 0; pos < POS; pos++)
+                for (int k0 = 0; k0 < g->NO; k0 += 16)
+                    product_fwd(nt, g->NI, g->NO, V + (size_t)pos * g->T * g->NI,
+                                U + (size_t)pos * g->NI * g->NO, M + (size_t)pos * g->T * g->NO,
+                                k0, g->NO - k0 >= 16 ? 2 : 1);
+            transform_outputs(g, M, bias, t0, nt, y);
         }
-        transform_outputs(g, M, bias, t0, nt, y);
     }
 }
 
@@ -427,41 +452,59 @@ void wino8_forward(const dt_conv_shape *s, const float *x, const float *w, const
                    float *y, float *work)
 {
     const wgeom g = fwd_geom(s);
-    float *U = work;
-    filters(s, w, 0, U);
-    wino_conv(&g, x, U, b, y, work + u_floats(&g));
+    filters(s, w, 0, work);
+    wino_conv(&g, x, work, b, y);
 }
+
+/* The weight gradient sums over every tile of the batch: in PARTS runs of
+ * consecutive blocks, each summed into its own dU by one thread, then the
+ * runs in order. The split is fixed by the shape, so the bits do not depend
+ * on the thread count. */
+enum { PARTS = 8 };
+
+static int parts(const wgeom *g) { return blocks(g) < PARTS ? (int)blocks(g) : PARTS; }
 
 /* dU = sum over tiles of V^T dM per position, then dw = G^T dU G */
 static void weight_grad(const dt_conv_shape *s, const float *x, const float *dy, float *dw,
                         float *work)
 {
     const wgeom g = fwd_geom(s);
-    const int C = s->C, K = s->K, kb16 = (K + 15) / 16;
-    const int cblk = (C + 5) / 6, items = POS * cblk * kb16;
-    float *dU = work, *V = work + u_floats(&g), *dM = V + (size_t)POS * g.T * C;
+    const int C = s->C, K = s->K, np = parts(&g);
+    const long nb = blocks(&g);
+    const size_t nu = u_floats(&g);
 #pragma omp parallel
-    for (long t0 = 0; t0 < g.tiles; t0 += g.T) {
-        const int nt = (int)(g.tiles - t0 < g.T ? g.tiles - t0 : g.T);
-        transform_inputs(&g, x, t0, nt, V);
-        transform_output_grads(&g, dy, t0, nt, dM);
+    {
+        float *V = thread_block(&g), *dM = V + (size_t)POS * g.T * C;
 #pragma omp for schedule(static)
-        for (int it = 0; it < items; it++) {
-            const int pos = it / (cblk * kb16), rest = it % (cblk * kb16);
-            const int c0 = rest / kb16 * 6, k0 = rest % kb16 * 16;
-            product_dw(nt, C, K, V + (size_t)pos * g.T * C, dM + (size_t)pos * g.T * K,
-                       dU + (size_t)pos * C * K, c0, C - c0 < 6 ? C - c0 : 6, k0,
-                       K - k0 >= 16 ? 2 : 1, t0 > 0);
+        for (int p = 0; p < np; p++) {
+            float *dU = work + (size_t)p * nu;
+            for (long blk = nb * p / np; blk < nb * (p + 1) / np; blk++) {
+                const long t0 = blk * g.T;
+                const int nt = (int)(g.tiles - t0 < g.T ? g.tiles - t0 : g.T);
+                transform_inputs(&g, x, t0, nt, V);
+                transform_output_grads(&g, dy, t0, nt, dM);
+                for (int pos = 0; pos < POS; pos++)
+                    for (int c0 = 0; c0 < C; c0 += 6)
+                        for (int k0 = 0; k0 < K; k0 += 16)
+                            product_dw(nt, C, K, V + (size_t)pos * g.T * C,
+                                       dM + (size_t)pos * g.T * K, dU + (size_t)pos * C * K, c0,
+                                       C - c0 < 6 ? C - c0 : 6, k0, K - k0 >= 16 ? 2 : 1,
+                                       blk > nb * p / np);
+            }
         }
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < nu; i++) /* the runs in order, into the first */
+            for (int p = 1; p < np; p++)
+                work[i] += work[(size_t)p * nu + i];
+#pragma omp for schedule(static)
+        for (int k = 0; k < K; k++)
+            for (int c = 0; c < C; c++) {
+                float du[POS];
+                for (int q = 0; q < POS; q++)
+                    du[q] = work[(size_t)q * C * K + (size_t)c * K + k];
+                filter_adjoint(du, dw + ((size_t)k * C + c) * 9, 3, 1);
+            }
     }
-#pragma omp parallel for schedule(static)
-    for (int k = 0; k < K; k++)
-        for (int c = 0; c < C; c++) {
-            float du[POS];
-            for (int p = 0; p < POS; p++)
-                du[p] = dU[(size_t)p * C * K + (size_t)c * K + k];
-            filter_adjoint(du, dw + ((size_t)k * C + c) * 9, 3, 1);
-        }
 }
 
 /* db[k] = sum of dy over images and pixels, per 8-channel block in image order */
@@ -492,8 +535,7 @@ void wino8_backward(const dt_conv_shape *s, const float *x, const float *w, cons
         bias_grad(s, dy, db);
     if (dx) {
         const wgeom g = bwd_geom(s);
-        float *U = work;
-        filters(s, w, 1, U);
-        wino_conv(&g, dy, U, NULL, dx, work + u_floats(&g));
+        filters(s, w, 1, work);
+        wino_conv(&g, dy, work, NULL, dx);
     }
 }
