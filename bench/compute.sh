@@ -14,7 +14,9 @@
 # last step; evaluation only after the window); PyTorch's from
 # bench/torch_train.py. Peak RSS is the whole process's (GNU time %M).
 # With NATIVE=1 each round also runs dtrain with compute.kernels = native (the
-# im2col reference path), to show the fast path's own gain.
+# im2col reference path), to show the fast path's own gain. With COMPILE=1
+# PyTorch runs torch.compile'd (PyTorch 2.x: PYTHON=/tmp/dtrain-torch-venv/bin/python3,
+# bench/venv.sh), the compilation inside its warm-up steps.
 #
 # Prints, per configuration, dtrain's median and best, PyTorch's best and
 # median, the ratio dtrain median / PyTorch BEST (PyTorch varies by up to 40 %
@@ -87,6 +89,7 @@ for cfg in $CONFIGS; do
         l=$(load1)
         targs=(--model "$m" --batch "$b" --steps "$steps" --warmup "$warm" --threads "$t"
                --synthetic "$SYNTH")
+        [ "${COMPILE:-0}" = 1 ] && targs+=(--compile)
         tout=$BENCH_OUT/compute-${cfg//:/-}-torch-r$round
         line=$(with_rss "$tout.rss" "$PYTHON" "$BENCH_DIR/torch_train.py" "${targs[@]}" 2>"$tout.err") \
             || { echo "compute.sh: torch_train.py failed, see $tout.err" >&2; exit 1; }

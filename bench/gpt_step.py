@@ -3,7 +3,9 @@
 eager mode, float32, GPT-2 init, dropout 0) timed over forward + backward of
 the mean cross-entropy on random tokens; no optimizer, as in gpt_step.c.
 
-Usage: /usr/bin/python3 bench/gpt_step.py [--threads N] [--steps S] [--rounds R] baby|small ...
+Usage: /usr/bin/python3 bench/gpt_step.py [--threads N] [--steps S] [--rounds R] [--compile] baby|small ...
+--compile: torch.compile the model (PyTorch 2.x; inductor's C++ code on the CPU)
+before the warm-up, whose steps then include the compilation.
 Prints per configuration the median and best tokens/s over the rounds and the
 peak RSS of the process (run one configuration per process for that figure),
 and a line `RESULT torch NAME tok_s_median X tok_s_best Y rss_kib Z`.
@@ -71,17 +73,18 @@ class GPT(nn.Module):
         return self.ln_f(x) @ self.wte.weight.t()
 
 
-def run(name, steps, rounds):
+def run(name, steps, rounds, compile_model):
     V, T, L, nh, C, B = CONFIGS[name]
     torch.manual_seed(1)
     model = GPT(V, T, L, nh, C)
+    fwd = torch.compile(model) if compile_model else model
     tok = torch.randint(0, V, (B, T + 1))
     x, y = tok[:, :-1].contiguous(), tok[:, 1:].contiguous()
 
     def step():
         for p in model.parameters():
             p.grad = None
-        loss = F.cross_entropy(model(x).view(B * T, V), y.view(-1))
+        loss = F.cross_entropy(fwd(x).view(B * T, V), y.view(-1))
         loss.backward()
         return loss
 
@@ -98,7 +101,8 @@ def run(name, steps, rounds):
     rates.sort()
     med = rates[len(rates) // 2] if len(rates) % 2 else 0.5 * (rates[len(rates) // 2 - 1] + rates[len(rates) // 2])
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{name}: torch {torch.__version__}, {sum(p.numel() for p in model.parameters())} parameters, "
+    print(f"{name}: torch {torch.__version__}{' compiled' if compile_model else ''}, "
+          f"{sum(p.numel() for p in model.parameters())} parameters, "
           f"initial loss {loss.item():.4f}")
     print(f"  tokens/s median {med:.0f} best {rates[-1]:.0f} ({rounds} rounds of {steps} steps); "
           f"{1e3 * B * T / med:.2f} ms/step; peak RSS {rss / 1024:.1f} MiB")
@@ -112,11 +116,12 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model first")
     ap.add_argument("configs", nargs="+", choices=sorted(CONFIGS))
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     for name in a.configs:
-        run(name, a.steps or (50 if name == "baby" else 5), a.rounds)
+        run(name, a.steps or (50 if name == "baby" else 5), a.rounds, a.compile)
 
 
 if __name__ == "__main__":

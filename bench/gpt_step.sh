@@ -11,7 +11,8 @@
 #   make bench/gpt_step && bench/gpt_step.sh            # ROUNDS=3 THREADS="1 2" CONFIGS="baby small"
 # Environment: GPT_STEP (default bench/gpt_step beside this script's build),
 # PYTHON (default /usr/bin/python3), ROUNDS, THREADS, CONFIGS, STEPS_baby, STEPS_small,
-# CAP (the same ISA cap for both sides, bench/isa_cap.sh).
+# CAP (the same ISA cap for both sides, bench/isa_cap.sh), COMPILE=1 (PyTorch runs
+# torch.compile'd: PyTorch 2.x, e.g. PYTHON=/tmp/dtrain-torch-venv/bin/python3).
 set -eu
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GPT_STEP=${GPT_STEP:-$HERE/gpt_step}
@@ -21,11 +22,14 @@ THREADS=${THREADS:-1 2}
 CONFIGS=${CONFIGS:-baby small}
 STEPS_baby=${STEPS_baby:-50}
 STEPS_small=${STEPS_small:-5}
+COMPILE=${COMPILE:-0}
+compile_arg=()
+[ "$COMPILE" = 1 ] && compile_arg=(--compile)
 [ -x "$GPT_STEP" ] || { echo "gpt_step.sh: $GPT_STEP not built (make bench/gpt_step)" >&2; exit 1; }
 "$PYTHON" -c 'import torch' 2>/dev/null || { echo "gpt_step.sh: $PYTHON cannot import torch" >&2; exit 1; }
 
 . "$HERE/isa_cap.sh" # CAP: the same ISA cap for both sides
-echo "# $(date -u '+%F %T') UTC; $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u '+%F %T') UTC; $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)$([ "$COMPILE" = 1 ] && echo "; PyTorch under torch.compile")"
 isa_cap_report "${DTRAIN:-$HERE/../src/dtrain}" "$PYTHON"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -35,7 +39,7 @@ for th in $THREADS; do
         for r in $(seq "$ROUNDS"); do
             OPENBLAS_NUM_THREADS=$th OMP_NUM_THREADS=$th "$GPT_STEP" --threads "$th" \
                 --steps "${!steps_var}" --rounds 1 "$cfg" | sed -n "s/^RESULT /$th /p" >>"$out"
-            OMP_NUM_THREADS=$th "$PYTHON" "$HERE/gpt_step.py" --threads "$th" \
+            OMP_NUM_THREADS=$th "$PYTHON" "$HERE/gpt_step.py" --threads "$th" "${compile_arg[@]}" \
                 --steps "${!steps_var}" --rounds 1 "$cfg" | sed -n "s/^RESULT /$th /p" >>"$out"
         done
     done
