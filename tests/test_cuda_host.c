@@ -9,6 +9,7 @@
  * bits on one host). */
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/rng.h"
 #include "core/vec.h"
 #include "nn/cuda/activation.h"
@@ -861,6 +862,82 @@ static void test_gpt_layers(int B, int T, int C, int V, float p)
     free(r_dev);
 }
 
+/* GELU and the sequence cross-entropy (nn/cuda/gpt.h) against the CPU's
+ * (backend/cpu/gelu.c, xent_seq.c). GELU: the CPU's baseline (x86-64)
+ * variant computes the device body's operations, so there the bits are
+ * equal; its AVX2 and AVX-512 variants contract multiply-adds into FMA, so
+ * there the bound is 4e-6 of max(|y|, 1) (measured: 2.3e-7 on y, 1.2e-6 on
+ * dx). The derivative pass gives the forward's bits, and dy d its
+ * backward's. Cross-entropy: the CPU's rows sum over sixteen lanes
+ * without FMA at every level, so the log-sum-exp, the hits, the loss and the
+ * gradient are the CPU's bit for bit. */
+static void test_gpt_gelu_xent(size_t n, int N, int V)
+{
+    float *x = vec_new(n), *dy = vec_new(n);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 6.0f * (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+        dy[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    }
+    if (n > 2)
+        x[0] = 95.0f, x[1] = -95.0f; /* past the exp's clamp both ways */
+    float *y_cpu = vec_new(n), *y_dev = vec_new(n), *d_cpu = vec_new(n), *d_dev = vec_new(n),
+          *y2 = vec_new(n), *dx_cpu = vec_new(n), *dx_dev = vec_new(n);
+    gelu_forward(n, x, y_cpu);
+    gelu_backward(n, x, dy, dx_cpu);
+    for (size_t i = 0; i < n; i++) {
+        gpt_gelu_at(i, x, y_dev);
+        gpt_gelu_deriv_at(i, x, y2, d_dev);
+        gpt_gelu_backward_at(i, x, dy, dx_dev);
+    }
+    double ey = 0, ed = 0;
+    for (size_t i = 0; i < n; i++) {
+        ey = fmax(ey, fabs((double)y_dev[i] - y_cpu[i]) / fmax(fabs(y_cpu[i]), 1.0));
+        ed = fmax(ed, fabs((double)dx_dev[i] - dx_cpu[i]) / fmax(fabs(dx_cpu[i]), 1.0));
+    }
+    if (isa_vec() == 0)
+        CHECK(count_diff(y_dev, y_cpu, n) == 0 && count_diff(dx_dev, dx_cpu, n) == 0,
+              "gpt GELU n=%zu: forward and backward = the CPU's baseline kernels, bit for bit", n);
+    else
+        CHECK(ey <= 4e-6 && ed <= 4e-6,
+              "gpt GELU n=%zu: forward and backward within 4e-6 of the CPU's FMA kernels (%.1e, "
+              "%.1e)", n, ey, ed);
+    int same_dx = 1;
+    for (size_t i = 0; i < n; i++)
+        same_dx &= dy[i] * d_dev[i] == dx_dev[i];
+    CHECK(count_diff(y2, y_dev, n) == 0 && same_dx,
+          "gpt GELU n=%zu: the derivative pass gives the forward's y, and dy d the backward's", n);
+
+    const size_t nl = (size_t)N * V;
+    float *z = vec_new(nl), *lse_cpu = vec_new((size_t)N), *lse_dev = vec_new((size_t)N);
+    int32_t *t = dt_malloc((size_t)N * sizeof *t);
+    for (size_t i = 0; i < nl; i++)
+        z[i] = 4.0f * (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    for (int r = 0; r < N; r++)
+        t[r] = (int32_t)(rng_uniform_d(&rng) * V) % V;
+    int64_t hits_cpu = 0, hits_dev = 0;
+    const double loss_cpu = xent_seq_forward(N, V, z, t, lse_cpu, &hits_cpu);
+    double loss_dev = 0;
+    for (int r = 0; r < N; r++) {
+        int arg;
+        gpt_xent_row(V, z + (size_t)r * V, lse_dev + r, &arg);
+        loss_dev += (double)lse_dev[r] - (double)z[(size_t)r * V + t[r]];
+        hits_dev += arg == t[r];
+    }
+    const float scale = 1.0f / (float)N;
+    float *g_cpu = vec_new(nl), *g_dev = vec_dup(z, nl);
+    xent_seq_backward(N, V, z, lse_cpu, t, scale, g_cpu);
+    for (int r = 0; r < N; r++) /* in place, as the GPT calls it */
+        gpt_xent_grad_row(V, g_dev + (size_t)r * V, lse_dev[r], t[r], scale,
+                          g_dev + (size_t)r * V);
+    CHECK(count_diff(lse_dev, lse_cpu, (size_t)N) == 0 && hits_dev == hits_cpu &&
+              fabs(loss_dev - loss_cpu) <= 1e-9 * fabs(loss_cpu) && count_diff(g_dev, g_cpu, nl) == 0,
+          "gpt cross-entropy N=%d V=%d: log-sum-exp, hits and gradient (in place) = the CPU's, "
+          "bit for bit; loss %.9g against %.9g", N, V, loss_dev, loss_cpu);
+    free(x); free(dy); free(y_cpu); free(y_dev); free(d_cpu); free(d_dev); free(y2);
+    free(dx_cpu); free(dx_dev); free(z); free(lse_cpu); free(lse_dev); free(t); free(g_cpu);
+    free(g_dev);
+}
+
 int main(void)
 {
     be = backend_cpu();
@@ -944,6 +1021,11 @@ int main(void)
     test_gpt_layers(2, 32, 384, 300, 0.1f);
     test_gpt_layers(3, 5, 100, 7, 0.2f);
     test_gpt_layers(1, 3, 7, 5, 0.0f);
+    // GELU over baby's MLP (768 x 512), a size with a tail and one of the tail
+    // alone; cross-entropy at baby's and GPT-2's vocabulary widths and a tail
+    test_gpt_gelu_xent(768 * 512, 768, 96);
+    test_gpt_gelu_xent(12345, 5, 50257);
+    test_gpt_gelu_xent(15, 3, 7);
     // lowered convolution: test_layers.c's conv shapes (square kernels), mnist_cnn's
     // conv2 (C 32, K 64, 3x3 on 26x26), resnet20_gn's stride-2 3x3 and 1x1 shortcuts
     test_lower(1, 1, 5, 5, 1, 3, 1, 0);

@@ -230,8 +230,9 @@ typedef struct dt_backend {
                        const float *g, float *m, float *v);
     /* The GPT's layer passes (nn/transformer.h's equations and shapes; fp32,
      * no bf16 copy), optional while the GPT is not on every backend (NULL:
-     * none): the token + position embedding with its dropout, LayerNorm, and
-     * the residual add fused with the LayerNorm after it. */
+     * none): the token + position embedding with its dropout, LayerNorm, the
+     * residual add fused with the LayerNorm after it, GELU and the
+     * cross-entropy. */
     void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
                               const float *wpe, float p, uint64_t key, float *x);
     void (*layernorm_forward)(int N, int C, const float *x, const float *g, const float *b,
@@ -239,6 +240,18 @@ typedef struct dt_backend {
     void (*layernorm_residual_forward)(int N, int C, const float *x, const float *r, float p,
                                        uint64_t key, const float *g, const float *b, float *xo,
                                        float *y, float *mean, float *rstd);
+    /* GELU on n values (y may be x; with its derivative d for the backward;
+     * dy *= d), and the cross-entropy at every position (xent_seq_forward
+     * returns the SUM of -log p(target), lse (N) and the argmax hits;
+     * xent_seq_backward writes d = scale (softmax - onehot), d may be logits):
+     * nn/transformer.h's. targets in [0, V), checked by the caller. */
+    void (*gelu_forward)(size_t n, const float *x, float *y);
+    void (*gelu_forward_deriv)(size_t n, const float *x, float *y, float *d);
+    void (*gelu_backward_deriv)(size_t n, const float *d, float *dy);
+    double (*xent_seq_forward)(int N, int V, const float *logits, const int32_t *targets,
+                               float *lse, int64_t *correct);
+    void (*xent_seq_backward)(int N, int V, const float *logits, const float *lse,
+                              const int32_t *targets, float scale, float *d);
     /* g (n) <- g scaled to the global L2 norm max_norm (> 0) where its norm is
      * above (clip_grad_norm of optim/adamw.h; the CUDA backend sums the
      * squares in another order, nn/cuda/adamw.h) */

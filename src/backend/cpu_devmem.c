@@ -252,6 +252,31 @@ static void dm_layernorm_residual_forward(int N, int C, const float *x, const fl
     GUARD(CPU->layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd));
 }
 
+static void dm_gelu_forward(size_t n, const float *x, float *y)
+{
+    GUARD(CPU->gelu_forward(n, x, y));
+}
+static void dm_gelu_forward_deriv(size_t n, const float *x, float *y, float *d)
+{
+    GUARD(CPU->gelu_forward_deriv(n, x, y, d));
+}
+static void dm_gelu_backward_deriv(size_t n, const float *d, float *dy)
+{
+    GUARD(CPU->gelu_backward_deriv(n, d, dy));
+}
+static double dm_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
+                                  float *lse, int64_t *correct)
+{
+    double loss;
+    GUARD(loss = CPU->xent_seq_forward(N, V, logits, targets, lse, correct));
+    return loss;
+}
+static void dm_xent_seq_backward(int N, int V, const float *logits, const float *lse,
+                                 const int32_t *targets, float scale, float *d)
+{
+    GUARD(CPU->xent_seq_backward(N, V, logits, lse, targets, scale, d));
+}
+
 static const dt_backend devmem = {
     .name = "cpu-devmem",
     .cblock = 0,
@@ -278,6 +303,9 @@ static const dt_backend devmem = {
     .flat_adamw = dm_flat_adamw, .flat_clip = dm_flat_clip,
     .embedding_forward = dm_embedding_forward, .layernorm_forward = dm_layernorm_forward,
     .layernorm_residual_forward = dm_layernorm_residual_forward,
+    .gelu_forward = dm_gelu_forward, .gelu_forward_deriv = dm_gelu_forward_deriv,
+    .gelu_backward_deriv = dm_gelu_backward_deriv, .xent_seq_forward = dm_xent_seq_forward,
+    .xent_seq_backward = dm_xent_seq_backward,
 };
 
 const dt_backend *backend_cpu_devmem(void) { return &devmem; }

@@ -390,6 +390,54 @@ static void cu_layernorm_residual_forward(int N, int C, const float *x, const fl
     KERNEL_OK(cuda_layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd, ST));
 }
 
+static void cu_gelu_forward(size_t n, const float *x, float *y)
+{
+    KERNEL_OK(cuda_gelu_forward(n, x, y, ST));
+}
+static void cu_gelu_forward_deriv(size_t n, const float *x, float *y, float *d)
+{
+    KERNEL_OK(cuda_gelu_forward_deriv(n, x, y, d, ST));
+}
+static void cu_gelu_backward_deriv(size_t n, const float *d, float *dy)
+{
+    KERNEL_OK(cuda_gelu_backward_deriv(n, d, dy, ST));
+}
+
+static void *xseq_dev;
+static size_t xseq_have;
+
+/* The rows' losses and hits come back to the host and are summed there in
+ * row order (the CPU backend's order on one thread). */
+static double cu_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
+                                  float *lse, int64_t *correct)
+{
+    const size_t bytes = (size_t)N * (sizeof(double) + sizeof(int));
+    char *d = scratch(&xseq_dev, &xseq_have, bytes);
+    double *loss = (double *)d;
+    int *hit = (int *)(d + (size_t)N * sizeof(double));
+    KERNEL_OK(cuda_xent_seq_forward(N, V, logits, targets, lse, loss, hit, ST));
+    double *h = malloc(bytes ? bytes : 1);
+    if (!h)
+        DT_FATAL("out of memory for %d loss rows", N);
+    cu_to_host(h, d, bytes);
+    const int *hh = (const int *)((char *)h + (size_t)N * sizeof(double));
+    double total = 0.0;
+    int64_t hits = 0;
+    for (int i = 0; i < N; i++) {
+        total += h[i];
+        hits += hh[i];
+    }
+    free(h);
+    if (correct)
+        *correct = hits;
+    return total;
+}
+static void cu_xent_seq_backward(int N, int V, const float *logits, const float *lse,
+                                 const int32_t *targets, float scale, float *d)
+{
+    KERNEL_OK(cuda_xent_seq_backward(N, V, logits, lse, targets, scale, d, ST));
+}
+
 /* ---- loss ----------------------------------------------------------------- */
 
 static void *xent_dev;
@@ -442,6 +490,9 @@ static const dt_backend cuda = {
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
     .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
     .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
+    .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv,
+    .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward,
+    .xent_seq_backward = cu_xent_seq_backward,
     .layernorm_residual_forward = cu_layernorm_residual_forward,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,

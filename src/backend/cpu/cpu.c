@@ -138,6 +138,9 @@ static void cpu_layernorm_residual_forward(int N, int C, const float *x, const f
     .flat_adamw = cpu_flat_adamw, .flat_clip = cpu_flat_clip,                            \
     .embedding_forward = embedding_forward, .layernorm_forward = cpu_layernorm_forward,  \
     .layernorm_residual_forward = cpu_layernorm_residual_forward,                        \
+    .gelu_forward = gelu_forward, .gelu_forward_deriv = gelu_forward_deriv,              \
+    .gelu_backward_deriv = gelu_backward_deriv, .xent_seq_forward = xent_seq_forward,    \
+    .xent_seq_backward = xent_seq_backward,                                              \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \
     .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                \

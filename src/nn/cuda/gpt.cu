@@ -1,6 +1,7 @@
 /* The GPT's layer passes on the device; the work in nn/cuda/gpt.h. LayerNorm
- * runs a thread per row, in the CPU's order of sums (a first step: a warp per
- * row would read coalesced but sum in another order). */
+ * and the cross-entropy run a thread per row, in the CPU's order of sums (a
+ * first step: a warp per row would read coalesced but sum in another
+ * order); GELU a thread per element. */
 #include "nn/cuda/gpt.h"
 
 #include "nn/cuda/check.h"
@@ -26,6 +27,77 @@ __global__ static void layernorm_residual_k(size_t n, int C, const float *x, con
 {
     GRID_STRIDE(row, n)
     gpt_layernorm_residual_row(row, C, x, r, p, key, g, b, xo, y, mean, rstd);
+}
+
+__global__ static void gelu_k(size_t n, const float *x, float *y)
+{
+    GRID_STRIDE(i, n) gpt_gelu_at(i, x, y);
+}
+
+__global__ static void gelu_deriv_k(size_t n, const float *x, float *y, float *d)
+{
+    GRID_STRIDE(i, n) gpt_gelu_deriv_at(i, x, y, d);
+}
+
+__global__ static void gelu_backward_deriv_k(size_t n, const float *d, float *dy)
+{
+    GRID_STRIDE(i, n) gpt_gelu_backward_deriv_at(i, d, dy);
+}
+
+__global__ static void xent_forward_k(size_t n, int V, const float *z, const int32_t *t,
+                                      float *lse, double *loss, int *hit)
+{
+    GRID_STRIDE(r, n)
+    {
+        const float *row = z + r * (size_t)V;
+        int arg;
+        gpt_xent_row(V, row, lse + r, &arg);
+        loss[r] = (double)lse[r] - (double)row[t[r]];
+        hit[r] = arg == t[r];
+    }
+}
+
+__global__ static void xent_backward_k(size_t n, int V, const float *z, const float *lse,
+                                       const int32_t *t, float scale, float *d)
+{
+    GRID_STRIDE(r, n)
+    gpt_xent_grad_row(V, z + r * (size_t)V, lse[r], t[r], scale, d + r * (size_t)V);
+}
+
+extern "C" int cuda_gelu_forward(size_t n, const float *x, float *y, void *stream)
+{
+    DT_LAUNCH(gelu_k, n, stream, x, y);
+    return 0;
+}
+
+extern "C" int cuda_gelu_forward_deriv(size_t n, const float *x, float *y, float *d,
+                                       void *stream)
+{
+    DT_LAUNCH(gelu_deriv_k, n, stream, x, y, d);
+    return 0;
+}
+
+extern "C" int cuda_gelu_backward_deriv(size_t n, const float *d, float *dy, void *stream)
+{
+    DT_LAUNCH(gelu_backward_deriv_k, n, stream, d, dy);
+    return 0;
+}
+
+extern "C" int cuda_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
+                                     float *lse, double *loss, int *hit, void *stream)
+{
+    const size_t n = (size_t)N;
+    DT_LAUNCH(xent_forward_k, n, stream, V, logits, targets, lse, loss, hit);
+    return 0;
+}
+
+extern "C" int cuda_xent_seq_backward(int N, int V, const float *logits, const float *lse,
+                                      const int32_t *targets, float scale, float *d,
+                                      void *stream)
+{
+    const size_t n = (size_t)N;
+    DT_LAUNCH(xent_backward_k, n, stream, V, logits, lse, targets, scale, d);
+    return 0;
 }
 
 extern "C" int cuda_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,

@@ -1,15 +1,18 @@
 /* The GPT's layer passes on the device, per row or element: the bodies of
  * the CUDA kernels (nn/cuda/gpt.cu), also compiled for the host, where
  * tests/test_cuda_host.c holds them to the CPU passes of nn/transformer.h bit
- * for bit: the same float expressions in the same order (LayerNorm's sums
- * over the CPU's sixteen lanes, then the lanes in order), the products an
- * add reads rounded on their own (DT_FMUL). The equations: nn/transformer.h. */
+ * for bit: the same float expressions in the same order (LayerNorm's and the
+ * cross-entropy's sums over the CPU's sixteen lanes, then the lanes in
+ * order), the products an add reads rounded on their own (DT_FMUL). GELU
+ * equals the CPU's baseline kernel so; the CPU's AVX2 and AVX-512 kernels
+ * fuse its multiply-adds (a stated bound). The equations: nn/transformer.h. */
 #ifndef DT_NN_CUDA_GPT_H
 #define DT_NN_CUDA_GPT_H
 
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/hd.h"
 #include "core/rng.h"
@@ -85,6 +88,121 @@ static inline DT_HD void gpt_layernorm_residual_row(size_t n, int C, const float
         xo[o + i] = p > 0.0f ? x[o + i] + DT_FMUL(r[o + i], gpt_dropout_factor(key, o + i, p))
                              : x[o + i] + r[o + i];
     gpt_layernorm_row(C, xo + o, g, b, y + o, mean + n, rstd + n);
+}
+
+/* ---- exp, GELU, cross-entropy ------------------------------------------ */
+
+/* backend/cpu/fast_exp.h's fast_expf, operation for operation (its constants
+ * written out: that header is the CPU backend's): 2^n times Cephes' degree-6
+ * polynomial on r = x - n ln 2, about 2 ulp over [-87.3, 88.3]. The products
+ * that feed an add are rounded on their own, as the host's are. */
+static inline DT_HD float gpt_expf(float x)
+{
+    x = x < -87.3f ? -87.3f : x;
+    x = x > 88.3f ? 88.3f : x;
+    const float n = (DT_FMUL(x, 1.44269504088896341f) + 12582912.0f) - 12582912.0f;
+    const float r = (x - DT_FMUL(n, 0.693359375f)) - DT_FMUL(n, -2.12194440e-4f);
+    float q = 1.9875691500e-4f;
+    q = DT_FMUL(q, r) + 1.3981999507e-3f;
+    q = DT_FMUL(q, r) + 8.3334519073e-3f;
+    q = DT_FMUL(q, r) + 4.1665795894e-2f;
+    q = DT_FMUL(q, r) + 1.6666665459e-1f;
+    q = DT_FMUL(q, r) + 5.0000001201e-1f;
+    q = DT_FMUL(DT_FMUL(q, r), r) + r + 1.0f;
+    const int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return q * scale;
+}
+
+/* GELU, tanh form, as backend/cpu/gelu.c writes it: gelu(x) = x s with
+ * s = 1 / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3); its derivative
+ * s + x s (1 - s) 2 u'(x). The CPU's baseline (x86-64) variant computes these
+ * same operations; its AVX2 and AVX-512 variants fuse multiply-adds (another
+ * rounding: tests/test_cuda_host.c states the bound). */
+#define GPT_GELU_M2K (-2.0f * 0.7978845608028654f)
+#define GPT_GELU_2K (2.0f * 0.7978845608028654f)
+#define GPT_GELU_A 0.044715f
+#define GPT_GELU_3A (3.0f * 0.044715f)
+
+static inline DT_HD float gpt_gelu_s(float v)
+{
+    return 1.0f / (1.0f + gpt_expf(GPT_GELU_M2K * (v + DT_FMUL(GPT_GELU_A * v * v, v))));
+}
+
+static inline DT_HD float gpt_gelu_du(float v)
+{
+    return GPT_GELU_2K * (1.0f + DT_FMUL(GPT_GELU_3A * v, v));
+}
+
+/* y[i] = gelu(x[i]) (y may be x) */
+static inline DT_HD void gpt_gelu_at(size_t i, const float *x, float *y)
+{
+    const float v = x[i];
+    y[i] = v * gpt_gelu_s(v);
+}
+
+/* y[i] = gelu(x[i]), d[i] = gelu'(x[i]): the backward's recomputation */
+static inline DT_HD void gpt_gelu_deriv_at(size_t i, const float *x, float *y, float *d)
+{
+    const float v = x[i], s = gpt_gelu_s(v);
+    y[i] = v * s;
+    d[i] = s + DT_FMUL(v * s * (1.0f - s), gpt_gelu_du(v));
+}
+
+/* dy[i] *= d[i]: the backward through GELU from the kept derivative */
+static inline DT_HD void gpt_gelu_backward_deriv_at(size_t i, const float *d, float *dy)
+{
+    dy[i] *= d[i];
+}
+
+/* dx[i] = dy[i] gelu'(x[i]) in one pass (the CPU's gelu_backward) */
+static inline DT_HD void gpt_gelu_backward_at(size_t i, const float *x, const float *dy,
+                                              float *dx)
+{
+    const float v = x[i], s = gpt_gelu_s(v);
+    dx[i] = dy[i] * (s + DT_FMUL(v * s * (1.0f - s), gpt_gelu_du(v)));
+}
+
+#define GPT_XENT_LANES 16
+
+/* Row z (V) of the cross-entropy's forward, as backend/cpu/xent_seq.c's
+ * xent_row: the maximum and its first index, then exp(z - max) summed over
+ * sixteen lanes (v, v + 16, ... up to the last whole block of 16), the lanes
+ * added in order in double, then the tail; lse = max + log(sum). */
+static inline DT_HD void gpt_xent_row(int V, const float *z, float *lse, int *arg)
+{
+    float mx = z[0];
+    int a = 0;
+    for (int v = 1; v < V; v++)
+        if (z[v] > mx) {
+            mx = z[v];
+            a = v;
+        }
+    const int V16 = V / GPT_XENT_LANES * GPT_XENT_LANES;
+    float acc[GPT_XENT_LANES];
+    for (int l = 0; l < GPT_XENT_LANES; l++)
+        acc[l] = 0.0f;
+    for (int v = 0; v < V16; v += GPT_XENT_LANES)
+        for (int l = 0; l < GPT_XENT_LANES; l++)
+            acc[l] += gpt_expf(z[v + l] - mx);
+    double s = 0;
+    for (int l = 0; l < GPT_XENT_LANES; l++)
+        s += acc[l];
+    for (int v = V16; v < V; v++)
+        s += gpt_expf(z[v] - mx);
+    *lse = (float)((double)mx + log(s));
+    *arg = a;
+}
+
+/* Row n of the cross-entropy's gradient: g (V) = scale (softmax(z) - onehot(t))
+ * from the forward's lse, as xent_seq_backward (g may be z) */
+static inline DT_HD void gpt_xent_grad_row(int V, const float *z, float lse, int32_t t,
+                                           float scale, float *g)
+{
+    for (int v = 0; v < V; v++)
+        g[v] = scale * gpt_expf(z[v] - lse);
+    g[t] -= scale;
 }
 
 #endif

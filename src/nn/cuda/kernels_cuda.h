@@ -81,8 +81,9 @@ int cuda_adamw_step(size_t n, dt_adamw_k k, const dt_adamw_seg *segs, int nseg, 
  * device scratch: lanes DT_CLIP_LANES doubles, factor 1 float */
 int cuda_clip(size_t n, double max_norm, float *g, double *lanes, float *factor, void *stream);
 
-/* gpt.cu (nn/cuda/gpt.h): tok (B, T), wte (V, C), wpe (>= T, C), x (B, T, C);
- * LayerNorm: x, r, xo, y (N, C), g, b (C), mean, rstd (N) */
+/* gpt.cu (nn/cuda/gpt.h), a thread per element or row, in the CPU's order of
+ * sums: tok (B, T), wte (V, C), wpe (>= T, C), x (B, T, C); LayerNorm: x, r,
+ * xo, y (N, C), g, b (C), mean, rstd (N) */
 int cuda_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
                            const float *wpe, float p, uint64_t key, float *x, void *stream);
 int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
@@ -90,6 +91,19 @@ int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const f
 int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                     uint64_t key, const float *g, const float *b, float *xo,
                                     float *y, float *mean, float *rstd, void *stream);
+/* GELU (tanh form) on n values: y = gelu(x) (y may be x); with its
+ * derivative d; dy *= d */
+int cuda_gelu_forward(size_t n, const float *x, float *y, void *stream);
+int cuda_gelu_forward_deriv(size_t n, const float *x, float *y, float *d, void *stream);
+int cuda_gelu_backward_deriv(size_t n, const float *d, float *dy, void *stream);
+/* cross-entropy at every position: logits (N, V), targets (N); forward:
+ * lse (N), each row's -log p(target) in loss (N doubles) and its argmax hit
+ * (hit, N ints), summed by the caller; backward: d (N, V) = scale
+ * (softmax - onehot), d may be logits */
+int cuda_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
+                          float *lse, double *loss, int *hit, void *stream);
+int cuda_xent_seq_backward(int N, int V, const float *logits, const float *lse,
+                           const int32_t *targets, float scale, float *d, void *stream);
 
 /* lower.cu, convolution lowering (nn/lower.h): x, dx (B, C, H, W); cols,
  * dcols (B, C*R*S, P*Q); y, dy (B, K, PQ); bias, db (K) */
