@@ -817,8 +817,9 @@ static void test_clip_flat(size_t n, double max_norm)
 }
 
 /* The GPT's passes (nn/cuda/gpt.h) against nn/transformer.h's CPU passes, bit
- * for bit: the embedding with and without dropout, LayerNorm, and the
- * residual add fused with it (also updating r in place, as the GPT does) */
+ * for bit: the embedding with and without dropout, LayerNorm, the residual
+ * add fused with it (also updating r in place, as the GPT does), and
+ * LayerNorm's backward */
 static void test_gpt_layers(int B, int T, int C, int V, float p)
 {
     const int N = B * T;
@@ -857,6 +858,23 @@ static void test_gpt_layers(int B, int T, int C, int V, float p)
               count_diff(m_dev, m_cpu, (size_t)N) == 0 && count_diff(s_dev, s_cpu, (size_t)N) == 0,
           "gpt N=%d C=%d p=%g: residual + LayerNorm (xo in place, y, mean, rstd) = the CPU's, "
           "bit for bit", N, C, p);
+    // LayerNorm's backward from the forward's statistics: dx written and added
+    // to, dg and db
+    float *dyl = vec_plain(n), *dx_cpu = vec_plain(n), *dx_dev = vec_dup(dx_cpu, n);
+    float *dg_cpu = vec_new((size_t)C), *db_cpu = vec_new((size_t)C), *dg_dev = vec_new((size_t)C),
+          *db_dev = vec_new((size_t)C);
+    for (int acc = 0; acc <= 1; acc++) {
+        layernorm_backward(N, C, r_cpu, m_cpu, s_cpu, g, dyl, dx_cpu, acc, dg_cpu, db_cpu);
+        for (size_t row = 0; row < (size_t)N; row++)
+            gpt_layernorm_backward_row(row, C, r_cpu, m_cpu, s_cpu, g, dyl, dx_dev, acc);
+        for (size_t k = 0; k < (size_t)C; k++)
+            gpt_layernorm_backward_col(k, N, C, r_cpu, m_cpu, s_cpu, dyl, dg_dev, db_dev);
+        CHECK(count_diff(dx_dev, dx_cpu, n) == 0 && count_diff(dg_dev, dg_cpu, (size_t)C) == 0 &&
+                  count_diff(db_dev, db_cpu, (size_t)C) == 0,
+              "gpt N=%d C=%d: LayerNorm backward (dx %s, dg, db) = the CPU's, bit for bit", N, C,
+              acc ? "added" : "written");
+    }
+    free(dyl); free(dx_cpu); free(dx_dev); free(dg_cpu); free(db_cpu); free(dg_dev); free(db_dev);
     free(tok); free(wte); free(wpe); free(x_cpu); free(x_dev); free(g); free(b); free(r);
     free(y_cpu); free(y_dev); free(m_cpu); free(m_dev); free(s_cpu); free(s_dev); free(r_cpu);
     free(r_dev);

@@ -231,8 +231,8 @@ typedef struct dt_backend {
     /* The GPT's layer passes (nn/transformer.h's equations and shapes; fp32,
      * no bf16 copy), optional while the GPT is not on every backend (NULL:
      * none): the token + position embedding with its dropout, LayerNorm, the
-     * residual add fused with the LayerNorm after it, GELU and the
-     * cross-entropy. */
+     * residual add fused with the LayerNorm after it, LayerNorm's backward,
+     * GELU and the cross-entropy. */
     void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
                               const float *wpe, float p, uint64_t key, float *x);
     void (*layernorm_forward)(int N, int C, const float *x, const float *g, const float *b,
@@ -245,6 +245,9 @@ typedef struct dt_backend {
      * returns the SUM of -log p(target), lse (N) and the argmax hits;
      * xent_seq_backward writes d = scale (softmax - onehot), d may be logits):
      * nn/transformer.h's. targets in [0, V), checked by the caller. */
+    void (*layernorm_backward)(int N, int C, const float *x, const float *mean,
+                               const float *rstd, const float *g, const float *dy, float *dx,
+                               int accumulate, float *dg, float *db);
     void (*gelu_forward)(size_t n, const float *x, float *y);
     void (*gelu_forward_deriv)(size_t n, const float *x, float *y, float *d);
     void (*gelu_backward_deriv)(size_t n, const float *d, float *dy);

@@ -252,6 +252,12 @@ static void dm_layernorm_residual_forward(int N, int C, const float *x, const fl
     GUARD(CPU->layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd));
 }
 
+static void dm_layernorm_backward(int N, int C, const float *x, const float *mean,
+                                  const float *rstd, const float *g, const float *dy, float *dx,
+                                  int accumulate, float *dg, float *db)
+{
+    GUARD(CPU->layernorm_backward(N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db));
+}
 static void dm_gelu_forward(size_t n, const float *x, float *y)
 {
     GUARD(CPU->gelu_forward(n, x, y));
@@ -303,6 +309,7 @@ static const dt_backend devmem = {
     .flat_adamw = dm_flat_adamw, .flat_clip = dm_flat_clip,
     .embedding_forward = dm_embedding_forward, .layernorm_forward = dm_layernorm_forward,
     .layernorm_residual_forward = dm_layernorm_residual_forward,
+    .layernorm_backward = dm_layernorm_backward,
     .gelu_forward = dm_gelu_forward, .gelu_forward_deriv = dm_gelu_forward_deriv,
     .gelu_backward_deriv = dm_gelu_backward_deriv, .xent_seq_forward = dm_xent_seq_forward,
     .xent_seq_backward = dm_xent_seq_backward,

@@ -390,6 +390,12 @@ static void cu_layernorm_residual_forward(int N, int C, const float *x, const fl
     KERNEL_OK(cuda_layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd, ST));
 }
 
+static void cu_layernorm_backward(int N, int C, const float *x, const float *mean,
+                                  const float *rstd, const float *g, const float *dy, float *dx,
+                                  int accumulate, float *dg, float *db)
+{
+    KERNEL_OK(cuda_layernorm_backward(N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db, ST));
+}
 static void cu_gelu_forward(size_t n, const float *x, float *y)
 {
     KERNEL_OK(cuda_gelu_forward(n, x, y, ST));
@@ -490,6 +496,7 @@ static const dt_backend cuda = {
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
     .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
     .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
+    .layernorm_backward = cu_layernorm_backward,
     .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv,
     .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward,
     .xent_seq_backward = cu_xent_seq_backward,

@@ -138,6 +138,7 @@ static void cpu_layernorm_residual_forward(int N, int C, const float *x, const f
     .flat_adamw = cpu_flat_adamw, .flat_clip = cpu_flat_clip,                            \
     .embedding_forward = embedding_forward, .layernorm_forward = cpu_layernorm_forward,  \
     .layernorm_residual_forward = cpu_layernorm_residual_forward,                        \
+    .layernorm_backward = layernorm_backward,                                            \
     .gelu_forward = gelu_forward, .gelu_forward_deriv = gelu_forward_deriv,              \
     .gelu_backward_deriv = gelu_backward_deriv, .xent_seq_forward = xent_seq_forward,    \
     .xent_seq_backward = xent_seq_backward,                                              \

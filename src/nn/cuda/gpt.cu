@@ -1,7 +1,8 @@
 /* The GPT's layer passes on the device; the work in nn/cuda/gpt.h. LayerNorm
  * and the cross-entropy run a thread per row, in the CPU's order of sums (a
  * first step: a warp per row would read coalesced but sum in another
- * order); GELU a thread per element. */
+ * order), LayerNorm's parameter gradients a thread per column (the rows in
+ * order, the reads coalesced across the threads); GELU a thread per element. */
 #include "nn/cuda/gpt.h"
 
 #include "nn/cuda/check.h"
@@ -27,6 +28,21 @@ __global__ static void layernorm_residual_k(size_t n, int C, const float *x, con
 {
     GRID_STRIDE(row, n)
     gpt_layernorm_residual_row(row, C, x, r, p, key, g, b, xo, y, mean, rstd);
+}
+
+__global__ static void layernorm_backward_rows_k(size_t n, int C, const float *x,
+                                                 const float *mean, const float *rstd,
+                                                 const float *g, const float *dy, float *dx,
+                                                 int accumulate)
+{
+    GRID_STRIDE(r, n) gpt_layernorm_backward_row(r, C, x, mean, rstd, g, dy, dx, accumulate);
+}
+
+__global__ static void layernorm_backward_cols_k(size_t n, int N, const float *x,
+                                                 const float *mean, const float *rstd,
+                                                 const float *dy, float *dg, float *db)
+{
+    GRID_STRIDE(k, n) gpt_layernorm_backward_col(k, N, (int)n, x, mean, rstd, dy, dg, db);
 }
 
 __global__ static void gelu_k(size_t n, const float *x, float *y)
@@ -62,6 +78,17 @@ __global__ static void xent_backward_k(size_t n, int V, const float *z, const fl
 {
     GRID_STRIDE(r, n)
     gpt_xent_grad_row(V, z + r * (size_t)V, lse[r], t[r], scale, d + r * (size_t)V);
+}
+
+extern "C" int cuda_layernorm_backward(int N, int C, const float *x, const float *mean,
+                                       const float *rstd, const float *g, const float *dy,
+                                       float *dx, int accumulate, float *dg, float *db,
+                                       void *stream)
+{
+    const size_t rows = (size_t)N, cols = (size_t)C;
+    DT_LAUNCH(layernorm_backward_rows_k, rows, stream, C, x, mean, rstd, g, dy, dx, accumulate);
+    DT_LAUNCH(layernorm_backward_cols_k, cols, stream, N, x, mean, rstd, dy, dg, db);
+    return 0;
 }
 
 extern "C" int cuda_gelu_forward(size_t n, const float *x, float *y, void *stream)

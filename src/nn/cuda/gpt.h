@@ -90,6 +90,64 @@ static inline DT_HD void gpt_layernorm_residual_row(size_t n, int C, const float
     gpt_layernorm_row(C, xo + o, g, b, y + o, mean + n, rstd + n);
 }
 
+/* Row n of LayerNorm's input gradient, as layernorm.c's layernorm_backward:
+ * dx = rstd (g dy - s1 - xhat s2), s1 = mean(g dy), s2 = mean(g dy xhat),
+ * xhat = (x - mean) rstd, the two sums over sixteen lanes then the lanes in
+ * order, then the tail; dx written (accumulate 0) or added to (1). */
+static inline DT_HD void gpt_layernorm_backward_row(size_t n, int C, const float *x,
+                                                    const float *mean, const float *rstd,
+                                                    const float *g, const float *dy, float *dx,
+                                                    int accumulate)
+{
+    const float *xr = x + n * (size_t)C, *d = dy + n * (size_t)C;
+    float *o = dx + n * (size_t)C;
+    const float m = mean[n], r = rstd[n];
+    const int C16 = C / GPT_LN_LANES * GPT_LN_LANES;
+    float a1[GPT_LN_LANES], a2[GPT_LN_LANES];
+    for (int l = 0; l < GPT_LN_LANES; l++)
+        a1[l] = a2[l] = 0.0f;
+    for (int i = 0; i < C16; i += GPT_LN_LANES)
+        for (int l = 0; l < GPT_LN_LANES; l++) {
+            const float xh = (xr[i + l] - m) * r, gd = DT_FMUL(g[i + l], d[i + l]);
+            a1[l] += gd;
+            a2[l] += DT_FMUL(gd, xh);
+        }
+    float s1 = a1[0], s2 = a2[0];
+    for (int l = 1; l < GPT_LN_LANES; l++) {
+        s1 += a1[l];
+        s2 += a2[l];
+    }
+    for (int k = C16; k < C; k++) {
+        const float xh = (xr[k] - m) * r, gd = DT_FMUL(g[k], d[k]);
+        s1 += gd;
+        s2 += DT_FMUL(gd, xh);
+    }
+    s1 /= (float)C;
+    s2 /= (float)C;
+    for (int i = 0; i < C; i++) {
+        const float xh = (xr[i] - m) * r;
+        const float v = r * (DT_FMUL(g[i], d[i]) - s1 - DT_FMUL(xh, s2));
+        o[i] = accumulate ? o[i] + v : v;
+    }
+}
+
+/* Column k of LayerNorm's parameter gradients: dg = sum over the rows of dy
+ * xhat, db = sum of dy, the rows in order (the CPU's order) */
+static inline DT_HD void gpt_layernorm_backward_col(size_t k, int N, int C, const float *x,
+                                                    const float *mean, const float *rstd,
+                                                    const float *dy, float *dg, float *db)
+{
+    float sg = 0.0f, sb = 0.0f;
+    for (int n = 0; n < N; n++) {
+        const size_t at = (size_t)n * C + k;
+        const float xh = (x[at] - mean[n]) * rstd[n];
+        sg += DT_FMUL(dy[at], xh);
+        sb += dy[at];
+    }
+    dg[k] = sg;
+    db[k] = sb;
+}
+
 /* ---- exp, GELU, cross-entropy ------------------------------------------ */
 
 /* backend/cpu/fast_exp.h's fast_expf, operation for operation (its constants

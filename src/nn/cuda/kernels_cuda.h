@@ -91,6 +91,10 @@ int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const f
 int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                     uint64_t key, const float *g, const float *b, float *xo,
                                     float *y, float *mean, float *rstd, void *stream);
+/* LayerNorm's backward: dx (N, C) written or added to (accumulate), dg, db (C) */
+int cuda_layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
+                            const float *g, const float *dy, float *dx, int accumulate,
+                            float *dg, float *db, void *stream);
 /* GELU (tanh form) on n values: y = gelu(x) (y may be x); with its
  * derivative d; dy *= d */
 int cuda_gelu_forward(size_t n, const float *x, float *y, void *stream);
