@@ -880,6 +880,52 @@ static void test_gpt_layers(int B, int T, int C, int V, float p)
     free(r_dev);
 }
 
+/* max |a - b| over max |b|: a whole tensor's error against its scale */
+static double rel_max(const float *a, const float *b, size_t n)
+{
+    double e = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return m > 0 ? e / m : e;
+}
+
+/* The causal attention (nn/cuda/gpt.h: a query row at a time with an online
+ * softmax; the backward's query and key passes) against the CPU's
+ * (backend/cpu/attention.c: blocks of query rows, tiled or through sgemm),
+ * with and without dropout on the probabilities. The two sum the same terms
+ * in other orders (and the CPU's tiles fuse multiply-adds), so the bound is
+ * 2e-6 of the largest |y|, |lse| and |dqkv| (measured below 5e-7). */
+static void test_gpt_attention(int B, int T, int C, int NH, float p)
+{
+    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    float *qkv = vec_new(nq), *dy = vec_new(ny);
+    for (size_t i = 0; i < nq; i++)
+        qkv[i] = 1.5f * (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    for (size_t i = 0; i < ny; i++)
+        dy[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    const uint64_t key = 0xa77e + (uint64_t)T;
+    float *work = vec_new(attention_work(T));
+    float *y_cpu = vec_new(ny), *y_dev = vec_new(ny), *l_cpu = vec_new(nl), *l_dev = vec_new(nl);
+    float *dq_cpu = vec_new(nq), *dq_dev = vec_new(nq), *D = vec_new(nl);
+    attention_forward(B, T, C, NH, qkv, y_cpu, l_cpu, NULL, p, key, work, 1);
+    attention_backward(B, T, C, NH, qkv, l_cpu, NULL, dy, p, key, dq_cpu, work, 1);
+    for (size_t r = 0; r < nl; r++)
+        gpt_attention_row(r, T, C, NH, qkv, y_dev, l_dev, p, key);
+    for (size_t r = 0; r < nl; r++)
+        gpt_attention_backward_q(r, T, C, NH, qkv, l_dev, dy, p, key, dq_dev, D);
+    for (size_t r = 0; r < nl; r++)
+        gpt_attention_backward_kv(r, T, C, NH, qkv, l_dev, dy, D, p, key, dq_dev);
+    const double ey = rel_max(y_dev, y_cpu, ny), el = rel_max(l_dev, l_cpu, nl),
+                 eg = rel_max(dq_dev, dq_cpu, nq);
+    CHECK(ey <= 2e-6 && el <= 2e-6 && eg <= 2e-6,
+          "gpt attention B=%d T=%d C=%d NH=%d p=%g: y, lse and dqkv within 2e-6 of the CPU's "
+          "(%.1e, %.1e, %.1e)", B, T, C, NH, p, ey, el, eg);
+    free(qkv); free(dy); free(work); free(y_cpu); free(y_dev); free(l_cpu); free(l_dev);
+    free(dq_cpu); free(dq_dev); free(D);
+}
+
 /* GELU and the sequence cross-entropy (nn/cuda/gpt.h) against the CPU's
  * (backend/cpu/gelu.c, xent_seq.c). GELU: the CPU's baseline (x86-64)
  * variant computes the device body's operations, so there the bits are
@@ -1039,6 +1085,13 @@ int main(void)
     test_gpt_layers(2, 32, 384, 300, 0.1f);
     test_gpt_layers(3, 5, 100, 7, 0.2f);
     test_gpt_layers(1, 3, 7, 5, 0.0f);
+    // attention: baby's heads (T 64, hs 32) and small's width per head (hs 64),
+    // hs 48, and a shape off the CPU's tiles (T 7, hs 4: its sgemm blocks)
+    test_gpt_attention(2, 64, 128, 4, 0.0f);
+    test_gpt_attention(2, 64, 128, 4, 0.1f);
+    test_gpt_attention(1, 32, 384, 6, 0.0f);
+    test_gpt_attention(2, 48, 96, 2, 0.2f);
+    test_gpt_attention(2, 7, 12, 3, 0.1f);
     // GELU over baby's MLP (768 x 512), a size with a tail and one of the tail
     // alone; cross-entropy at baby's and GPT-2's vocabulary widths and a tail
     test_gpt_gelu_xent(768 * 512, 768, 96);

@@ -232,7 +232,8 @@ typedef struct dt_backend {
      * no bf16 copy), optional while the GPT is not on every backend (NULL:
      * none): the token + position embedding with its dropout, LayerNorm, the
      * residual add fused with the LayerNorm after it, LayerNorm's backward,
-     * GELU and the cross-entropy. */
+     * the causal attention (the probabilities recomputed in the backward,
+     * never kept), GELU and the cross-entropy. */
     void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
                               const float *wpe, float p, uint64_t key, float *x);
     void (*layernorm_forward)(int N, int C, const float *x, const float *g, const float *b,
@@ -248,6 +249,10 @@ typedef struct dt_backend {
     void (*layernorm_backward)(int N, int C, const float *x, const float *mean,
                                const float *rstd, const float *g, const float *dy, float *dx,
                                int accumulate, float *dg, float *db);
+    void (*attention_forward)(int B, int T, int C, int NH, const float *qkv, float *y,
+                              float *lse, float p, uint64_t key);
+    void (*attention_backward)(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                               const float *dy, float p, uint64_t key, float *dqkv);
     void (*gelu_forward)(size_t n, const float *x, float *y);
     void (*gelu_forward_deriv)(size_t n, const float *x, float *y, float *d);
     void (*gelu_backward_deriv)(size_t n, const float *d, float *dy);

@@ -258,6 +258,17 @@ static void dm_layernorm_backward(int N, int C, const float *x, const float *mea
 {
     GUARD(CPU->layernorm_backward(N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db));
 }
+static void dm_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
+                                 float *lse, float p, uint64_t key)
+{
+    GUARD(CPU->attention_forward(B, T, C, NH, qkv, y, lse, p, key));
+}
+static void dm_attention_backward(int B, int T, int C, int NH, const float *qkv,
+                                  const float *lse, const float *dy, float p, uint64_t key,
+                                  float *dqkv)
+{
+    GUARD(CPU->attention_backward(B, T, C, NH, qkv, lse, dy, p, key, dqkv));
+}
 static void dm_gelu_forward(size_t n, const float *x, float *y)
 {
     GUARD(CPU->gelu_forward(n, x, y));
@@ -309,7 +320,8 @@ static const dt_backend devmem = {
     .flat_adamw = dm_flat_adamw, .flat_clip = dm_flat_clip,
     .embedding_forward = dm_embedding_forward, .layernorm_forward = dm_layernorm_forward,
     .layernorm_residual_forward = dm_layernorm_residual_forward,
-    .layernorm_backward = dm_layernorm_backward,
+    .layernorm_backward = dm_layernorm_backward, .attention_forward = dm_attention_forward,
+    .attention_backward = dm_attention_backward,
     .gelu_forward = dm_gelu_forward, .gelu_forward_deriv = dm_gelu_forward_deriv,
     .gelu_backward_deriv = dm_gelu_backward_deriv, .xent_seq_forward = dm_xent_seq_forward,
     .xent_seq_backward = dm_xent_seq_backward,

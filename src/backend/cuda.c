@@ -396,6 +396,21 @@ static void cu_layernorm_backward(int N, int C, const float *x, const float *mea
 {
     KERNEL_OK(cuda_layernorm_backward(N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db, ST));
 }
+static void *att_D;
+static size_t att_D_have;
+
+static void cu_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
+                                 float *lse, float p, uint64_t key)
+{
+    KERNEL_OK(cuda_attention_forward(B, T, C, NH, qkv, y, lse, p, key, ST));
+}
+static void cu_attention_backward(int B, int T, int C, int NH, const float *qkv,
+                                  const float *lse, const float *dy, float p, uint64_t key,
+                                  float *dqkv)
+{
+    float *D = scratch(&att_D, &att_D_have, (size_t)B * NH * T * sizeof(float));
+    KERNEL_OK(cuda_attention_backward(B, T, C, NH, qkv, lse, dy, p, key, dqkv, D, ST));
+}
 static void cu_gelu_forward(size_t n, const float *x, float *y)
 {
     KERNEL_OK(cuda_gelu_forward(n, x, y, ST));
@@ -496,7 +511,8 @@ static const dt_backend cuda = {
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
     .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
     .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
-    .layernorm_backward = cu_layernorm_backward,
+    .layernorm_backward = cu_layernorm_backward, .attention_forward = cu_attention_forward,
+    .attention_backward = cu_attention_backward,
     .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv,
     .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward,
     .xent_seq_backward = cu_xent_seq_backward,

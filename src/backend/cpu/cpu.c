@@ -126,6 +126,42 @@ static void cpu_layernorm_residual_forward(int N, int C, const float *x, const f
     layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, NULL, mean, rstd);
 }
 
+/* The attention's scratch (attention_work per thread), grown to the largest
+ * T asked for; the backend's calls come from the engine's thread. */
+static float *att_work;
+static size_t att_work_len;
+
+static float *attention_scratch(int T, int *nwork)
+{
+#ifdef _OPENMP
+    *nwork = omp_get_max_threads();
+#else
+    *nwork = 1;
+#endif
+    const size_t n = attention_work(T) * (size_t)*nwork;
+    if (n > att_work_len) {
+        free(att_work);
+        att_work = dt_falloc(n);
+        att_work_len = n;
+    }
+    return att_work;
+}
+static void cpu_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
+                                  float *lse, float p, uint64_t key)
+{
+    int nwork;
+    float *work = attention_scratch(T, &nwork);
+    attention_forward(B, T, C, NH, qkv, y, lse, NULL, p, key, work, nwork);
+}
+static void cpu_attention_backward(int B, int T, int C, int NH, const float *qkv,
+                                   const float *lse, const float *dy, float p, uint64_t key,
+                                   float *dqkv)
+{
+    int nwork;
+    float *work = attention_scratch(T, &nwork);
+    attention_backward(B, T, C, NH, qkv, lse, NULL, dy, p, key, dqkv, work, nwork);
+}
+
 #define CPU_KERNELS                                                                      \
     .device = 0, .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free,                   \
     .mem_zero = cpu_mem_zero, .mem_copy = cpu_mem_copy, .to_backend = cpu_mem_copy,      \
@@ -138,7 +174,8 @@ static void cpu_layernorm_residual_forward(int N, int C, const float *x, const f
     .flat_adamw = cpu_flat_adamw, .flat_clip = cpu_flat_clip,                            \
     .embedding_forward = embedding_forward, .layernorm_forward = cpu_layernorm_forward,  \
     .layernorm_residual_forward = cpu_layernorm_residual_forward,                        \
-    .layernorm_backward = layernorm_backward,                                            \
+    .layernorm_backward = layernorm_backward, .attention_forward = cpu_attention_forward, \
+    .attention_backward = cpu_attention_backward,                                        \
     .gelu_forward = gelu_forward, .gelu_forward_deriv = gelu_forward_deriv,              \
     .gelu_backward_deriv = gelu_backward_deriv, .xent_seq_forward = xent_seq_forward,    \
     .xent_seq_backward = xent_seq_backward,                                              \

@@ -263,4 +263,139 @@ static inline DT_HD void gpt_xent_grad_row(int V, const float *z, float lse, int
     g[t] -= scale;
 }
 
+/* ---- causal attention ----------------------------------------------------
+ * qkv (B, T, 3C): q | k | v, head h at columns h hs .. (h + 1) hs - 1 of each
+ * (hs = C / NH <= GPT_ATT_HS_MAX); y, dy (B, T, C); lse (B, NH, T); dropout p
+ * on the probabilities with backend/cpu/attention.c's mask index. One query
+ * row (bh = b NH + h, i) at a time, the keys 0 .. i in order, with an online
+ * softmax: no (T, T) block anywhere. The backward is FlashAttention's: with
+ * P = exp(S - lse) recomputed and D_i = sum_j P_ij m_ij (dy_i . v_j) (= dy_i .
+ * y_i), dS_ij = P_ij (m_ij (dy_i . v_j) - D_i); the query rows' pass writes
+ * dq and D, the key rows' pass then sums dk and dv over the queries i >= j in
+ * order (no atomics: the bits do not depend on the launch). The CPU sums the
+ * same terms in blocks and tiles, so the two agree to a bound
+ * (tests/test_cuda_host.c), not bit for bit. */
+#define GPT_ATT_HS_MAX 64
+
+static inline DT_HD size_t gpt_att_qkv(int b, int t, int h, int T, int C, int NH)
+{
+    return ((size_t)b * T + (size_t)t) * 3 * (size_t)C + (size_t)h * (C / NH);
+}
+
+static inline DT_HD size_t gpt_att_out(int b, int t, int h, int T, int C, int NH)
+{
+    return ((size_t)b * T + (size_t)t) * (size_t)C + (size_t)h * (C / NH);
+}
+
+static inline DT_HD float gpt_att_mask(uint64_t key, int bh, int T, int i, int j, float p)
+{
+    return p > 0.0f ? gpt_dropout_factor(key, ((uint64_t)bh * T + (uint64_t)i) * T + (uint64_t)j, p)
+                    : 1.0f;
+}
+
+static inline DT_HD float gpt_dot(int n, const float *a, const float *b)
+{
+    float s = 0.0f;
+    for (int d = 0; d < n; d++)
+        s += DT_FMUL(a[d], b[d]);
+    return s;
+}
+
+/* Query row r = (bh, i), r in [0, B NH T): y's row of head h and lse */
+static inline DT_HD void gpt_attention_row(size_t r, int T, int C, int NH, const float *qkv,
+                                           float *y, float *lse, float p, uint64_t key)
+{
+    const int i = (int)(r % (size_t)T), bh = (int)(r / (size_t)T), b = bh / NH, h = bh % NH;
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const float *q = qkv + gpt_att_qkv(b, i, h, T, C, NH);
+    float acc[GPT_ATT_HS_MAX];
+    for (int d = 0; d < hs; d++)
+        acc[d] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const float *kj = qkv + gpt_att_qkv(b, j, h, T, C, NH) + C, *vj = kj + C;
+        const float sc = scale * gpt_dot(hs, q, kj);
+        const float mn = sc > m ? sc : m;
+        const float corr = gpt_expf(m - mn), e = gpt_expf(sc - mn);
+        const float w = e * gpt_att_mask(key, bh, T, i, j, p);
+        l = DT_FMUL(l, corr) + e;
+        for (int d = 0; d < hs; d++)
+            acc[d] = DT_FMUL(acc[d], corr) + DT_FMUL(w, vj[d]);
+        m = mn;
+    }
+    float *yr = y + gpt_att_out(b, i, h, T, C, NH);
+    for (int d = 0; d < hs; d++)
+        yr[d] = acc[d] / l;
+    lse[r] = m + logf(l);
+}
+
+/* Query row r = (bh, i) of the backward: dq (into dqkv's q columns) and D_i */
+static inline DT_HD void gpt_attention_backward_q(size_t r, int T, int C, int NH,
+                                                  const float *qkv, const float *lse,
+                                                  const float *dy, float p, uint64_t key,
+                                                  float *dqkv, float *D)
+{
+    const int i = (int)(r % (size_t)T), bh = (int)(r / (size_t)T), b = bh / NH, h = bh % NH;
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t oq = gpt_att_qkv(b, i, h, T, C, NH);
+    const float *q = qkv + oq, *dyr = dy + gpt_att_out(b, i, h, T, C, NH), li = lse[r];
+    float di = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const float *kj = qkv + gpt_att_qkv(b, j, h, T, C, NH) + C, *vj = kj + C;
+        const float pij = gpt_expf(scale * gpt_dot(hs, q, kj) - li);
+        di += DT_FMUL(pij * gpt_att_mask(key, bh, T, i, j, p), gpt_dot(hs, dyr, vj));
+    }
+    float acc[GPT_ATT_HS_MAX];
+    for (int d = 0; d < hs; d++)
+        acc[d] = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const float *kj = qkv + gpt_att_qkv(b, j, h, T, C, NH) + C, *vj = kj + C;
+        const float pij = gpt_expf(scale * gpt_dot(hs, q, kj) - li);
+        const float ds = pij * (DT_FMUL(gpt_att_mask(key, bh, T, i, j, p), gpt_dot(hs, dyr, vj)) - di);
+        for (int d = 0; d < hs; d++)
+            acc[d] += DT_FMUL(ds, kj[d]);
+    }
+    float *dq = dqkv + oq;
+    for (int d = 0; d < hs; d++)
+        dq[d] = scale * acc[d];
+    D[r] = di;
+}
+
+/* Key row r = (bh, j) of the backward: dk and dv (into dqkv's k and v
+ * columns), summed over the queries i = j .. T - 1 in order; D from the
+ * query rows' pass */
+static inline DT_HD void gpt_attention_backward_kv(size_t r, int T, int C, int NH,
+                                                   const float *qkv, const float *lse,
+                                                   const float *dy, const float *D, float p,
+                                                   uint64_t key, float *dqkv)
+{
+    const int j = (int)(r % (size_t)T), bh = (int)(r / (size_t)T), b = bh / NH, h = bh % NH;
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t ok = gpt_att_qkv(b, j, h, T, C, NH) + C;
+    const float *kj = qkv + ok, *vj = kj + C;
+    float ak[GPT_ATT_HS_MAX], av[GPT_ATT_HS_MAX];
+    for (int d = 0; d < hs; d++)
+        ak[d] = av[d] = 0.0f;
+    for (int i = j; i < T; i++) {
+        const size_t ri = (size_t)bh * T + (size_t)i;
+        const float *qi = qkv + gpt_att_qkv(b, i, h, T, C, NH);
+        const float *dyr = dy + gpt_att_out(b, i, h, T, C, NH);
+        const float pij = gpt_expf(scale * gpt_dot(hs, qi, kj) - lse[ri]);
+        const float mij = gpt_att_mask(key, bh, T, i, j, p), pm = pij * mij;
+        const float ds = pij * (DT_FMUL(mij, gpt_dot(hs, dyr, vj)) - D[ri]);
+        for (int d = 0; d < hs; d++) {
+            ak[d] += DT_FMUL(ds, qi[d]);
+            av[d] += DT_FMUL(pm, dyr[d]);
+        }
+    }
+    float *dk = dqkv + ok, *dv = dk + C;
+    for (int d = 0; d < hs; d++) {
+        dk[d] = scale * ak[d];
+        dv[d] = av[d];
+    }
+}
+
 #endif

@@ -95,6 +95,14 @@ int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r
 int cuda_layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
                             const float *g, const float *dy, float *dx, int accumulate,
                             float *dg, float *db, void *stream);
+/* causal attention over qkv (B, T, 3C), NH heads of C / NH <= 64: y (B, T,
+ * C), lse (B, NH, T); the backward writes dqkv (B, T, 3C) and takes D (B NH
+ * T floats) of device scratch */
+int cuda_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
+                           float p, uint64_t key, void *stream);
+int cuda_attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                            const float *dy, float p, uint64_t key, float *dqkv, float *D,
+                            void *stream);
 /* GELU (tanh form) on n values: y = gelu(x) (y may be x); with its
  * derivative d; dy *= d */
 int cuda_gelu_forward(size_t n, const float *x, float *y, void *stream);
