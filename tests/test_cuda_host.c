@@ -677,8 +677,11 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
     // images on the CPU: the 1e-4 relative
     e = max_rel(dw_low, dw_cpu, nw);
     CHECK(e <= 1e-4, "%s: weight gradient equals the CPU conv (max rel %.2e)", name, e);
+    // db sums the same B * P * Q values per entry, in double here and in float
+    // on the CPU: 2,304 of them at mnist_cnn's conv2 put the CPU's rounding
+    // above 1e-5 on some draws, so dW's 1e-4
     e = max_rel(db_low, db_cpu, (size_t)K);
-    CHECK(e <= 1e-5, "%s: bias gradient equals the CPU conv (max rel %.2e)", name, e);
+    CHECK(e <= 1e-4, "%s: bias gradient equals the CPU conv (max rel %.2e)", name, e);
 
     // the 32-bit bodies with precomputed divisors (what the device runs) give the
     // size_t bodies' bits
@@ -725,7 +728,7 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
         CHECK(e <= 1e-7, "%s: bias gradient a warp per row = a thread per row (max rel %.2e, "
               "%zu of %d differ in any bit)", name, e, count_diff(db_warp, db_low, (size_t)K), K);
         e = max_rel(db_warp, db_cpu, (size_t)K);
-        CHECK(e <= 1e-5, "%s: bias gradient a warp per row equals the CPU conv (max rel %.2e)",
+        CHECK(e <= 1e-4, "%s: bias gradient a warp per row equals the CPU conv (max rel %.2e)",
               name, e);
         free(rw); free(db_warp);
     }
@@ -874,6 +877,29 @@ static void test_gpt_layers(int B, int T, int C, int V, float p)
               "gpt N=%d C=%d: LayerNorm backward (dx %s, dg, db) = the CPU's, bit for bit", N, C,
               acc ? "added" : "written");
     }
+    // the backward's recomputed LayerNorm output, the embeddings' gradients
+    // (dwte added to, dwpe written) and a residual branch's dropout
+    layernorm_apply(N, C, r_cpu, m_cpu, s_cpu, g, b, y_cpu, NULL);
+    for (size_t row = 0; row < (size_t)N; row++)
+        gpt_layernorm_apply_row(row, C, r_cpu, m_cpu, s_cpu, g, b, y_dev);
+    CHECK(count_diff(y_dev, y_cpu, n) == 0,
+          "gpt N=%d C=%d: LayerNorm from kept statistics = the CPU's, bit for bit", N, C);
+    float *dwte_cpu = vec_plain((size_t)V * C), *dwte_dev = vec_dup(dwte_cpu, (size_t)V * C);
+    float *dwpe_cpu = vec_plain((size_t)T * C), *dwpe_dev = vec_plain((size_t)T * C);
+    embedding_backward(B, T, C, tok, dyl, p, key, dwte_cpu, dwpe_cpu);
+    for (size_t i = 0; i < (size_t)C; i++)
+        gpt_embedding_backward_col(i, B, T, C, tok, dyl, p, key, dwte_dev, dwpe_dev);
+    float *dr_dev = vec_new(n);
+    for (size_t i = 0; i < n; i++)
+        gpt_dropout_grad_at(i, dyl, p, key, dr_dev);
+    int same_dr = 1;
+    for (size_t i = 0; i < n; i++)
+        same_dr &= dr_dev[i] == dyl[i] * dropout_factor(key, i, p);
+    CHECK(count_diff(dwte_dev, dwte_cpu, (size_t)V * C) == 0 &&
+              count_diff(dwpe_dev, dwpe_cpu, (size_t)T * C) == 0 && same_dr,
+          "gpt B=%d T=%d C=%d p=%g: embedding backward (dwte added to, dwpe written) and a "
+          "branch's dropout gradient = the CPU's, bit for bit", B, T, C, p);
+    free(dwte_cpu); free(dwte_dev); free(dwpe_cpu); free(dwpe_dev); free(dr_dev);
     free(dyl); free(dx_cpu); free(dx_dev); free(dg_cpu); free(db_cpu); free(dg_dev); free(db_dev);
     free(tok); free(wte); free(wpe); free(x_cpu); free(x_dev); free(g); free(b); free(r);
     free(y_cpu); free(y_dev); free(m_cpu); free(m_dev); free(s_cpu); free(s_dev); free(r_cpu);

@@ -231,8 +231,9 @@ typedef struct dt_backend {
     /* The GPT's layer passes (nn/transformer.h's equations and shapes; fp32,
      * no bf16 copy), optional while the GPT is not on every backend (NULL:
      * none): the token + position embedding with its dropout, LayerNorm, the
-     * residual add fused with the LayerNorm after it, LayerNorm's backward,
-     * the causal attention (the probabilities recomputed in the backward,
+     * residual add fused with the LayerNorm after it, the embeddings'
+     * gradients, LayerNorm from kept statistics and its backward, a residual
+     * branch's dropout gradient, the causal attention (the probabilities recomputed in the backward,
      * never kept), GELU and the cross-entropy. */
     void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
                               const float *wpe, float p, uint64_t key, float *x);
@@ -246,6 +247,12 @@ typedef struct dt_backend {
      * returns the SUM of -log p(target), lse (N) and the argmax hits;
      * xent_seq_backward writes d = scale (softmax - onehot), d may be logits):
      * nn/transformer.h's. targets in [0, V), checked by the caller. */
+    void (*embedding_backward)(int B, int T, int C, const int32_t *tok, const float *dx,
+                               float p, uint64_t key, float *dwte, float *dwpe);
+    void (*layernorm_apply)(int N, int C, const float *x, const float *mean, const float *rstd,
+                            const float *g, const float *b, float *y);
+    /* d (n) = dres times the dropout factor of element i (p > 0) */
+    void (*branch_dropout_grad)(size_t n, const float *dres, float p, uint64_t key, float *d);
     void (*layernorm_backward)(int N, int C, const float *x, const float *mean,
                                const float *rstd, const float *g, const float *dy, float *dx,
                                int accumulate, float *dg, float *db);

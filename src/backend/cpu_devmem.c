@@ -252,6 +252,20 @@ static void dm_layernorm_residual_forward(int N, int C, const float *x, const fl
     GUARD(CPU->layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd));
 }
 
+static void dm_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx,
+                                  float p, uint64_t key, float *dwte, float *dwpe)
+{
+    GUARD(CPU->embedding_backward(B, T, C, tok, dx, p, key, dwte, dwpe));
+}
+static void dm_layernorm_apply(int N, int C, const float *x, const float *mean,
+                               const float *rstd, const float *g, const float *b, float *y)
+{
+    GUARD(CPU->layernorm_apply(N, C, x, mean, rstd, g, b, y));
+}
+static void dm_branch_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d)
+{
+    GUARD(CPU->branch_dropout_grad(n, dres, p, key, d));
+}
 static void dm_layernorm_backward(int N, int C, const float *x, const float *mean,
                                   const float *rstd, const float *g, const float *dy, float *dx,
                                   int accumulate, float *dg, float *db)
@@ -320,6 +334,8 @@ static const dt_backend devmem = {
     .flat_adamw = dm_flat_adamw, .flat_clip = dm_flat_clip,
     .embedding_forward = dm_embedding_forward, .layernorm_forward = dm_layernorm_forward,
     .layernorm_residual_forward = dm_layernorm_residual_forward,
+    .embedding_backward = dm_embedding_backward, .layernorm_apply = dm_layernorm_apply,
+    .branch_dropout_grad = dm_branch_dropout_grad,
     .layernorm_backward = dm_layernorm_backward, .attention_forward = dm_attention_forward,
     .attention_backward = dm_attention_backward,
     .gelu_forward = dm_gelu_forward, .gelu_forward_deriv = dm_gelu_forward_deriv,

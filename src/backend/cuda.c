@@ -390,6 +390,20 @@ static void cu_layernorm_residual_forward(int N, int C, const float *x, const fl
     KERNEL_OK(cuda_layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd, ST));
 }
 
+static void cu_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx,
+                                  float p, uint64_t key, float *dwte, float *dwpe)
+{
+    KERNEL_OK(cuda_embedding_backward(B, T, C, tok, dx, p, key, dwte, dwpe, ST));
+}
+static void cu_layernorm_apply(int N, int C, const float *x, const float *mean,
+                               const float *rstd, const float *g, const float *b, float *y)
+{
+    KERNEL_OK(cuda_layernorm_apply(N, C, x, mean, rstd, g, b, y, ST));
+}
+static void cu_branch_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d)
+{
+    KERNEL_OK(cuda_dropout_grad(n, dres, p, key, d, ST));
+}
 static void cu_layernorm_backward(int N, int C, const float *x, const float *mean,
                                   const float *rstd, const float *g, const float *dy, float *dx,
                                   int accumulate, float *dg, float *db)
@@ -511,6 +525,8 @@ static const dt_backend cuda = {
     .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
     .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
     .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
+    .embedding_backward = cu_embedding_backward, .layernorm_apply = cu_layernorm_apply,
+    .branch_dropout_grad = cu_branch_dropout_grad,
     .layernorm_backward = cu_layernorm_backward, .attention_forward = cu_attention_forward,
     .attention_backward = cu_attention_backward,
     .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv,

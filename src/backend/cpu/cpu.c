@@ -126,6 +126,17 @@ static void cpu_layernorm_residual_forward(int N, int C, const float *x, const f
     layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, NULL, mean, rstd);
 }
 
+static void cpu_layernorm_apply(int N, int C, const float *x, const float *mean,
+                                const float *rstd, const float *g, const float *b, float *y)
+{
+    layernorm_apply(N, C, x, mean, rstd, g, b, y, NULL);
+}
+static void cpu_branch_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = dres[i] * dropout_factor(key, i, p);
+}
+
 /* The attention's scratch (attention_work per thread), grown to the largest
  * T asked for; the backend's calls come from the engine's thread. */
 static float *att_work;
@@ -174,6 +185,8 @@ static void cpu_attention_backward(int B, int T, int C, int NH, const float *qkv
     .flat_adamw = cpu_flat_adamw, .flat_clip = cpu_flat_clip,                            \
     .embedding_forward = embedding_forward, .layernorm_forward = cpu_layernorm_forward,  \
     .layernorm_residual_forward = cpu_layernorm_residual_forward,                        \
+    .embedding_backward = embedding_backward, .layernorm_apply = cpu_layernorm_apply,    \
+    .branch_dropout_grad = cpu_branch_dropout_grad,                                      \
     .layernorm_backward = layernorm_backward, .attention_forward = cpu_attention_forward, \
     .attention_backward = cpu_attention_backward,                                        \
     .gelu_forward = gelu_forward, .gelu_forward_deriv = gelu_forward_deriv,              \

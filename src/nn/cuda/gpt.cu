@@ -1,8 +1,9 @@
 /* The GPT's layer passes on the device; the work in nn/cuda/gpt.h. LayerNorm
  * and the cross-entropy run a thread per row, in the CPU's order of sums (a
  * first step: a warp per row would read coalesced but sum in another
- * order), LayerNorm's parameter gradients a thread per column (the rows in
- * order, the reads coalesced across the threads); GELU a thread per element;
+ * order), LayerNorm's parameter gradients and the embeddings' a thread per
+ * column (the rows in order, the reads coalesced across the threads); GELU
+ * and the branches' dropout a thread per element;
  * the attention a thread per query row (forward, backward's dq) and per key
  * row (backward's dk, dv). */
 #include "nn/cuda/gpt.h"
@@ -45,6 +46,26 @@ __global__ static void layernorm_backward_cols_k(size_t n, int N, const float *x
                                                  const float *dy, float *dg, float *db)
 {
     GRID_STRIDE(k, n) gpt_layernorm_backward_col(k, N, (int)n, x, mean, rstd, dy, dg, db);
+}
+
+__global__ static void embedding_backward_k(size_t n, int B, int T, const int32_t *tok,
+                                            const float *dx, float p, uint64_t key, float *dwte,
+                                            float *dwpe)
+{
+    GRID_STRIDE(i, n) gpt_embedding_backward_col(i, B, T, (int)n, tok, dx, p, key, dwte, dwpe);
+}
+
+__global__ static void layernorm_apply_k(size_t n, int C, const float *x, const float *mean,
+                                         const float *rstd, const float *g, const float *b,
+                                         float *y)
+{
+    GRID_STRIDE(r, n) gpt_layernorm_apply_row(r, C, x, mean, rstd, g, b, y);
+}
+
+__global__ static void dropout_grad_k(size_t n, const float *dres, float p, uint64_t key,
+                                      float *d)
+{
+    GRID_STRIDE(i, n) gpt_dropout_grad_at(i, dres, p, key, d);
 }
 
 __global__ static void attention_k(size_t n, int T, int C, int NH, const float *qkv, float *y,
@@ -110,6 +131,31 @@ extern "C" int cuda_layernorm_backward(int N, int C, const float *x, const float
     const size_t rows = (size_t)N, cols = (size_t)C;
     DT_LAUNCH(layernorm_backward_rows_k, rows, stream, C, x, mean, rstd, g, dy, dx, accumulate);
     DT_LAUNCH(layernorm_backward_cols_k, cols, stream, N, x, mean, rstd, dy, dg, db);
+    return 0;
+}
+
+extern "C" int cuda_embedding_backward(int B, int T, int C, const int32_t *tok,
+                                       const float *dx, float p, uint64_t key, float *dwte,
+                                       float *dwpe, void *stream)
+{
+    const size_t n = (size_t)C;
+    DT_LAUNCH(embedding_backward_k, n, stream, B, T, tok, dx, p, key, dwte, dwpe);
+    return 0;
+}
+
+extern "C" int cuda_layernorm_apply(int N, int C, const float *x, const float *mean,
+                                    const float *rstd, const float *g, const float *b, float *y,
+                                    void *stream)
+{
+    const size_t n = (size_t)N;
+    DT_LAUNCH(layernorm_apply_k, n, stream, C, x, mean, rstd, g, b, y);
+    return 0;
+}
+
+extern "C" int cuda_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d,
+                                 void *stream)
+{
+    DT_LAUNCH(dropout_grad_k, n, stream, dres, p, key, d);
     return 0;
 }
 

@@ -90,6 +90,44 @@ static inline DT_HD void gpt_layernorm_residual_row(size_t n, int C, const float
     gpt_layernorm_row(C, xo + o, g, b, y + o, mean + n, rstd + n);
 }
 
+/* Column i of the embeddings' gradients, as embedding.c's embedding_backward:
+ * the positions in order, each adding its (dropped-out) gradient into its
+ * token's row of dwte (added to: the tied head's gradient is there) and its
+ * position's row of dwpe (written: zeroed first) */
+static inline DT_HD void gpt_embedding_backward_col(size_t i, int B, int T, int C,
+                                                    const int32_t *tok, const float *dx,
+                                                    float p, uint64_t key, float *dwte,
+                                                    float *dwpe)
+{
+    for (int t = 0; t < T; t++)
+        dwpe[(size_t)t * C + i] = 0.0f;
+    for (int bt = 0; bt < B * T; bt++) {
+        const size_t at = (size_t)bt * C + i;
+        const float d = p > 0.0f ? dx[at] * gpt_dropout_factor(key, at, p) : dx[at];
+        dwte[(size_t)tok[bt] * C + i] += d;
+        dwpe[(size_t)(bt % T) * C + i] += d;
+    }
+}
+
+/* Row n of LayerNorm from the forward's statistics (the backward's
+ * recomputation of its output), as layernorm.c's layernorm_apply */
+static inline DT_HD void gpt_layernorm_apply_row(size_t n, int C, const float *x,
+                                                 const float *mean, const float *rstd,
+                                                 const float *g, const float *b, float *y)
+{
+    const size_t o = n * (size_t)C;
+    const float m = mean[n], r = rstd[n];
+    for (int i = 0; i < C; i++)
+        y[o + i] = DT_FMUL((x[o + i] - m) * r, g[i]) + b[i];
+}
+
+/* d[i] = the gradient of a residual branch's output through its dropout */
+static inline DT_HD void gpt_dropout_grad_at(size_t i, const float *dres, float p, uint64_t key,
+                                             float *d)
+{
+    d[i] = dres[i] * gpt_dropout_factor(key, i, p);
+}
+
 /* Row n of LayerNorm's input gradient, as layernorm.c's layernorm_backward:
  * dx = rstd (g dy - s1 - xhat s2), s1 = mean(g dy), s2 = mean(g dy xhat),
  * xhat = (x - mean) rstd, the two sums over sixteen lanes then the lanes in

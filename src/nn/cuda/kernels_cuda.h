@@ -91,6 +91,16 @@ int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const f
 int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                     uint64_t key, const float *g, const float *b, float *xo,
                                     float *y, float *mean, float *rstd, void *stream);
+/* the embeddings' gradients: dwte (V, C) added to, dwpe (T, C) written, from
+ * dx (B, T, C) through the embedding's dropout */
+int cuda_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx, float p,
+                            uint64_t key, float *dwte, float *dwpe, void *stream);
+/* y (N, C) = LayerNorm of x from the forward's mean and rstd */
+int cuda_layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
+                         const float *g, const float *b, float *y, void *stream);
+/* d (n) = dres through a residual branch's dropout p (mask index i) */
+int cuda_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d,
+                      void *stream);
 /* LayerNorm's backward: dx (N, C) written or added to (accumulate), dg, db (C) */
 int cuda_layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
                             const float *g, const float *dy, float *dx, int accumulate,
