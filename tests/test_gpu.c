@@ -6,7 +6,9 @@
  *  - every model (logreg, mlp, mnist_cnn, resnet20_gn, resnet32_gn) the same
  *    way, with dropout masks from the same counter-based generator (the
  *    resnets' gradients to 1e-2: main() says why);
- *  - the engine's memory on the device: the arena is one allocation.
+ *  - the engine's memory on the device: the arena is one allocation;
+ *  - every GPT pass the CUDA backend has, against the CPU backend's
+ *    (test_gpt_passes says to what bound).
  * Exit 77 (skip) with the reason where dtrain was built without CUDA or no
  * GPU is visible: this runs in tests/gpu.sh (make check-gpu), not make check.
  * First run on a GPU: an H200, 2026-11-27 (bench/RESULTS.md section 11). */
@@ -129,6 +131,165 @@ static dt_net *probe(const dt_backend *be, int layer, int c, int h, int w, int c
     return n;
 }
 
+/* ---- the GPT's passes: the CUDA backend's entries against the CPU's ------- */
+
+/* bytes of device memory, holding h's when h is given */
+static float *up(const dt_backend *g, const void *h, size_t bytes)
+{
+    float *d = g->mem_alloc(bytes ? bytes : 1);
+    if (h && bytes)
+        g->to_backend(d, h, bytes);
+    return d;
+}
+
+static float *down(const dt_backend *g, const float *d, size_t n)
+{
+    float *h = dt_falloc(n);
+    g->to_host(h, d, n * sizeof(float));
+    g->mem_free((void *)d);
+    return h;
+}
+
+static size_t bits_differ(const float *a, const float *b, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += memcmp(a + i, b + i, sizeof *a) != 0;
+    return k;
+}
+
+/* Every GPT pass the CUDA backend has (nn/cuda/gpt.h), on the GPU against the
+ * CPU backend with the same inputs: bit for bit where test_cuda_host shows
+ * the host bodies equal to the CPU's (embedding, LayerNorm forward, residual,
+ * apply and backward, the embeddings' gradients, a branch's dropout
+ * gradient, the cross-entropy's gradient), the rest to the bounds stated
+ * there: GELU 4e-6 (the CPU's FMA kernels), the attention 2e-6, the
+ * cross-entropy's log-sum-exp 1e-6 (the device's log in double). */
+static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
+{
+    const dt_backend *c = backend_cpu(), *g = backend_cuda();
+    const int N = B * T;
+    const size_t nc = (size_t)N * C, n3 = 3 * nc, n4 = 4 * nc, nv = (size_t)N * V,
+                 nl = (size_t)B * NH * T;
+    const uint64_t key = rng_key(7, (uint64_t)C, 1, 0);
+    char what[64];
+    snprintf(what, sizeof what, "gpt B=%d T=%d C=%d NH=%d V=%d p=%g", B, T, C, NH, V, p);
+    int32_t *tok = dt_calloc((size_t)N, sizeof *tok);
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)(rng_uniform_d(&rng) * V) % V;
+    float *wte = dt_falloc((size_t)V * C), *wpe = dt_falloc((size_t)T * C), *gam = dt_falloc(C),
+          *bet = dt_falloc(C), *r = dt_falloc(nc), *dy = dt_falloc(nc), *qkv = dt_falloc(n3),
+          *dya = dt_falloc(nc), *h4 = dt_falloc(n4), *z = dt_falloc(nv);
+    fill(wte, (size_t)V * C, 0.5), fill(wpe, (size_t)T * C, 0.5), fill(gam, C, 1.0);
+    fill(bet, C, 0.5), fill(r, nc, 1.0), fill(dy, nc, 1.0), fill(qkv, n3, 1.5);
+    fill(dya, nc, 1.0), fill(h4, n4, 6.0), fill(z, nv, 4.0);
+    int32_t *dtok = (int32_t *)up(g, tok, (size_t)N * sizeof *tok);
+
+    /* embedding, LayerNorm, residual + LayerNorm, LayerNorm from statistics */
+    float *x = dt_falloc(nc), *y = dt_falloc(nc), *m = dt_falloc(N), *s = dt_falloc(N),
+          *xo = dt_falloc(nc), *y2 = dt_falloc(nc), *m2 = dt_falloc(N), *s2 = dt_falloc(N),
+          *ya = dt_falloc(nc);
+    c->embedding_forward(B, T, C, tok, wte, wpe, p, key, x);
+    c->layernorm_forward(N, C, x, gam, bet, y, m, s);
+    c->layernorm_residual_forward(N, C, x, r, p, key, gam, bet, xo, y2, m2, s2);
+    c->layernorm_apply(N, C, xo, m2, s2, gam, bet, ya);
+    float *dwte = up(g, wte, (size_t)V * C * 4), *dwpe = up(g, wpe, (size_t)T * C * 4),
+          *dgam = up(g, gam, C * 4), *dbet = up(g, bet, C * 4), *dr = up(g, r, nc * 4);
+    float *gx = up(g, NULL, nc * 4), *gy = up(g, NULL, nc * 4), *gm = up(g, NULL, N * 4),
+          *gs = up(g, NULL, N * 4), *gxo = up(g, NULL, nc * 4), *gy2 = up(g, NULL, nc * 4),
+          *gm2 = up(g, NULL, N * 4), *gs2 = up(g, NULL, N * 4), *gya = up(g, NULL, nc * 4);
+    g->embedding_forward(B, T, C, dtok, dwte, dwpe, p, key, gx);
+    g->layernorm_forward(N, C, gx, dgam, dbet, gy, gm, gs);
+    g->layernorm_residual_forward(N, C, gx, dr, p, key, dgam, dbet, gxo, gy2, gm2, gs2);
+    g->layernorm_apply(N, C, gxo, gm2, gs2, dgam, dbet, gya);
+    float *hx = down(g, gx, nc), *hy = down(g, gy, nc), *hm = down(g, gm, N),
+          *hs = down(g, gs, N), *hxo = down(g, gxo, nc), *hy2 = down(g, gy2, nc),
+          *hya = down(g, gya, nc);
+    size_t d1 = bits_differ(hx, x, nc) + bits_differ(hy, y, nc) + bits_differ(hm, m, N) +
+                bits_differ(hs, s, N) + bits_differ(hxo, xo, nc) + bits_differ(hy2, y2, nc) +
+                bits_differ(hya, ya, nc);
+    CHECK(d1 == 0, "%s: embedding, LayerNorm, residual + LayerNorm, LayerNorm from statistics "
+          "on the GPU = the CPU's, bit for bit (%zu values differ)", what, d1);
+
+    /* LayerNorm's backward (dx added to), the embeddings' gradients, a
+     * branch's dropout gradient */
+    float *dx = dt_falloc(nc), *dg = dt_falloc(C), *db = dt_falloc(C), *ew = dt_falloc((size_t)V * C),
+          *ep = dt_falloc((size_t)T * C), *bd = dt_falloc(nc);
+    memcpy(dx, r, nc * 4), memcpy(ew, wte, (size_t)V * C * 4);
+    c->layernorm_backward(N, C, xo, m2, s2, gam, dy, dx, 1, dg, db);
+    c->embedding_backward(B, T, C, tok, dy, p, key, ew, ep);
+    if (p > 0.0f)
+        c->branch_dropout_grad(nc, dy, p, key, bd);
+    float *gdy = up(g, dy, nc * 4), *gdx = up(g, r, nc * 4), *gdg = up(g, NULL, C * 4),
+          *gdb = up(g, NULL, C * 4), *gew = up(g, wte, (size_t)V * C * 4),
+          *gep = up(g, NULL, (size_t)T * C * 4), *gbd = up(g, NULL, nc * 4);
+    float *gxo2 = up(g, xo, nc * 4), *gm3 = up(g, m2, N * 4), *gs3 = up(g, s2, N * 4);
+    g->layernorm_backward(N, C, gxo2, gm3, gs3, dgam, gdy, gdx, 1, gdg, gdb);
+    g->embedding_backward(B, T, C, dtok, gdy, p, key, gew, gep);
+    if (p > 0.0f)
+        g->branch_dropout_grad(nc, gdy, p, key, gbd);
+    float *hdx = down(g, gdx, nc), *hdg = down(g, gdg, C), *hdb = down(g, gdb, C),
+          *hew = down(g, gew, (size_t)V * C), *hep = down(g, gep, (size_t)T * C),
+          *hbd = down(g, gbd, nc);
+    size_t d2 = bits_differ(hdx, dx, nc) + bits_differ(hdg, dg, C) + bits_differ(hdb, db, C) +
+                bits_differ(hew, ew, (size_t)V * C) + bits_differ(hep, ep, (size_t)T * C) +
+                (p > 0.0f ? bits_differ(hbd, bd, nc) : 0);
+    CHECK(d2 == 0, "%s: LayerNorm backward, embeddings' gradients, dropout gradient on the GPU "
+          "= the CPU's, bit for bit (%zu values differ)", what, d2);
+
+    /* attention forward and backward */
+    float *ay = dt_falloc(nc), *al = dt_falloc(nl), *aq = dt_falloc(n3);
+    c->attention_forward(B, T, C, NH, qkv, ay, al, p, key);
+    c->attention_backward(B, T, C, NH, qkv, al, dya, p, key, aq);
+    float *gq = up(g, qkv, n3 * 4), *gay = up(g, NULL, nc * 4), *gal = up(g, NULL, nl * 4),
+          *gdya = up(g, dya, nc * 4), *gaq = up(g, NULL, n3 * 4);
+    g->attention_forward(B, T, C, NH, gq, gay, gal, p, key);
+    g->attention_backward(B, T, C, NH, gq, gal, gdya, p, key, gaq);
+    float *hay = down(g, gay, nc), *hal = down(g, gal, nl), *haq = down(g, gaq, n3);
+    const double ea = fmax(fmax(rel_err(hay, ay, nc), rel_err(hal, al, nl)), rel_err(haq, aq, n3));
+    CHECK(ea <= 2e-6, "%s: attention (y, lse, dqkv) on the GPU within 2e-6 of the CPU's (%.1e)",
+          what, ea);
+
+    /* GELU and the cross-entropy */
+    float *gy4 = dt_falloc(n4), *gd4 = dt_falloc(n4), *gdy4 = dt_falloc(n4);
+    c->gelu_forward_deriv(n4, h4, gy4, gd4);
+    fill(gdy4, n4, 1.0);
+    float *gh4 = up(g, h4, n4 * 4), *gg4 = up(g, NULL, n4 * 4), *gd = up(g, NULL, n4 * 4),
+          *ggy = up(g, gdy4, n4 * 4);
+    g->gelu_forward_deriv(n4, gh4, gg4, gd);
+    g->gelu_backward_deriv(n4, gd, ggy);
+    c->gelu_backward_deriv(n4, gd4, gdy4);
+    g->mem_free(gh4);
+    float *hg4 = down(g, gg4, n4), *hgy = down(g, ggy, n4);
+    const double eg = fmax(rel_err(hg4, gy4, n4), rel_err(hgy, gdy4, n4));
+    CHECK(eg <= 4e-6, "%s: GELU with its derivative, and its backward, on the GPU within 4e-6 of "
+          "the CPU's (%.1e)", what, eg);
+    float *lse = dt_falloc(N), *zg = dt_falloc(nv);
+    int64_t hits = 0, ghits = 0;
+    const double loss = c->xent_seq_forward(N, V, z, tok, lse, &hits);
+    c->xent_seq_backward(N, V, z, lse, tok, 1.0f / N, zg);
+    float *gz = up(g, z, nv * 4), *glse = up(g, NULL, N * 4);
+    const double gloss = g->xent_seq_forward(N, V, gz, dtok, glse, &ghits);
+    g->xent_seq_backward(N, V, gz, glse, dtok, 1.0f / N, gz);
+    float *hlse = down(g, glse, N), *hz = down(g, gz, nv);
+    const double el = rel_err(hlse, lse, N), ez = rel_err(hz, zg, nv);
+    CHECK(el <= 1e-6 && ez <= 1e-6 && ghits == hits && fabs(gloss - loss) <= 1e-6 * fabs(loss),
+          "%s: cross-entropy on the GPU: lse within 1e-6 (%.1e), gradient (%.1e), hits %lld "
+          "against %lld, loss %.7g against %.7g", what, el, ez, (long long)ghits,
+          (long long)hits, gloss, loss);
+
+    g->mem_free(dtok), g->mem_free(dwte), g->mem_free(dwpe), g->mem_free(dgam);
+    g->mem_free(dbet), g->mem_free(dr), g->mem_free(gdy), g->mem_free(gxo2), g->mem_free(gm3);
+    g->mem_free(gs3), g->mem_free(gq), g->mem_free(gdya);
+    free(tok), free(wte), free(wpe), free(gam), free(bet), free(r), free(dy), free(qkv);
+    free(dya), free(h4), free(z), free(x), free(y), free(m), free(s), free(xo), free(y2);
+    free(m2), free(s2), free(ya), free(hx), free(hy), free(hm), free(hs), free(hxo), free(hy2);
+    free(hya), free(dx), free(dg), free(db), free(ew), free(ep), free(bd), free(hdx), free(hdg);
+    free(hdb), free(hew), free(hep), free(hbd), free(ay), free(al), free(aq), free(hay);
+    free(hal), free(haq), free(gy4), free(gd4), free(gdy4), free(hg4), free(hgy), free(lse);
+    free(zg), free(hlse), free(hz);
+}
+
 #endif
 
 int main(void)
@@ -180,6 +341,11 @@ int main(void)
         net_free(a);
         net_free(b);
     }
+    /* the GPT's passes: "baby"'s shapes, "small"'s head size with dropout,
+     * GPT-2's vocabulary with widths off the sixteen lanes */
+    test_gpt_passes(2, 64, 128, 4, 96, 0.0f);
+    test_gpt_passes(2, 64, 384, 6, 96, 0.1f);
+    test_gpt_passes(1, 7, 100, 2, 50257, 0.2f);
     cuda_device_close();
     return tap_done();
 #endif
