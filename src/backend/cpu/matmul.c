@@ -13,33 +13,56 @@
 #include "backend/cpu/sgemm.h"
 #include "core/simd.h"
 
+/* y (N, out) = the bias b (out) in every row: eight floats a store, no call
+ * per row (GPT baby under avx2, one thread, Xeon SPR: 0.8 % more tokens/s
+ * than a memcpy a row, median of five alternating runs each) */
+DT_KERNEL_BODY void bias_rows_body(int N, int out, const float *b, float *y)
+{
+    for (int i = 0; i < N; i++) {
+        float *r = y + (size_t)i * out;
+        int o = 0;
+        for (; o + 8 <= out; o += 8)
+            vf8_st(r + o, vf8_ld(b + o));
+        for (; o < out; o++)
+            r[o] = b[o];
+    }
+}
+DT_KERNEL_VARIANTS(bias_rows, (int N, int out, const float *b, float *y), (N, out, b, y));
+
 void matmul_forward(int N, int in, int out, const float *x, const float *W, const float *b,
                     float *y)
 {
     // y (N, out) = x (N, in) W^T, with the bias broadcast into y first as sgemm's C operand
     float beta = 0.0f;
     if (b) {
-        for (int i = 0; i < N; i++)
-            memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
+        DT_KERNEL(bias_rows)(N, out, b, y);
         beta = 1.0f;
     }
     cpu_sgemm(0, 1, N, out, in, 1.0f, x, in, W, in, beta, y, out);
 }
 
-/* db (out) = column sums of dy (N, out), row by row so the loads are contiguous. */
-DT_KERNEL_BODY void column_sums_body(int N, int out, const float *dy, float *db)
+/* db (out) = column sums of dy (N, out), row by row so the loads are
+ * contiguous; sixteen columns a step, as one v16f or two vf8 (narrow: AVX2
+ * and baseline, where a 64-byte vector has no register); every column sums
+ * its rows in order either way, so the variants give the same bits. */
+DT_KERNEL_BODY void column_sums_body(int narrow, int N, int out, const float *dy, float *db)
 {
     memset(db, 0, (size_t)out * sizeof *db);
     for (int i = 0; i < N; i++) {
         const float *r = dy + (size_t)i * out;
         int o = 0;
         for (; o + 16 <= out; o += 16)
-            v16_st(db + o, v16_ld(db + o) + v16_ld(r + o));
+            if (narrow) {
+                vf8_st(db + o, vf8_ld(db + o) + vf8_ld(r + o));
+                vf8_st(db + o + 8, vf8_ld(db + o + 8) + vf8_ld(r + o + 8));
+            } else {
+                v16_st(db + o, v16_ld(db + o) + v16_ld(r + o));
+            }
         for (; o < out; o++)
             db[o] += r[o];
     }
 }
-DT_KERNEL_VARIANTS(column_sums, (int N, int out, const float *dy, float *db), (N, out, dy, db));
+DT_KERNEL_VARIANTS_NARROW(column_sums, (int N, int out, const float *dy, float *db), (N, out, dy, db));
 
 void matmul_backward(int N, int in, int out, const float *x, const float *W, const float *dy,
                      float *dx, float *dW, float *db)
@@ -58,8 +81,7 @@ void matmul_forward_bf16(int N, int in, int out, const float *x, const dt_bf16 *
 {
     float beta = 0.0f;
     if (b) {
-        for (int i = 0; i < N; i++)
-            memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
+        DT_KERNEL(bias_rows)(N, out, b, y);
         beta = 1.0f;
     }
     if (x)
