@@ -28,9 +28,9 @@
  * order fixed by the shape, whatever the thread count: forward, data
  * gradient and weight gradient give the same bits on one thread and on
  * many. The products are micro-kernels of 6 x 16 outputs in twelve ymm
- * accumulators (FMA). Used at
- * the AVX2 level only (conv2d_dnnl.c): at AVX-512 oneDNN's own Winograd runs
- * on 16-channel blocks. */
+ * accumulators (FMA). Used at the AVX2 level only (conv2d_dnnl.c): at
+ * AVX-512 oneDNN's own Winograd runs on 16-channel blocks. In the simulator
+ * (no OpenMP; ranks share one thread) the passes run serially. */
 #include "config.h"
 
 #include "backend/cpu/kernels.h"
