@@ -260,6 +260,7 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
     g->gelu_backward_deriv(n4, gd, ggy);
     c->gelu_backward_deriv(n4, gd4, gdy4);
     g->mem_free(gh4);
+    g->mem_free(gd);
     float *hg4 = down(g, gg4, n4), *hgy = down(g, ggy, n4);
     const double eg = fmax(rel_err(hg4, gy4, n4), rel_err(hgy, gdy4, n4));
     CHECK(eg <= 4e-6, "%s: GELU with its derivative, and its backward, on the GPU within 4e-6 of "
