@@ -1,4 +1,4 @@
-/* What the attention's fp32 paths (backend/cpu/attention.c) and its bf16 tiled path
+/* What the attention's fp32 paths (backend/cpu/attention.c, attention_tiled.c) and its bf16 tiled path
  * (backend/cpu/attention_bf16.c) share: the block and head geometry, the scratch
  * layout's sizes, and the per-block softmax and dropout steps, which are
  * fp32 in both precisions. */
@@ -73,5 +73,13 @@ void att_block_dropout_grad(int bh, int T, int r0, const float *P, float *dP, fl
                             uint64_t key);
 /* backward: dP becomes dS, the gradient of the scores */
 void att_block_softmax_backward(int T, int r0, const float *P, float *dP);
+
+/* attention_tiled.c: attention_forward / attention_backward where tiled_fits */
+void attention_forward_tiled(int B, int T, int C, int NH, const float *qkv, float *y,
+                             float *lse, float *probs, float p, uint64_t key, float *work,
+                             int nwork);
+void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                              const float *probs, const float *dy, float p, uint64_t key,
+                              float *dqkv, float *work, int nwork);
 
 #endif
