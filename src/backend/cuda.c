@@ -441,28 +441,40 @@ static void cu_gelu_backward_deriv(size_t n, const float *d, float *dy)
 static void *xseq_dev;
 static size_t xseq_have;
 
-/* The rows' losses and hits come back to the host and are summed there in
- * row order (the CPU backend's order on one thread). */
+/* The rows' losses and hits of a cross-entropy kernel (n doubles, then n
+ * int32s at d) brought to the host and summed there in row order (the CPU
+ * backend's order on one thread): the first row whose loss is NaN (a label
+ * outside the classes), or -1 */
+static int rows_sum(const void *d, int n, double *total, int64_t *hits)
+{
+    const size_t bytes = (size_t)n * (sizeof(double) + sizeof(int32_t));
+    double *h = malloc(bytes ? bytes : 1);
+    if (!h)
+        DT_FATAL("out of memory for %d loss rows", n);
+    cu_to_host(h, d, bytes);
+    const int32_t *hh = (const int32_t *)((char *)h + (size_t)n * sizeof(double));
+    *total = 0.0;
+    *hits = 0;
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++) {
+        if (isnan(h[i]))
+            bad = i;
+        *total += h[i];
+        *hits += hh[i];
+    }
+    free(h);
+    return bad;
+}
+
 static double cu_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
                                   float *lse, int64_t *correct)
 {
-    const size_t bytes = (size_t)N * (sizeof(double) + sizeof(int));
-    char *d = scratch(&xseq_dev, &xseq_have, bytes);
-    double *loss = (double *)d;
-    int *hit = (int *)(d + (size_t)N * sizeof(double));
-    KERNEL_OK(cuda_xent_seq_forward(N, V, logits, targets, lse, loss, hit, ST));
-    double *h = malloc(bytes ? bytes : 1);
-    if (!h)
-        DT_FATAL("out of memory for %d loss rows", N);
-    cu_to_host(h, d, bytes);
-    const int *hh = (const int *)((char *)h + (size_t)N * sizeof(double));
-    double total = 0.0;
-    int64_t hits = 0;
-    for (int i = 0; i < N; i++) {
-        total += h[i];
-        hits += hh[i];
-    }
-    free(h);
+    char *d = scratch(&xseq_dev, &xseq_have, (size_t)N * (sizeof(double) + sizeof(int32_t)));
+    KERNEL_OK(cuda_xent_seq_forward(N, V, logits, targets, lse, (double *)d,
+                                    (int32_t *)(d + (size_t)N * sizeof(double)), ST));
+    double total;
+    int64_t hits;
+    rows_sum(d, N, &total, &hits); /* targets in [0, V): checked by the caller */
     if (correct)
         *correct = hits;
     return total;
@@ -478,37 +490,25 @@ static void cu_xent_seq_backward(int N, int V, const float *logits, const float 
 static void *xent_dev;
 static size_t xent_have;
 
-/* The rows' losses and hits come back to the host and are summed there in
- * sample order, as the CPU backend sums them. */
+/* The rows' losses and hits summed on the host in sample order (rows_sum), as
+ * the CPU backend sums them. */
 static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *labels,
                               float *dlogits, int *correct)
 {
-    const size_t bytes = (size_t)B * (sizeof(double) + sizeof(int32_t));
-    char *d = scratch(&xent_dev, &xent_have, bytes);
-    double *loss = (double *)d;
-    int32_t *hit = (int32_t *)(d + (size_t)B * sizeof(double));
-    KERNEL_OK(cuda_softmax_xent_rows(B, K, logits, labels, dlogits, loss, hit, ST));
-    double *h = malloc(bytes ? bytes : 1);
-    if (!h)
-        DT_FATAL("out of memory for %d loss rows", B);
-    cu_to_host(h, d, bytes);
-    const int32_t *hh = (const int32_t *)((char *)h + (size_t)B * sizeof(double));
-    double total = 0.0;
-    int hits = 0;
-    for (int i = 0; i < B; i++) {
-        if (isnan(h[i])) { // a label outside [0, K): the row's loss is NaN
-            dt_err_set("xent: label of sample %d is outside [0, %d)", i, K);
-            free(h);
-            if (correct)
-                *correct = 0;
-            return NAN;
-        }
-        total += h[i];
-        hits += hh[i];
+    char *d = scratch(&xent_dev, &xent_have, (size_t)B * (sizeof(double) + sizeof(int32_t)));
+    KERNEL_OK(cuda_softmax_xent_rows(B, K, logits, labels, dlogits, (double *)d,
+                                     (int32_t *)(d + (size_t)B * sizeof(double)), ST));
+    double total;
+    int64_t hits;
+    const int bad = rows_sum(d, B, &total, &hits);
+    if (bad >= 0) { // a label outside [0, K): the row's loss is NaN
+        dt_err_set("xent: label of sample %d is outside [0, %d)", bad, K);
+        if (correct)
+            *correct = 0;
+        return NAN;
     }
-    free(h);
     if (correct)
-        *correct = hits;
+        *correct = (int)hits;
     return B > 0 ? total / B : 0.0;
 }
 

@@ -104,7 +104,7 @@ __global__ static void gelu_backward_deriv_k(size_t n, const float *d, float *dy
 }
 
 __global__ static void xent_forward_k(size_t n, int V, const float *z, const int32_t *t,
-                                      float *lse, double *loss, int *hit)
+                                      float *lse, double *loss, int32_t *hit)
 {
     GRID_STRIDE(r, n)
     {
@@ -209,7 +209,7 @@ extern "C" int cuda_gelu_backward_deriv(size_t n, const float *d, float *dy, voi
 }
 
 extern "C" int cuda_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
-                                     float *lse, double *loss, int *hit, void *stream)
+                                     float *lse, double *loss, int32_t *hit, void *stream)
 {
     const size_t n = (size_t)N;
     DT_LAUNCH(xent_forward_k, n, stream, V, logits, targets, lse, loss, hit);

@@ -123,7 +123,7 @@ int cuda_gelu_backward_deriv(size_t n, const float *d, float *dy, void *stream);
  * (hit, N ints), summed by the caller; backward: d (N, V) = scale
  * (softmax - onehot), d may be logits */
 int cuda_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
-                          float *lse, double *loss, int *hit, void *stream);
+                          float *lse, double *loss, int32_t *hit, void *stream);
 int cuda_xent_seq_backward(int N, int V, const float *logits, const float *lse,
                            const int32_t *targets, float scale, float *d, void *stream);
 
