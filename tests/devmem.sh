@@ -18,7 +18,11 @@
 #    file graph whose weights leave 1, with a resume;
 #  - dpsgd, both orders (cta, atc), on the bipartite pairs and on the same
 #    irregular graph (two weighted slots), with a resume;
-#  - osgp, a mode with host vectors (the network's copies, staging per step).
+#  - osgp, a mode with host vectors (the network's copies, staging per step);
+#  - the GPT (models/gpt_backend.c: every pass a backend call, every tensor in
+#    backend memory), allreduce with AdamW, clipping and dropout: the CPU runs
+#    models/gpt.c, other kernels, so the device run is held to itself across
+#    a resume bit for bit and to the CPU run's losses within float rounding.
 . "${srcdir:-.}/tests/common.sh" 2>/dev/null || . "$(dirname "$0")/common.sh"
 set -e
 D=$WORK/deck.ini
@@ -170,5 +174,39 @@ if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] &&
     pass "osgp, host vectors with a device backend: 8 steps == the CPU's bit for bit"
 else
     fail "osgp with a device backend (rc $rcA/$rcB)"; tail -5 "$WORK/out.txt"
+fi
+if [ -r /usr/share/games/fortunes ]; then
+    G="${srcdir:-.}/inputs/gpt-fortunes.ini"
+    g="model.n_layer=2 model.n_head=2 model.n_embd=16 model.block_size=16 model.dropout=0.1
+       data.test_limit=32 optim.batch_size=4 run.eval_every=8 run.log_every=1
+       run.checkpoint_every=0 optim.warmup_steps=2 optim.decay_steps=16"
+    run 2 300 $G $g run.output_dir="$WORK/gcpu" run.max_steps=16
+    rcA=$RC
+    run 2 300 $G $g run.output_dir="$WORK/gfull" run.max_steps=16 compute.test_device_memory=true
+    rcD=$RC
+    run 2 300 $G $g run.output_dir="$WORK/gdev" run.max_steps=10 compute.test_device_memory=true
+    rcB=$RC
+    run 2 300 $G $g run.output_dir="$WORK/gdev" run.max_steps=16 compute.test_device_memory=true \
+        run.resume=true
+    rcC=$RC
+    if [ $rcD -eq 0 ] && resumed_same "$WORK/gfull" "$WORK/gdev" params adam_m adam_v; then
+        pass "gpt, allreduce + adamw on the device path: 10 steps + resume to 16 == 16 steps bit for bit"
+    else
+        fail "gpt on the device path, resume (rc $rcA/$rcD/$rcB/$rcC)"; tail -5 "$WORK/out.txt"
+    fi
+    # the training losses of the 16 steps, CPU (models/gpt.c) against the device path
+    losses() {
+        "$DTRAIN_POST" csv "$1/run.h5" -o "$1/csv" >/dev/null &&
+        awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) {if ($i == "loss") c = i; if ($i == "rank") r = i}}
+                 NR > 1 && c && r && $r == 0 {print $1, $c}' "$1/csv/train.csv"
+    }
+    d=$(join <(losses "$WORK/gcpu") <(losses "$WORK/gfull") |
+        awk '{e = ($2 - $3) / $2; e = e < 0 ? -e : e; if (e > w) w = e; n++}
+             END {if (n == 16 && w < 1e-4) printf "%d steps, largest relative difference %.1e", n, w
+                  else printf "FAIL %d steps, %.1e", n, w}')
+    case $d in
+        FAIL*|'') fail "gpt on the device path: training losses against the CPU's: ${d:-none read}" ;;
+        *) pass "gpt on the device path: training losses equal the CPU's within 1e-4 ($d)" ;;
+    esac
 fi
 finish

@@ -12,6 +12,8 @@
 #     mnist_cnn's oneDNN CPU run ended at 0.042 or 0.036 where native and the
 #     H200 both ended at 0.0282; resnet32_gn's H200 run moved from 2.3191 to
 #     2.3243 with the order of its GroupNorm sums (CPU 2.3195);
+#  2b. the GPT (models/gpt_backend.c) likewise on a generated corpus, and its
+#     stop/resume bit for bit;
 #  3. a GPU run stopped at step 20 and resumed to 50 equals the uninterrupted
 #     GPU run bit for bit (parameters and momentum, tests/ckcmp);
 #  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
@@ -74,6 +76,45 @@ for m in logreg mlp mnist_cnn resnet20_gn resnet32_gn; do
     fi
 done
 
+# the GPT (models/gpt_backend.c on CUDA) on a generated corpus, allreduce on
+# one rank with AdamW, clipping and dropout: the loss at steps 10 and 50
+# within 1e-3 and 2e-2 of the CPU's (models/gpt.c), and 20 steps + resume to
+# 50 equal 50 steps bit for bit
+awk 'BEGIN { srand(5)
+    n = split("the a cat dog sat on mat and ran to house big small red fox tree", w, " ")
+    for (l = 0; l < 400; l++) {
+        s = ""
+        for (i = 0; i < 6; i++) s = s (i ? " " : "") w[1 + int(rand() * n)]
+        print s "."
+    } }' >"$WORK/corpus.txt"
+gp="model.name=gpt model.n_layer=2 model.n_head=2 model.n_embd=32 model.block_size=32
+    model.dropout=0.1 data.name=text data.path=$WORK/corpus.txt data.test_limit=32
+    optim.name=adamw optim.lr=0.002 optim.weight_decay=0.1 optim.clip_norm=1.0
+    optim.batch_size=8 run.epochs=100 run.log_every=1 run.checkpoint_every=20
+    algorithm.mode=allreduce"
+run 1 600 "$D" $gp run.max_steps=50 compute.device=cpu run.output_dir="$WORK/gpt-cpu"
+lc=$(loss_at 50) lc10=$(loss_at 10)
+run 1 600 "$D" $gp run.max_steps=50 compute.device=cuda run.output_dir="$WORK/gpt-full"
+rcA=$RC lg=$(loss_at 50) lg10=$(loss_at 10)
+if [ $RC -eq 0 ] && [ -n "$lc" ] && [ -n "$lg" ] && [ -n "$lc10" ] && [ -n "$lg10" ] &&
+   awk -v a="$lc10" -v b="$lg10" -v c="$lc" -v d="$lg" \
+       'function near(x, y, t) { s = x < 0 ? -x : x; s = s < 1 ? 1 : s; return x - y <= t * s && y - x <= t * s }
+        BEGIN { exit !(near(a, b, 1e-3) && near(c, d, 2e-2)) }'; then
+    pass "gpt: 50 steps on the GPU, loss $lg10 at step 10 and $lg at 50 (CPU $lc10, $lc)"
+else
+    fail "gpt: 50 steps on the GPU (rc $RC): loss '$lg10', '$lg' at steps 10, 50; CPU '$lc10', '$lc'"
+    tail -3 "$WORK/out.txt"
+fi
+run 1 600 "$D" $gp run.max_steps=20 compute.device=cuda run.output_dir="$WORK/gpt-part"
+rcB=$RC
+run 1 600 "$D" $gp run.max_steps=50 compute.device=cuda run.resume=true \
+    run.output_dir="$WORK/gpt-part"
+rcC=$RC
+if resumed_same "$WORK/gpt-full" "$WORK/gpt-part" params adam_m adam_v; then
+    pass "gpt on the GPU: 20 steps + resume to 50 == 50 steps bit for bit"
+else
+    fail "gpt on the GPU, stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+fi
 # stop / resume on the GPU, then the GPU checkpoint on the CPU (mnist_cnn has dropout)
 m=mnist_cnn
 args="model.name=$m $(shape $m) $common compute.device=cuda run.checkpoint_every=20"

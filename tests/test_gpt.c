@@ -9,6 +9,10 @@
  * - The whole model on a tiny configuration against central differences of
  *   its mean loss, every coordinate, with and without dropout.
  * - Causality: changing token t changes no logit before t (bit for bit).
+ * - The backend path (models/gpt_backend.h, the device backends' GPT) on the
+ *   CPU backend and on the devmem backend (memory the host cannot touch
+ *   outside the backend's calls) against models/gpt.c: loss, hits and every
+ *   gradient, with and without dropout.
  * - PyTorch: `test_gpt --dump DIR` writes parameters and batches,
  *   tests/torch_gpt_reference.py computes the reference in float64 and the
  *   committed tests/fixtures/gpt_reference.txt is compared here: loss, logits
@@ -21,7 +25,9 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/rng.h"
+#include "backend/backend.h"
 #include "models/gpt.h"
+#include "models/gpt_backend.h"
 #include "nn/transformer.h"
 #include "reference.h"
 #include "tap.h"
@@ -688,6 +694,82 @@ static void test_model_fd(int block, float dropout)
     gpt_free(m);
 }
 
+/* models/gpt_backend.c through backend be (its memory: params, tokens and
+ * gradients copied in and out) against models/gpt.c on the same batch and key:
+ * the loss and hits, and the gradient (another GEMM library and the
+ * attention probabilities recomputed: a float's rounding apart). Returns the
+ * gradient (host, np floats) for the caller to compare across backends. */
+static float *backend_path(const dt_backend *be, int block, float dropout, double *loss,
+                           int64_t *hits, size_t *n)
+{
+    dt_gpt_config cfg = { 11, block, 2, 2, 16, dropout };
+    const int B = 3, T = cfg.block, N = B * T;
+    dt_gpt *ref = gpt_create(&cfg);
+    dt_gpt_be *m = gpt_be_create(&cfg, be);
+    const size_t np = *n = gpt_nparams(ref);
+    float *p = dt_falloc(np), *g = dt_falloc(np), *gb = dt_falloc(np);
+    gpt_init_params(ref, p, 21);
+    for (size_t i = 0; i < np; i++)
+        p[i] += 0.3f * (float)rng_normal(&rng);
+    int32_t *tok = dt_calloc((size_t)N, sizeof *tok), *tgt = dt_calloc((size_t)N, sizeof *tgt);
+    make_batch(B, T, cfg.vocab, tok, tgt);
+    const uint64_t key = 77;
+    int64_t hr = 0;
+    const double lr = gpt_forward(ref, p, tok, tgt, B, 1, key, &hr);
+    gpt_backward(ref, p, g);
+
+    float *dp = be->mem_alloc(np * sizeof *dp), *dg = be->mem_alloc(np * sizeof *dg);
+    int32_t *dtok = be->mem_alloc((size_t)N * sizeof *dtok),
+            *dtgt = be->mem_alloc((size_t)N * sizeof *dtgt);
+    be->to_backend(dp, p, np * sizeof *p);
+    be->to_backend(dtok, tok, (size_t)N * sizeof *tok);
+    be->to_backend(dtgt, tgt, (size_t)N * sizeof *tgt);
+    for (size_t i = 0; i < np; i++)
+        gb[i] = NAN;
+    be->to_backend(dg, gb, np * sizeof *gb); /* every gradient written over NaN */
+    *loss = gpt_be_forward(m, dp, dtok, dtgt, B, 1, key, hits);
+    gpt_be_backward(m, dp, dg);
+    be->to_host(gb, dg, np * sizeof *gb);
+
+    double *gd = dt_calloc(np, sizeof *gd);
+    for (size_t i = 0; i < np; i++)
+        gd[i] = g[i];
+    const double eg = max_rel(gb, gd, np);
+    CHECK(fabs(*loss - lr) <= 1e-5 * fabs(lr) && *hits == hr && eg < 1e-4,
+          "GPT through the %s backend (block %d, dropout %.1f) against models/gpt.c: loss "
+          "%.7f vs %.7f, hits %lld vs %lld, gradient max error %.1e of its largest entry",
+          be->name, block, (double)dropout, *loss, lr, (long long)*hits, (long long)hr, eg);
+    be->mem_free(dp);
+    be->mem_free(dg);
+    be->mem_free(dtok);
+    be->mem_free(dtgt);
+    gpt_be_free(m);
+    gpt_free(ref);
+    free(gd);
+    free(tok);
+    free(tgt);
+    free(p);
+    free(g);
+    return gb;
+}
+
+static void test_backend_path(int block, float dropout)
+{
+    const dt_rng save = rng;
+    double l1, l2;
+    int64_t h1, h2;
+    size_t np;
+    float *g1 = backend_path(backend_cpu(), block, dropout, &l1, &h1, &np);
+    rng = save; /* the same parameters and batch */
+    float *g2 = backend_path(backend_cpu_devmem(), block, dropout, &l2, &h2, &np);
+    CHECK(l1 == l2 && h1 == h2 && memcmp(g1, g2, np * sizeof *g1) == 0,
+          "GPT (block %d, dropout %.1f): the devmem backend (the CPU kernels, memory the host "
+          "cannot touch) equals the CPU backend bit for bit: loss, hits, %zu gradients", block,
+          (double)dropout, np);
+    free(g1);
+    free(g2);
+}
+
 /* Changing token t changes no logit of positions before t, and changes t's. */
 static void test_causality(void)
 {
@@ -890,5 +972,7 @@ int main(int argc, char **argv)
             test_attention_paths(32, 16, p, keep);
             test_attention_paths(48, 48, p, keep);
         }
+    test_backend_path(6, 0.0f);
+    test_backend_path(20, 0.2f);
     return tap_done();
 }

@@ -65,15 +65,6 @@
 #include "backend/cpu/gemm_bf16.h"
 #include "nn/transformer.h"
 
-/* Per-block tensors, in the flat vector's order (tensors 2 + 12 l + kind). */
-enum {
-    T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_APW, T_APB, T_LN2W, T_LN2B, T_FCW, T_FCB, T_FPW, T_FPB,
-    T_PER_BLOCK
-};
-/* Dropout sites of a block (rng_key(key, block, site, 0)); the embeddings' is
- * (key, n_layer, SITE_EMB). */
-enum { SITE_EMB, SITE_ATT, SITE_ATT_RES, SITE_MLP_RES };
-
 struct dt_gpt {
     dt_gpt_config c;
     int ntensors;
@@ -203,6 +194,7 @@ dt_gpt *gpt_create(const dt_gpt_config *c)
 }
 
 size_t gpt_nparams(const dt_gpt *m) { return m->nparams; }
+const dt_gpt_config *gpt_config(const dt_gpt *m) { return &m->c; }
 int gpt_ntensors(const dt_gpt *m) { return m->ntensors; }
 const dt_tensor_view *gpt_tensors(const dt_gpt *m) { return m->tv; }
 

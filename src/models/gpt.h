@@ -1,5 +1,6 @@
 /* A GPT-2 language model (the layout of karpathy/llm.c and nanoGPT) over one
- * flat parameter buffer, on the CPU.
+ * flat parameter buffer, on the CPU (models/gpt_backend.h: the same model
+ * through a backend's kernel table, for the device backends).
  *
  * Token embedding wte (V, C) + position embedding wpe (T, C); n_layer blocks
  * x += attn(ln_1(x)); x += mlp(ln_2(x)) (pre-LayerNorm, eps 1e-5; causal
@@ -42,11 +43,23 @@ typedef struct dt_gpt_config {
 
 typedef struct dt_gpt dt_gpt;
 
+/* A block's tensors in the flat vector's order: block l's tensor k is the
+ * table's entry 2 + T_PER_BLOCK l + k. */
+enum {
+    T_LN1W, T_LN1B, T_QKVW, T_QKVB, T_APW, T_APB, T_LN2W, T_LN2B, T_FCW, T_FCB, T_FPW, T_FPB,
+    T_PER_BLOCK
+};
+/* The dropout sites: block l's masks are keyed rng_key(key, l, site, 0), the
+ * embeddings' rng_key(key, n_layer, SITE_EMB, 0); every path (models/gpt.c,
+ * models/gpt_backend.c) draws the same masks for one key. */
+enum { SITE_EMB, SITE_ATT, SITE_ATT_RES, SITE_MLP_RES };
+
 /* NULL after dt_err_set() when a size is not positive, n_embd is not a
  * multiple of n_head, dropout is outside [0, 1), or precision is neither
  * fp32 nor bf16, or bf16 where this CPU cannot run it (bf16_check_cpu). */
 dt_gpt *gpt_create(const dt_gpt_config *c);
 size_t gpt_nparams(const dt_gpt *m);
+const dt_gpt_config *gpt_config(const dt_gpt *m);
 int gpt_ntensors(const dt_gpt *m);
 /* The tensor table above: name, shape text "(a, b)", offset, count; fan_in is
  * the input width of a linear weight (C for the embeddings, 0 for vectors);

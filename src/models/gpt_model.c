@@ -1,12 +1,14 @@
 /* dt_model over the GPT language model of models/gpt.h: input (B, T) i32
  * tokens, target (B, T) i32 next tokens; the loss and the accuracy count
- * every position (B * T predictions). CPU only; the backend's precision
- * (compute.precision) picks fp32 or bf16 products (models/gpt.h). */
+ * every position (B * T predictions). On the CPU backends models/gpt.c, whose
+ * precision (compute.precision) picks fp32 or bf16 products; on a device
+ * backend models/gpt_backend.c, fp32. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "models/gpt.h"
+#include "models/gpt_backend.h"
 #include "models/model.h"
 
 static void gpt_model_reserve(dt_model *m, int B) { gpt_reserve(m->impl, B); }
@@ -47,6 +49,45 @@ static const dt_model_ops gpt_model_ops = {
     .free = gpt_model_free,
 };
 
+/* the same over a device backend's table */
+static void gpt_dev_reserve(dt_model *m, int B) { gpt_be_reserve(m->impl, B); }
+
+static dt_forward_result gpt_dev_forward(dt_model *m, const float *params, const dt_sample *s,
+                                         int train, uint64_t key)
+{
+    const int B = (int)s->input.shape[0];
+    int64_t correct = 0;
+    double loss = gpt_be_forward(m->impl, params, s->input.data, s->target.data, B, train, key,
+                                 &correct);
+    return (dt_forward_result){ .loss = loss, .correct = correct,
+                                .count = (int64_t)B * s->input.shape[1] };
+}
+
+static void gpt_dev_backward(dt_model *m, const float *params, float *grads)
+{
+    gpt_be_backward(m->impl, params, grads);
+}
+
+static void gpt_dev_init(const dt_model *m, float *params, uint64_t seed)
+{
+    gpt_init_params(gpt_be_shape(m->impl), params, seed);
+}
+
+static void gpt_dev_free(dt_model *m)
+{
+    gpt_be_free(m->impl);
+    free(m);
+}
+
+static const dt_model_ops gpt_dev_ops = {
+    .kind = "gpt",
+    .reserve = gpt_dev_reserve,
+    .forward = gpt_dev_forward,
+    .backward = gpt_dev_backward,
+    .init_params = gpt_dev_init,
+    .free = gpt_dev_free,
+};
+
 const char *const gpt_model_names[] = { "gpt", NULL };
 
 dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_model_data *data)
@@ -56,10 +97,6 @@ dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_
         y->shape[1] != x->shape[1]) {
         dt_err_set("model.name = gpt takes token sequences (B, T) with (B, T) next tokens "
                    "(data.name = text or tokens); the data gives samples of another shape");
-        return NULL;
-    }
-    if (be->device) {
-        dt_err_set("model.name = gpt runs on the CPU only: set compute.device = cpu");
         return NULL;
     }
     if (x->shape[1] != cfg->model.block_size) {
@@ -77,10 +114,21 @@ dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_
                          .n_layer = (int)cfg->model.n_layer, .n_head = (int)cfg->model.n_head,
                          .n_embd = (int)cfg->model.n_embd, .dropout = (float)cfg->model.dropout,
                          .precision = be->precision };
+    dt_model *m;
+    if (be->device) {
+        dt_gpt_be *d = gpt_be_create(&gc, be);
+        if (!d)
+            return NULL;
+        const dt_gpt *g = gpt_be_shape(d);
+        m = dt_calloc(1, sizeof *m);
+        *m = (dt_model){ .ops = &gpt_dev_ops, .be = be, .nparams = gpt_nparams(g),
+                         .ntensors = gpt_ntensors(g), .tensors = gpt_tensors(g), .impl = d };
+        return m;
+    }
     dt_gpt *g = gpt_create(&gc);
     if (!g)
         return NULL;
-    dt_model *m = dt_calloc(1, sizeof *m);
+    m = dt_calloc(1, sizeof *m);
     *m = (dt_model){ .ops = &gpt_model_ops, .be = be, .nparams = gpt_nparams(g),
                      .ntensors = gpt_ntensors(g), .tensors = gpt_tensors(g), .impl = g };
     return m;

@@ -1,0 +1,34 @@
+/* The GPT of models/gpt.h through a backend's kernel table (backend/backend.h):
+ * the path of the backends whose tensors live in device memory (CUDA, and the
+ * tests' devmem backend), where models/gpt.c's direct CPU calls cannot go.
+ *
+ * Same parameter vector, equations and dropout masks as models/gpt.c, fp32
+ * only. Parameters, gradients, tokens, targets and every activation are in
+ * the backend's memory; the host sees only the loss, the hit count and a
+ * copy of the tokens for the vocabulary check. Each pass is one backend call:
+ * the linear layers (the tied head included) are the backend's linear
+ * kernels, the rest its GPT entries. */
+#ifndef DT_MODELS_GPT_BACKEND_H
+#define DT_MODELS_GPT_BACKEND_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "models/gpt.h"
+
+typedef struct dt_gpt_be dt_gpt_be;
+
+/* NULL after dt_err_set() for a bad config (gpt_create's checks), a precision
+ * other than fp32, or a backend without one of the GPT's entries. */
+dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be);
+/* The tensor table and parameter layout (models/gpt.h). */
+const dt_gpt *gpt_be_shape(const dt_gpt_be *m);
+/* gpt_reserve, gpt_forward, gpt_backward of models/gpt.h with every pointer
+ * in the backend's memory. */
+void gpt_be_reserve(dt_gpt_be *m, int B);
+double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
+                      const int32_t *targets, int B, int train, uint64_t key, int64_t *correct);
+void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads);
+void gpt_be_free(dt_gpt_be *m);
+
+#endif
