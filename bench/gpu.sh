@@ -2,8 +2,15 @@
 # GPU training throughput: dtrain (mode local, compute.device = cuda, fp32)
 # against PyTorch eager and torch.compile on the same GPU, mnist_cnn and
 # resnet20_gn at batch 128 on synthetic data (1x28x28 and 3x32x32, SYNTH
-# samples held on the device by PyTorch, in host memory by dtrain).
-# Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch eager's img/s.
+# samples held on the device by PyTorch, in host memory by dtrain), and the
+# GPT: "gpt_small" (6 layers, 6 heads, 384 wide, block 256, vocabulary 96) and
+# "gpt2" (GPT-2 small's shape, 124 M parameters: 12/12/768, block 1,024,
+# vocabulary 50,257), batch 8, AdamW, dropout 0, on an llm.c token file of
+# random ids this script writes (no tokenizer); PyTorch: bench/gpt_step.py
+# --device cuda --adamw (the same model, TF32 off, an AdamW step per step).
+# PRECISIONS="fp32 bf16" adds the bf16 rows (dtrain compute.precision = bf16,
+# PyTorch autocast). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
+# eager's rate and >= 1.0x torch.compile's.
 #
 # Needs only what bench/README.md ("Carrying the GPU path") lists: the built
 # dtrain, mpiexec.hydra + hydra_pmi_proxy and the libraries ldd names; no
@@ -13,6 +20,7 @@
 #
 #   DTRAIN=/path/to/dtrain MPIEXEC=/path/to/mpiexec.hydra bench/gpu.sh
 #   CONFIGS="mnist_cnn:128" STEPS=100 TORCH_MODES=eager bench/gpu.sh
+#   CONFIGS="gpt_small:8 gpt2:8" GPT_STEPS=50 PRECISIONS="fp32 bf16" bench/gpu.sh
 # Output: one line per configuration and side, and $BENCH_OUT/gpu.tsv.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +33,9 @@ STEPS=${STEPS:-300}     # timed steps
 WARMUP=${WARMUP:-30}    # untimed steps first (dtrain: the first log window)
 SYNTH=${SYNTH:-8192}
 TORCH_MODES=${TORCH_MODES-"eager compile"}    # PyTorch's rows: eager, torch.compile ("": none)
+GPT_STEPS=${GPT_STEPS:-50}   # timed steps of a GPT (after GPT_WARMUP)
+GPT_WARMUP=${GPT_WARMUP:-10}
+PRECISIONS=${PRECISIONS:-fp32}
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep "CUDA:.*toolkit" >/dev/null ||
@@ -36,13 +47,89 @@ torch_ok=0
 echo "# GPU: $gpu; dtrain: $("$DTRAIN" --version | head -n 1)"
 [ $torch_ok -eq 1 ] && echo "# PyTorch: $("$PYTHON" -c 'import torch; print(torch.__version__)')" ||
     echo "# PyTorch with CUDA: not available to $PYTHON; dtrain only"
-printf "model\tbatch\tside\timages_per_s\tgpu\n" >"$BENCH_OUT/gpu.tsv"
+printf "model\tbatch\tside\trate\tgpu\n" >"$BENCH_OUT/gpu.tsv"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-record() { printf "%s\t%s\t%s\t%s\t%s\n" "$1" "$2" "$3" "$4" "$gpu" >>"$BENCH_OUT/gpu.tsv"; printf "%-12s b%-4s %-16s %10s img/s\n" "$1" "$2" "$3" "$4"; }
+record() { printf "%s\t%s\t%s\t%s\t%s\n" "$1" "$2" "$3" "$4" "$gpu" >>"$BENCH_OUT/gpu.tsv"; printf "%-12s b%-4s %-22s %10s %s\n" "$1" "$2" "$3" "$4" "${5:-img/s}"; }
+
+# an llm.c token file (header: magic 20240520, version 1, count; uint16 ids)
+# of N uniform random ids below V
+token_file() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import random, struct, sys
+path, V, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+random.seed(1)
+with open(path, "wb") as f:
+    f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+    f.write(struct.pack(f"<{n}H", *(random.randrange(V) for _ in range(n))))
+PY
+}
+
+gpt_row() { # model batch precision
+    local model=$1 B=$2 prec=$3 V T L NH C out rate ac line
+    case $model in
+    gpt_small) V=96 T=256 L=6 NH=6 C=384 ;;
+    gpt2) V=50257 T=1024 L=12 NH=12 C=768 ;;
+    esac
+    out="$BENCH_OUT/gpu-$model-$B-$prec"
+    rm -rf "$out"
+    [ -s "$BENCH_OUT/tokens-$V.bin" ] || token_file "$BENCH_OUT/tokens-$V.bin" "$V" 4000000
+    cat >"$BENCH_OUT/gpu.ini" <<DECK
+[run]
+output_dir = $out
+max_steps = $((GPT_WARMUP + GPT_STEPS))
+log_every = $GPT_WARMUP
+eval_every = 0
+epochs = 1000
+[algorithm]
+mode = local
+[model]
+name = gpt
+n_layer = $L
+n_head = $NH
+n_embd = $C
+block_size = $T
+vocab_size = $V
+[data]
+name = tokens
+path = $BENCH_OUT/tokens-$V.bin
+val_path = $BENCH_OUT/tokens-$V.bin
+[optim]
+name = adamw
+lr = 1e-3
+weight_decay = 0.1
+batch_size = $B
+warmup_steps = 0
+[compute]
+device = cuda
+precision = $prec
+DECK
+    if "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" >"$out.txt" 2>&1; then
+        rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) tok\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
+        record "$model" "$B" "dtrain-$prec" "$rate" tok/s
+    else
+        record "$model" "$B" "dtrain-$prec" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
+    fi
+    [ $torch_ok -eq 1 ] || return 0
+    ac=none; [ "$prec" = bf16 ] && ac=bf16
+    for mode in $TORCH_MODES; do
+        flag=; [ $mode = compile ] && flag=--compile
+        line=$("$PYTHON" "$HERE/gpt_step.py" --device cuda --adamw --autocast $ac $flag \
+               --steps "$GPT_STEPS" --rounds 3 "${model#gpt_}" 2>"$out-torch-$mode.err" |
+               grep '^RESULT') || line=
+        record "$model" "$B" "pytorch-$mode-$prec" \
+            "$(sed -n 's/.*tok_s_best \([0-9.]*\).*/\1/p' <<<"$line")" \
+            "tok/s (best of 3; peak device MiB $(sed -n 's/.*device_mib \([0-9]*\).*/\1/p' <<<"$line"))"
+    done
+}
 
 for cfg in $CONFIGS; do
     model=${cfg%%:*} B=${cfg##*:}
+    case $model in
+    gpt_small|gpt2)
+        for prec in $PRECISIONS; do gpt_row "$model" "$B" "$prec"; done
+        continue ;;
+    esac
     case $model in
     mnist_cnn) shape="data.synthetic_channels=1 data.synthetic_height=28 data.synthetic_width=28" ;;
     *) shape="data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32" ;;

@@ -20,6 +20,8 @@
 #   gpu_sh   tests/gpu.sh: 50 steps of every model, stop/resume, GPU -> CPU
 #            resume, device vectors on one GPU (AdamW + clipping among them),
 #            TF32, NCCL
+#   bench_gpt  bench/gpu.sh's GPT rows (gpt_small and gpt2 at batch 8, 20 timed
+#            steps, PyTorch eager; the GPT has not run on a GPU before)
 #   ncu      if time is left: the GPU time of each kernel over NCU_STEPS (2)
 #            mnist_cnn and resnet20_gn steps (Nsight Compute, one metric; it
 #            adds tens of milliseconds a kernel, so a few steps only)
@@ -93,6 +95,8 @@ awk -F'\t' 'FNR == 1 { next }
            pt[m] ? pt[m] : "-", pt[m] ? new[m] / pt[m] : 0 }' \
     /tmp/gpu-bench/gpu.tsv /tmp/gpu-bench-o/gpu.tsv 2>/dev/null | sort | tee -a "$S"
 step gpu_sh 200 "$C/tests/gpu.sh"
+step bench_gpt 120 env CONFIGS="gpt_small:8 gpt2:8" TORCH_MODES=eager GPT_STEPS=20 \
+    BENCH_OUT=/tmp/gpu-bench-g "$C/bench/gpu.sh"
 
 # GPU time per kernel over a few steps (Nsight Compute replays each kernel once
 # for one metric): what the step's wall time is made of. The deck is the one
