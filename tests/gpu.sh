@@ -12,8 +12,8 @@
 #     mnist_cnn's oneDNN CPU run ended at 0.042 or 0.036 where native and the
 #     H200 both ended at 0.0282; resnet32_gn's H200 run moved from 2.3191 to
 #     2.3243 with the order of its GroupNorm sums (CPU 2.3195);
-#  2b. the GPT (models/gpt_backend.c) likewise on a generated corpus, and its
-#     stop/resume bit for bit;
+#  2b. the GPT (models/gpt_backend.c) likewise on a generated corpus, its
+#     stop/resume bit for bit, and its checkpoint resumed on the CPU;
 #  3. a GPU run stopped at step 20 and resumed to 50 equals the uninterrupted
 #     GPU run bit for bit (parameters and momentum, tests/ckcmp);
 #  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
@@ -107,6 +107,7 @@ else
 fi
 run 1 600 "$D" $gp run.max_steps=20 compute.device=cuda run.output_dir="$WORK/gpt-part"
 rcB=$RC
+cp -r "$WORK/gpt-part" "$WORK/gpt-oncpu"
 run 1 600 "$D" $gp run.max_steps=50 compute.device=cuda run.resume=true \
     run.output_dir="$WORK/gpt-part"
 rcC=$RC
@@ -114,6 +115,17 @@ if resumed_same "$WORK/gpt-full" "$WORK/gpt-part" params adam_m adam_v; then
     pass "gpt on the GPU: 20 steps + resume to 50 == 50 steps bit for bit"
 else
     fail "gpt on the GPU, stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+fi
+# the GPU's checkpoint at step 20 resumed on the CPU (models/gpt.c) to step 50
+run 1 600 "$D" $gp run.max_steps=50 compute.device=cpu run.resume=true \
+    run.output_dir="$WORK/gpt-oncpu"
+lx=$(loss_at 50)
+if [ $RC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" && [ -n "$lx" ] && [ -n "$lg" ] &&
+   awk -v a="$lx" -v b="$lg" 'BEGIN { d = a - b; d = d < 0 ? -d : d; exit !(d <= 2e-2 * (b < 1 ? 1 : b)) }'; then
+    pass "gpt: the GPU's checkpoint at step 20 resumed on the CPU to 50, loss $lx (the GPU's $lg)"
+else
+    fail "gpt: GPU checkpoint resumed on the CPU (rc $RC, loss '$lx', the GPU's '$lg')"
+    tail -3 "$WORK/out.txt"
 fi
 # stop / resume on the GPU, then the GPU checkpoint on the CPU (mnist_cnn has dropout)
 m=mnist_cnn
