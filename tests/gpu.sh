@@ -14,6 +14,8 @@
 #     2.3243 with the order of its GroupNorm sums (CPU 2.3195);
 #  2b. the GPT (models/gpt_backend.c) likewise on a generated corpus, its
 #     stop/resume bit for bit, and its checkpoint resumed on the CPU;
+#  2c. compute.precision = bf16 on the GPU: mnist_cnn and the GPT near the
+#     GPU's fp32 loss at step 50, and a bf16 stop/resume bit for bit;
 #  3. a GPU run stopped at step 20 and resumed to 50 equals the uninterrupted
 #     GPU run bit for bit (parameters and momentum, tests/ckcmp);
 #  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
@@ -127,6 +129,37 @@ else
     fail "gpt: GPU checkpoint resumed on the CPU (rc $RC, loss '$lx', the GPU's '$lg')"
     tail -3 "$WORK/out.txt"
 fi
+# compute.precision = bf16 on the GPU (backend_cuda_bf16: the linear and
+# convolution products with bf16 operands, fp32 accumulation): mnist_cnn and
+# the GPT train as in fp32, the loss at step 50 within 5e-2 of the GPU's fp32
+# run (relative where above 1), and a bf16 run resumes bit for bit
+m=mnist_cnn
+for what in "mnist_cnn" "gpt"; do
+    if [ $what = gpt ]; then a="$gp"; else a="model.name=$m $(shape $m) $common"; fi
+    run 1 600 "$D" $a run.max_steps=50 compute.device=cuda run.output_dir="$WORK/$what-f32"
+    l32=$(loss_at 50)
+    run 1 600 "$D" $a run.max_steps=50 compute.device=cuda compute.precision=bf16 \
+        run.checkpoint_every=20 run.output_dir="$WORK/$what-b16"
+    rcA=$RC l16=$(loss_at 50)
+    if [ $RC -eq 0 ] && [ -n "$l32" ] && [ -n "$l16" ] &&
+       awk -v a="$l16" -v b="$l32" 'BEGIN { d = a - b; d = d < 0 ? -d : d; exit !(d <= 5e-2 * (b < 1 ? 1 : b)) }'; then
+        pass "$what in bf16 on the GPU: loss $l16 at step 50 (fp32 $l32)"
+    else
+        fail "$what in bf16 on the GPU (rc $RC): loss '$l16' at step 50, fp32 '$l32'"; tail -3 "$WORK/out.txt"
+    fi
+    run 1 600 "$D" $a run.max_steps=20 compute.device=cuda compute.precision=bf16 \
+        run.checkpoint_every=20 run.output_dir="$WORK/$what-b16p"
+    rcB=$RC
+    run 1 600 "$D" $a run.max_steps=50 compute.device=cuda compute.precision=bf16 \
+        run.checkpoint_every=20 run.resume=true run.output_dir="$WORK/$what-b16p"
+    rcC=$RC
+    sets="params momentum"; [ $what = gpt ] && sets="params adam_m adam_v"
+    if resumed_same "$WORK/$what-b16" "$WORK/$what-b16p" $sets; then
+        pass "$what in bf16 on the GPU: 20 steps + resume to 50 == 50 steps bit for bit"
+    else
+        fail "$what in bf16 on the GPU, stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+    fi
+done
 # stop / resume on the GPU, then the GPU checkpoint on the CPU (mnist_cnn has dropout)
 m=mnist_cnn
 args="model.name=$m $(shape $m) $common compute.device=cuda run.checkpoint_every=20"

@@ -8,6 +8,7 @@
  * 1e-6 relative (the same float expressions in the same order give the same
  * bits on one host). */
 #include "backend/backend.h"
+#include "core/bf16_round.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/rng.h"
@@ -587,6 +588,85 @@ static size_t count_diff(const float *a, const float *b, size_t n)
     return d;
 }
 
+/* n floats widened from their bf16 rounding (core/bf16_round.h) */
+static float *rounded_bf16(const float *x, size_t n)
+{
+    float *r = vec_new(n);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)bf16_round(x[i]) << 16;
+        memcpy(&r[i], &u, sizeof u);
+    }
+    return r;
+}
+
+/* The CUDA backend's bf16 product (backend/cuda.c gemm16) of one argument set:
+ * A and B rounded to bf16 over gemm_a_floats / gemm_b_floats, the product in
+ * fp32. The extents must be the operands' sizes exactly (all of each operand
+ * rounded, nothing read past it); the product of the rounded operands moves
+ * off fp32's by bf16's rounding (2^-9 relative per operand), no more. */
+static void check_gemm16(const char *what, const dt_gemm *g, const float *A, size_t na,
+                         const float *B, size_t nb, size_t nc)
+{
+    const long long ea = gemm_a_floats(g), eb = gemm_b_floats(g);
+    float *A16 = rounded_bf16(A, na), *B16 = rounded_bf16(B, nb);
+    float *c32 = vec_new(nc), *c16 = vec_new(nc);
+    gemm_host(g, A, B, 0.0f, c32);
+    gemm_host(g, A16, B16, 0.0f, c16);
+    double scale = 0.0, err = 0.0;
+    for (size_t i = 0; i < nc; i++) {
+        scale = fmax(scale, fabs((double)c32[i]));
+        err = fmax(err, fabs((double)c16[i] - c32[i]));
+    }
+    const double rel = scale > 0 ? err / scale : err;
+    CHECK(ea == (long long)na && eb == (long long)nb && count_diff(c16, c32, nc) > 0 && rel < 2e-2,
+          "bf16 GEMM, %s: rounded extents %lld and %lld floats (the operands: %zu, %zu); the "
+          "product moves off fp32's by %.1e of its largest value", what, ea, eb, na, nb, rel);
+    free(A16);
+    free(B16);
+    free(c32);
+    free(c16);
+}
+
+static void test_gemm16(int B, int in, int out, const dt_conv_shape *cs)
+{
+    const size_t nx = (size_t)B * in, nw = (size_t)out * in, ny = (size_t)B * out;
+    float *x = vec_plain(nx), *w = vec_plain(nw), *dy = vec_plain(ny);
+    char what[96];
+    dt_gemm g = gemm_linear_forward(B, in, out);
+    snprintf(what, sizeof what, "linear B=%d %d->%d forward", B, in, out);
+    check_gemm16(what, &g, w, nw, x, nx, ny);
+    g = gemm_linear_dx(B, in, out);
+    snprintf(what, sizeof what, "linear B=%d %d->%d input gradient", B, in, out);
+    check_gemm16(what, &g, w, nw, dy, ny, nx);
+    g = gemm_linear_dw(B, in, out);
+    snprintf(what, sizeof what, "linear B=%d %d->%d weight gradient", B, in, out);
+    check_gemm16(what, &g, x, nx, dy, ny, nw);
+    free(x);
+    free(w);
+    free(dy);
+    // the lowered convolution's three sets, the weight gradient batched over the
+    // images as backend/cuda.c runs it
+    const int crs = cs->C * cs->R * cs->S, pq = cs->P * cs->Q;
+    const size_t nc = (size_t)cs->B * crs * pq, nk = (size_t)cs->K * crs,
+                 no = (size_t)cs->B * cs->K * pq;
+    float *cols = vec_plain(nc), *wk = vec_plain(nk), *d = vec_plain(no);
+    g = gemm_conv_forward(cs);
+    snprintf(what, sizeof what, "conv %d->%d %dx%d forward", cs->C, cs->K, cs->H, cs->W);
+    check_gemm16(what, &g, cols, nc, wk, nk, no);
+    g = gemm_conv_dw(cs);
+    g.batch = cs->B;
+    g.sc = (long long)g.m * g.n;
+    snprintf(what, sizeof what, "conv %d->%d weight gradient, %d images batched", cs->C, cs->K,
+             cs->B);
+    check_gemm16(what, &g, cols, nc, d, no, (size_t)cs->B * nk);
+    g = gemm_conv_dcols(cs);
+    snprintf(what, sizeof what, "conv %d->%d columns' gradient", cs->C, cs->K);
+    check_gemm16(what, &g, d, no, wk, nk, nc);
+    free(cols);
+    free(wk);
+    free(d);
+}
+
 /* divmod_div against the division, for divisors of every size and
  * numerators at the edges (0, d - 1, d, multiples, 2^31 - 1) and random */
 static void test_divmod(void)
@@ -1134,6 +1214,12 @@ int main(void)
     test_lower(4, 16, 32, 32, 32, 1, 2, 0);
     test_lower(4, 3, 32, 32, 16, 3, 1, 1);
     // linear: test_layers.c's shapes, mnist_cnn's dense layers
+    {
+        dt_conv_shape cs = { 3, 5, 9, 7, 6, 3, 3, 1, 1, 9, 7, 0, 0 };
+        test_gemm16(7, 33, 20, &cs);
+        dt_conv_shape cs2 = { 2, 16, 8, 8, 32, 3, 3, 2, 1, 4, 4, 0, 0 };
+        test_gemm16(32, 128, 384, &cs2);
+    }
     test_linear_gemm(1, 1, 1);
     test_linear_gemm(3, 5, 4);
     test_linear_gemm(7, 13, 2);

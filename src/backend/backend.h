@@ -287,6 +287,10 @@ const dt_backend *backend_cpu_by_name(const char *name);
  * nn/cuda/, convolutions lowered onto cuBLAS by nn/lower.h) on the device
  * cuda_device_open() selected; NULL when dtrain was built without CUDA. */
 const dt_backend *backend_cuda(void);
+/* Its twin for compute.precision = bf16 (backend_with_precision): the linear
+ * and convolution products with bf16 operands and fp32 accumulation on the
+ * tensor cores, the rest as backend_cuda's. NULL without CUDA. */
+const dt_backend *backend_cuda_bf16(void);
 /* Tests only (compute.test_device_memory): the native CPU kernels behind a
  * backend that says device = 1 and keeps every tensor in its own pages,
  * unreadable (PROT_NONE) except inside its own calls, so host code that

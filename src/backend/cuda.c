@@ -91,30 +91,82 @@ static void gemm(const dt_gemm *g, const float *A, const float *B, float beta, f
                                             g->ldc, g->sc, g->batch));
 }
 
+/* compute.precision = bf16: A and B rounded to bf16 (the CPU's rounding,
+ * core/bf16_round.h) into device scratch, the product accumulated in fp32 by
+ * the tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F): what the CPU's bf16
+ * products compute (backend/cpu/gemm_bf16.h), in another order of sums. */
+static void *a16, *b16;
+static size_t a16_have, b16_have;
+
+static void gemm16(const dt_gemm *g, const float *A, const float *B, float beta, float *C)
+{
+    const size_t na = (size_t)gemm_a_floats(g), nb = (size_t)gemm_b_floats(g);
+    uint16_t *A16 = scratch(&a16, &a16_have, na * sizeof *A16);
+    uint16_t *B16 = scratch(&b16, &b16_have, nb * sizeof *B16);
+    KERNEL_OK(cuda_round_bf16(na, A, A16, ST));
+    KERNEL_OK(cuda_round_bf16(nb, B, B16, ST));
+    if (g->batch == 1)
+        CUBLAS_OK(cublasGemmEx(BLAS, op(g->ta), op(g->tb), g->m, g->n, g->k, &one, A16,
+                               CUDA_R_16BF, g->lda, B16, CUDA_R_16BF, g->ldb, &beta, C,
+                               CUDA_R_32F, g->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    else
+        CUBLAS_OK(cublasGemmStridedBatchedEx(
+            BLAS, op(g->ta), op(g->tb), g->m, g->n, g->k, &one, A16, CUDA_R_16BF, g->lda, g->sa,
+            B16, CUDA_R_16BF, g->ldb, g->sb, &beta, C, CUDA_R_32F, g->ldc, g->sc, g->batch,
+            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* The products of the layers below, fp32 or bf16: the two tables' difference */
+typedef void gemm_fn(const dt_gemm *g, const float *A, const float *B, float beta, float *C);
+
 /* ---- linear ------------------------------------------------------------ */
 
-static void cu_linear_forward(int B, int in, int out, const float *x, const float *W,
-                              const float *b, float *y, float *work)
+static void linear_forward(gemm_fn *mm, int B, int in, int out, const float *x, const float *W,
+                           const float *b, float *y)
 {
-    (void)work; /* no scratch: linear_workspace is NULL */
     const dt_gemm g = gemm_linear_forward(B, in, out);
-    gemm(&g, W, x, zero, y);
+    mm(&g, W, x, zero, y);
     if (b)
         KERNEL_OK(cuda_bias_add(B, out, 1, b, y, ST));
 }
 
+static void linear_backward(gemm_fn *mm, int B, int in, int out, const float *x, const float *W,
+                            const float *dy, float *dx, float *dW, float *db)
+{
+    if (dx) {
+        const dt_gemm g = gemm_linear_dx(B, in, out);
+        mm(&g, W, dy, one, dx);
+    }
+    const dt_gemm g = gemm_linear_dw(B, in, out);
+    mm(&g, x, dy, zero, dW);
+    if (db)
+        bias_grad(B, out, 1, dy, db);
+}
+
+/* work: none (linear_workspace is NULL; the bf16 copies are the backend's scratch) */
+static void cu_linear_forward(int B, int in, int out, const float *x, const float *W,
+                              const float *b, float *y, float *work)
+{
+    (void)work;
+    linear_forward(gemm, B, in, out, x, W, b, y);
+}
 static void cu_linear_backward(int B, int in, int out, const float *x, const float *W,
                                const float *dy, float *dx, float *dW, float *db, float *work)
 {
     (void)work;
-    if (dx) {
-        const dt_gemm g = gemm_linear_dx(B, in, out);
-        gemm(&g, W, dy, one, dx);
-    }
-    const dt_gemm g = gemm_linear_dw(B, in, out);
-    gemm(&g, x, dy, zero, dW);
-    if (db)
-        bias_grad(B, out, 1, dy, db);
+    linear_backward(gemm, B, in, out, x, W, dy, dx, dW, db);
+}
+static void cu16_linear_forward(int B, int in, int out, const float *x, const float *W,
+                                const float *b, float *y, float *work)
+{
+    (void)work;
+    linear_forward(gemm16, B, in, out, x, W, b, y);
+}
+static void cu16_linear_backward(int B, int in, int out, const float *x, const float *W,
+                                 const float *dy, float *dx, float *dW, float *db, float *work)
+{
+    (void)work;
+    linear_backward(gemm16, B, in, out, x, W, dy, dx, dW, db);
 }
 
 /* ---- convolution, lowered (nn/lower.h) --------------------------------- */
@@ -139,19 +191,20 @@ static int cu_conv2d_keep_cols(const dt_conv_shape *s)
     return mem > 0 && cu_conv2d_workspace(s) * sizeof(float) <= mem / 64;
 }
 
-static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
-                              const float *b, float *y, float *cols)
+static void conv2d_forward(gemm_fn *mm, const dt_conv_shape *s, const float *x, const float *w,
+                           const float *b, float *y, float *cols)
 {
     KERNEL_OK(cuda_im2col(s, x, cols, ST));
     const dt_gemm g = gemm_conv_forward(s);
-    gemm(&g, cols, w, zero, y);
+    mm(&g, cols, w, zero, y);
     if (b)
         KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)s->P * s->Q, b, y, ST));
 }
 
 /* cols: x lowered (the forward's columns, conv2d_backward_kept) */
-static void conv2d_backward_cols(const dt_conv_shape *s, const float *w, const float *dy,
-                                 float *dx, int dx_fresh, float *dw, float *db, float *cols)
+static void conv2d_backward_cols(gemm_fn *mm, const dt_conv_shape *s, const float *w,
+                                 const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                                 float *cols)
 {
     // every image's weight gradient in one batched GEMM, then summed in image
     // order (instead of B GEMMs accumulating one by one: 2,432 launches a step
@@ -161,7 +214,7 @@ static void conv2d_backward_cols(const dt_conv_shape *s, const float *w, const f
     gw.batch = s->B;
     gw.sc = (long long)nw;
     float *parts = scratch(&dw_parts, &dw_parts_have, (size_t)s->B * nw * sizeof(float));
-    gemm(&gw, cols, dy, zero, parts);
+    mm(&gw, cols, dy, zero, parts);
     KERNEL_OK(cuda_sum_images(s->B, nw, parts, dw, ST));
     if (db)
         bias_grad(s->B, s->K, (size_t)s->P * s->Q, dy, db);
@@ -169,8 +222,19 @@ static void conv2d_backward_cols(const dt_conv_shape *s, const float *w, const f
         return;
     // dcols into the same workspace, then gathered into dx
     const dt_gemm gc = gemm_conv_dcols(s);
-    gemm(&gc, dy, w, zero, cols);
+    mm(&gc, dy, w, zero, cols);
     KERNEL_OK(cuda_col2im(s, cols, dx, !dx_fresh, ST));
+}
+
+static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                              const float *b, float *y, float *cols)
+{
+    conv2d_forward(gemm, s, x, w, b, y, cols);
+}
+static void cu16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
+                                const float *b, float *y, float *cols)
+{
+    conv2d_forward(gemm16, s, x, w, b, y, cols);
 }
 
 static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
@@ -178,15 +242,30 @@ static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const flo
                                float *cols)
 {
     KERNEL_OK(cuda_im2col(s, x, cols, ST)); // the workspace is not the forward's: lower x again
-    conv2d_backward_cols(s, w, dy, dx, dx_fresh, dw, db, cols);
+    conv2d_backward_cols(gemm, s, w, dy, dx, dx_fresh, dw, db, cols);
+}
+static void cu16_conv2d_backward(const dt_conv_shape *s, const float *x, const float *w,
+                                 const float *dy, float *dx, int dx_fresh, float *dw, float *db,
+                                 float *cols)
+{
+    KERNEL_OK(cuda_im2col(s, x, cols, ST));
+    conv2d_backward_cols(gemm16, s, w, dy, dx, dx_fresh, dw, db, cols);
 }
 
+/* x: lowered in cols by the forward */
 static void cu_conv2d_backward_kept(const dt_conv_shape *s, const float *x, const float *w,
                                     const float *dy, float *dx, int dx_fresh, float *dw,
                                     float *db, float *cols)
 {
-    (void)x; /* lowered in cols by the forward */
-    conv2d_backward_cols(s, w, dy, dx, dx_fresh, dw, db, cols);
+    (void)x;
+    conv2d_backward_cols(gemm, s, w, dy, dx, dx_fresh, dw, db, cols);
+}
+static void cu16_conv2d_backward_kept(const dt_conv_shape *s, const float *x, const float *w,
+                                      const float *dy, float *dx, int dx_fresh, float *dw,
+                                      float *db, float *cols)
+{
+    (void)x;
+    conv2d_backward_cols(gemm16, s, w, dy, dx, dx_fresh, dw, db, cols);
 }
 
 /* ---- pooling, activations, dropout, add -------------------------------- */
@@ -512,40 +591,51 @@ static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *
     return B > 0 ? total / B : 0.0;
 }
 
+/* The entries both tables share: everything but the products' precision */
+#define CUDA_SHARED \
+    .cblock = 0, .device = 1, \
+    .mem_alloc = cu_alloc, .mem_free = cu_free, .mem_zero = cu_zero, .mem_copy = cu_copy, \
+    .to_backend = cu_to_device, .to_host = cu_to_host, \
+    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, \
+    .flat_sgd = cu_flat_sgd, .flat_scale = cu_flat_scale, \
+    .flat_diff_scale = cu_flat_diff_scale, .flat_toward = cu_flat_toward, .flat_sub = cu_flat_sub, \
+    .flat_scale_copy = cu_flat_scale_copy, .flat_add = cu_flat_add, .flat_div = cu_flat_div, \
+    .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus, \
+    .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip, \
+    .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward, \
+    .embedding_backward = cu_embedding_backward, .layernorm_apply = cu_layernorm_apply, \
+    .branch_dropout_grad = cu_branch_dropout_grad, \
+    .layernorm_backward = cu_layernorm_backward, .attention_forward = cu_attention_forward, \
+    .attention_backward = cu_attention_backward, \
+    .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv, \
+    .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward, \
+    .xent_seq_backward = cu_xent_seq_backward, \
+    .layernorm_residual_forward = cu_layernorm_residual_forward, \
+    .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates, \
+    .maxpool_forward = cu_maxpool_forward, .maxpool_backward = cu_maxpool_backward, \
+    .avgpool_forward = cu_avgpool_forward, .avgpool_backward = cu_avgpool_backward, \
+    .relu_forward = cu_relu_forward, .relu_backward = cu_relu_backward, \
+    .relu_backward_inplace = cu_relu_backward_inplace, \
+    .sigmoid_forward = cu_sigmoid_forward, .sigmoid_backward = cu_sigmoid_backward, \
+    .dropout_forward = cu_dropout_forward, .dropout_backward = cu_dropout_backward, \
+    .groupnorm_forward = cu_groupnorm_forward, .groupnorm_backward = cu_groupnorm_backward, \
+    .add_forward = cu_add_forward, .add_backward = cu_add_backward, \
+    .softmax_xent = cu_softmax_xent, .conv2d_keep_cols = cu_conv2d_keep_cols
+
 static const dt_backend cuda = {
-    .name = "cuda",
-    .cblock = 0,
-    .device = 1,
-    .mem_alloc = cu_alloc, .mem_free = cu_free, .mem_zero = cu_zero, .mem_copy = cu_copy,
-    .to_backend = cu_to_device, .to_host = cu_to_host,
-    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free,
-    .flat_sgd = cu_flat_sgd, .flat_scale = cu_flat_scale,
-    .flat_diff_scale = cu_flat_diff_scale, .flat_toward = cu_flat_toward, .flat_sub = cu_flat_sub,
-    .flat_scale_copy = cu_flat_scale_copy, .flat_add = cu_flat_add, .flat_div = cu_flat_div,
-    .flat_sum_slots = cu_flat_sum_slots, .flat_ax_plus = cu_flat_ax_plus,
-    .flat_adamw = cu_flat_adamw, .flat_clip = cu_flat_clip,
-    .embedding_forward = cu_embedding_forward, .layernorm_forward = cu_layernorm_forward,
-    .embedding_backward = cu_embedding_backward, .layernorm_apply = cu_layernorm_apply,
-    .branch_dropout_grad = cu_branch_dropout_grad,
-    .layernorm_backward = cu_layernorm_backward, .attention_forward = cu_attention_forward,
-    .attention_backward = cu_attention_backward,
-    .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv,
-    .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward,
-    .xent_seq_backward = cu_xent_seq_backward,
-    .layernorm_residual_forward = cu_layernorm_residual_forward,
+    .name = "cuda", .precision = DT_PREC_FP32, CUDA_SHARED,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
-    .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates,
-    .conv2d_keep_cols = cu_conv2d_keep_cols, .conv2d_backward_kept = cu_conv2d_backward_kept,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,
-    .maxpool_forward = cu_maxpool_forward, .maxpool_backward = cu_maxpool_backward,
-    .avgpool_forward = cu_avgpool_forward, .avgpool_backward = cu_avgpool_backward,
-    .relu_forward = cu_relu_forward, .relu_backward = cu_relu_backward,
-    .relu_backward_inplace = cu_relu_backward_inplace,
-    .sigmoid_forward = cu_sigmoid_forward, .sigmoid_backward = cu_sigmoid_backward,
-    .dropout_forward = cu_dropout_forward, .dropout_backward = cu_dropout_backward,
-    .groupnorm_forward = cu_groupnorm_forward, .groupnorm_backward = cu_groupnorm_backward,
-    .add_forward = cu_add_forward, .add_backward = cu_add_backward,
-    .softmax_xent = cu_softmax_xent,
+    .conv2d_backward_kept = cu_conv2d_backward_kept,
+};
+
+/* compute.precision = bf16: the linear and convolution products in bf16 (gemm16) */
+static const dt_backend cuda_bf16 = {
+    .name = "cuda", .precision = DT_PREC_BF16, CUDA_SHARED,
+    .linear_forward = cu16_linear_forward, .linear_backward = cu16_linear_backward,
+    .conv2d_forward = cu16_conv2d_forward, .conv2d_backward = cu16_conv2d_backward,
+    .conv2d_backward_kept = cu16_conv2d_backward_kept,
 };
 
 const dt_backend *backend_cuda(void) { return &cuda; }
+const dt_backend *backend_cuda_bf16(void) { return &cuda_bf16; }

@@ -29,6 +29,17 @@ typedef struct dt_gemm {
     int batch;
 } dt_gemm;
 
+/* The floats a set reads of A and of B (all batch matrices): the extents the
+ * CUDA backend's bf16 GEMMs round to bf16 before the product. */
+static inline long long gemm_a_floats(const dt_gemm *g)
+{
+    return (long long)g->lda * (g->ta ? g->m : g->k) + (long long)(g->batch - 1) * g->sa;
+}
+static inline long long gemm_b_floats(const dt_gemm *g)
+{
+    return (long long)g->ldb * (g->tb ? g->k : g->n) + (long long)(g->batch - 1) * g->sb;
+}
+
 /* A = W, B = x, C = y */
 static inline dt_gemm gemm_linear_forward(int B, int in, int out)
 {

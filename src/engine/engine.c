@@ -47,7 +47,7 @@ void engine_batch_to_backend(dt_trainer *t, int64_t b, const dt_sample *h, dt_sa
 {
     const size_t xb = tensor_bytes(&h->input, b), yb = tensor_bytes(&h->target, b);
 #ifdef HAVE_CUDA
-    if (t->model->be == backend_cuda()) {
+    if (t->model->be == backend_cuda() || t->model->be == backend_cuda_bf16()) {
         cuda_upload_async(d->input.data, h->input.data, xb);
         cuda_upload_async(d->target.data, h->target.data, yb);
         return;
@@ -184,7 +184,12 @@ const float *engine_on_host(dt_trainer *t, int k, const float *x, size_t n)
 static __attribute__((unused)) const dt_backend *engine_backend(const dt_config *cfg)
 {
     const int on_gpu = strcmp(cfg->compute.device, "cuda") == 0;
-    const dt_backend *be = on_gpu ? backend_cuda()
+    // on the GPU the precision's twin (dtrain.c checked that it runs); on the
+    // CPU backend_cpu_by_name applies it
+    const dt_backend *be = on_gpu && backend_cuda()
+                               ? backend_with_precision(backend_cuda(),
+                                                        backend_precision_of(cfg->compute.precision))
+                           : on_gpu ? NULL
                            : cfg->compute.test_device_memory ? backend_cpu_devmem()
                            : backend_cpu_by_name(cfg->compute.kernels);
     if (!be && on_gpu)

@@ -39,9 +39,9 @@ struct dt_gpt_be {
 
 dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be)
 {
-    if (c->precision != DT_PREC_FP32) {
-        dt_err_set("gpt: compute.precision bf16 runs on the CPU only; on %s the GPT is fp32",
-                   be->name);
+    if (c->precision != be->precision) {
+        dt_err_set("gpt: precision %d asked of the %s backend, whose products run at %d",
+                   c->precision, be->name, be->precision);
         return NULL;
     }
     if (!be->linear_forward || !be->linear_backward || !be->embedding_forward ||
@@ -53,7 +53,10 @@ dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be)
         dt_err_set("gpt: the %s backend lacks the GPT's kernels", be->name);
         return NULL;
     }
-    dt_gpt *shape = gpt_create(c);
+    // the shape only: the backend's linear kernels do the products at its precision
+    dt_gpt_config fp32 = *c;
+    fp32.precision = DT_PREC_FP32;
+    dt_gpt *shape = gpt_create(&fp32);
     if (!shape)
         return NULL;
     dt_gpt_be *m = dt_calloc(1, sizeof *m);

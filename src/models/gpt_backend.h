@@ -2,8 +2,10 @@
  * the path of the backends whose tensors live in device memory (CUDA, and the
  * tests' devmem backend), where models/gpt.c's direct CPU calls cannot go.
  *
- * Same parameter vector, equations and dropout masks as models/gpt.c, fp32
- * only. Parameters, gradients, tokens, targets and every activation are in
+ * Same parameter vector, equations and dropout masks as models/gpt.c. The
+ * precision is the backend's: on a bf16 backend (backend_cuda_bf16) the
+ * linear layers and the tied head take bf16 operands with fp32 accumulation,
+ * everything else, the attention's products included, stays fp32. Parameters, gradients, tokens, targets and every activation are in
  * the backend's memory; the host sees only the loss, the hit count and a
  * copy of the tokens for the vocabulary check. Each pass is one backend call:
  * the linear layers (the tied head included) are the backend's linear
@@ -19,7 +21,7 @@
 typedef struct dt_gpt_be dt_gpt_be;
 
 /* NULL after dt_err_set() for a bad config (gpt_create's checks), a precision
- * other than fp32, or a backend without one of the GPT's entries. */
+ * other than the backend's, or a backend without one of the GPT's entries. */
 dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be);
 /* The tensor table and parameter layout (models/gpt.h). */
 const dt_gpt *gpt_be_shape(const dt_gpt_be *m);

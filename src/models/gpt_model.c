@@ -2,7 +2,7 @@
  * tokens, target (B, T) i32 next tokens; the loss and the accuracy count
  * every position (B * T predictions). On the CPU backends models/gpt.c, whose
  * precision (compute.precision) picks fp32 or bf16 products; on a device
- * backend models/gpt_backend.c, fp32. */
+ * backend models/gpt_backend.c, at the backend's precision. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #include "backend/cpu/kernels.h"
 
 #include "core/simd.h"
-#include "backend/cpu/bf16_round.h"
+#include "core/bf16_round.h"
 #include "nn/cuda/activation.h"
 
 #include <math.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backend/cpu/attention_int.h"
-#include "backend/cpu/bf16_round.h"
+#include "core/bf16_round.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -23,7 +23,7 @@
  *
  * The same blocks, tiles and causal edges as the fp32 tiled path, but every
  * product is tile_bf: out[r][c] (+)= alpha sum_k a[r][k] b[k][c] with both
- * operands rounded to bf16 (backend/cpu/bf16_round.h, the rounding of every bf16 copy
+ * operands rounded to bf16 (core/bf16_round.h, the rounding of every bf16 copy
  * here) and the products summed in fp32 by vdpbf16ps, two terms of the sum
  * per lane and instruction where the fp32 FMA does one. `a` is rows with the k pairs
  * adjacent (one 32-bit word broadcast per pair), `b` is (K/2, columns) words
@@ -46,7 +46,7 @@
 
 #if ATT_HAVE_BF16
 
-/* Sixteen floats rounded to bf16 exactly as bf16_round (backend/cpu/bf16_round.h):
+/* Sixteen floats rounded to bf16 exactly as bf16_round (core/bf16_round.h):
  * each lane's bf16 in its high half, the low half zero. */
 static inline __attribute__((always_inline)) ATT_BF16 __m512i round_hi(__m512 x)
 {

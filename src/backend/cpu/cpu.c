@@ -266,6 +266,7 @@ const dt_backend *backend_cpu_dnnl(void) { return NULL; }
 
 #ifndef HAVE_CUDA
 const dt_backend *backend_cuda(void) { return NULL; }
+const dt_backend *backend_cuda_bf16(void) { return NULL; }
 #endif
 
 int backend_precision_of(const char *name)
@@ -283,11 +284,12 @@ const dt_backend *backend_with_precision(const dt_backend *be, int precision)
         return be;
     if (precision != DT_PREC_BF16) /* the bf16 twins have no way back: nothing asks */
         return dt_err_set("compute.precision = fp32 asked of the %s backend", be->name), NULL;
+    if (be->device && be == backend_cuda())
+        return backend_cuda_bf16();
     if (be->device)
         return dt_err_set("compute.precision = bf16 is not implemented on the %s backend "
-                          "(compute.device = %s); use compute.precision = fp32", be->name,
-                          strcmp(be->name, "cuda") == 0 ? "cuda" : "cpu with "
-                          "compute.test_device_memory"), NULL;
+                          "(compute.device = cpu with compute.test_device_memory); use "
+                          "compute.precision = fp32", be->name), NULL;
     if (be != backend_cpu_dnnl())
         return dt_err_set("compute.precision = bf16 runs on oneDNN: it needs compute.kernels = "
                           "dnnl or auto, not %s", be->name), NULL;

@@ -6,7 +6,7 @@
 #include "nn/transformer.h"
 
 #include "core/simd.h"
-#include "backend/cpu/bf16_round.h"
+#include "core/bf16_round.h"
 #include "backend/cpu/fast_exp.h"
 
 #include <string.h>

@@ -3,7 +3,7 @@
 
 #include "backend/cpu/gemm_bf16.h"
 #include "backend/cpu/dnnl_impl.h"
-#include "backend/cpu/bf16_round.h"
+#include "core/bf16_round.h"
 
 #include "core/error.h"
 #include "core/isa.h"
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the rounding of one float (backend/cpu/bf16_round.h) */
+/* the rounding of one float (core/bf16_round.h) */
 static inline dt_bf16 bf16_of(float f) { return bf16_round(f); }
 
 /* AVX-512 where the CPU has it (the integer steps above, 16 at a time; the

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/simd.h"
-#include "backend/cpu/bf16_round.h"
+#include "core/bf16_round.h"
 
 #define LN_EPS 1e-5f
 

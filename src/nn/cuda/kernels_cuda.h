@@ -24,6 +24,8 @@ int cuda_relu_backward(size_t n, const float *y, const float *dy, float *dx, voi
 int cuda_relu_backward_inplace(size_t n, const float *y, float *d, void *stream);
 int cuda_sigmoid_forward(size_t n, const float *x, float *y, void *stream);
 int cuda_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx, void *stream);
+/* bf16.cu: y (n) = x rounded to bf16 (core/bf16_round.h) */
+int cuda_round_bf16(size_t n, const float *x, uint16_t *y, void *stream);
 /* add.cu */
 int cuda_add_forward(size_t n, const float *a, const float *b, float *y, void *stream);
 int cuda_add_backward(size_t n, const float *dy, float *da, float *db, void *stream);

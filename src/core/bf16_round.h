@@ -1,7 +1,7 @@
 /* One float rounded to bf16, the bit pattern's top half: the rounding every
  * bf16 copy is made with (backend/cpu/gemm_bf16.c's conversions, the ReLU that
- * writes its output's bf16 copy in backend/cpu/activation.c), so that they agree bit
- * for bit.
+ * writes its output's bf16 copy in backend/cpu/activation.c, the CUDA backend's
+ * bf16 GEMM operands in nn/cuda/bf16.cu), so that they agree bit for bit.
  *
  * Round to nearest even on the bit pattern: adding 0x7fff plus the lowest
  * kept bit carries into the kept half exactly when the dropped half is above
@@ -9,13 +9,15 @@
  * so that rounding cannot turn one into infinity. Branch-free, so that the
  * loops that call it vectorize: a conversion costs a pass over memory, no
  * more. */
-#ifndef DT_BACKEND_CPU_BF16_ROUND_H
-#define DT_BACKEND_CPU_BF16_ROUND_H
+#ifndef DT_CORE_BF16_ROUND_H
+#define DT_CORE_BF16_ROUND_H
 
 #include <stdint.h>
 #include <string.h>
 
-static inline uint16_t bf16_round(float f)
+#include "core/hd.h"
+
+static inline DT_HD uint16_t bf16_round(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
