@@ -29,7 +29,8 @@ if [ -n "${OLD:-}" ]; then
 fi
 cp "$B/tests/test_gpu" "$B/tests/test_nccl" "$B/tests/ckcmp" "$D/tests/"
 cp "$SRC/tests/gpu.sh" "$SRC/tests/common.sh" "$D/tests/"
-cp "$SRC/bench/gpu.sh" "$SRC/bench/gpu_check.sh" "$SRC/bench/torch_train.py" "$D/bench/"
+cp "$SRC/bench/gpu.sh" "$SRC/bench/gpu_check.sh" "$SRC/bench/torch_train.py" \
+    "$SRC/bench/gpt_step.py" "$D/bench/"
 hydra=$(command -v mpiexec.hydra) proxy=$(command -v hydra_pmi_proxy)
 cp "$hydra" "$proxy" "$D/bin/"
 for exe in "$D/src/"* "$D/tests/"* "$D/bin/"*; do

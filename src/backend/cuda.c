@@ -1,7 +1,8 @@
 /* The CUDA backend: every op of backend/backend.h on device memory.
  *
  * GEMMs by cuBLAS, with the column-major argument sets of backend/gemm_args.h;
- * convolutions lowered onto cuBLAS (nn/lower.h: im2col, batched GEMMs, the
+ * fp32 convolutions by cuDNN where the node has it (backend/cudnn.h), else,
+ * and in bf16, lowered onto cuBLAS (nn/lower.h: im2col, batched GEMMs, the
  * weight gradient's images summed by a kernel, col2im as a gather);
  * everything else by the kernels of nn/cuda/. All work is queued on the
  * device's compute stream (backend/cuda_device.c); only the loss reduction
@@ -13,6 +14,7 @@
 #include "backend/gemm_args.h"
 #include "backend/cuda_check.h"
 #include "backend/cuda_device.h"
+#include "backend/cudnn.h"
 #include "nn/cuda/kernels_cuda.h"
 
 #include <math.h>
@@ -178,6 +180,11 @@ static size_t cu_conv2d_workspace(const dt_conv_shape *s)
 {
     return (size_t)s->B * s->C * s->R * s->S * s->P * s->Q; /* cols (B, CRS, PQ) */
 }
+/* with cuDNN: its own workspace (backend/cudnn.c), none of the engine's */
+static size_t cu_conv2d_workspace_fp32(const dt_conv_shape *s)
+{
+    return cudnn_active() ? 0 : cu_conv2d_workspace(s);
+}
 
 static int cu_conv2d_dx_accumulates(const dt_conv_shape *s) { return 1; }
 
@@ -189,6 +196,10 @@ static int cu_conv2d_keep_cols(const dt_conv_shape *s)
 {
     const size_t mem = cuda_device_memory();
     return mem > 0 && cu_conv2d_workspace(s) * sizeof(float) <= mem / 64;
+}
+static int cu_conv2d_keep_cols_fp32(const dt_conv_shape *s)
+{
+    return !cudnn_active() && cu_conv2d_keep_cols(s);
 }
 
 static void conv2d_forward(gemm_fn *mm, const dt_conv_shape *s, const float *x, const float *w,
@@ -229,7 +240,13 @@ static void conv2d_backward_cols(gemm_fn *mm, const dt_conv_shape *s, const floa
 static void cu_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                               const float *b, float *y, float *cols)
 {
-    conv2d_forward(gemm, s, x, w, b, y, cols);
+    if (!cudnn_active()) {
+        conv2d_forward(gemm, s, x, w, b, y, cols);
+        return;
+    }
+    cudnn_conv_forward(s, x, w, y);
+    if (b)
+        KERNEL_OK(cuda_bias_add(s->B, s->K, (size_t)s->P * s->Q, b, y, ST));
 }
 static void cu16_conv2d_forward(const dt_conv_shape *s, const float *x, const float *w,
                                 const float *b, float *y, float *cols)
@@ -241,6 +258,14 @@ static void cu_conv2d_backward(const dt_conv_shape *s, const float *x, const flo
                                const float *dy, float *dx, int dx_fresh, float *dw, float *db,
                                float *cols)
 {
+    if (cudnn_active()) {
+        cudnn_conv_backward_filter(s, x, dy, dw);
+        if (db)
+            bias_grad(s->B, s->K, (size_t)s->P * s->Q, dy, db);
+        if (dx)
+            cudnn_conv_backward_data(s, w, dy, dx_fresh ? 0.0f : 1.0f, dx);
+        return;
+    }
     KERNEL_OK(cuda_im2col(s, x, cols, ST)); // the workspace is not the forward's: lower x again
     conv2d_backward_cols(gemm, s, w, dy, dx, dx_fresh, dw, db, cols);
 }
@@ -611,7 +636,7 @@ static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *
     .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward, \
     .xent_seq_backward = cu_xent_seq_backward, \
     .layernorm_residual_forward = cu_layernorm_residual_forward, \
-    .conv2d_workspace = cu_conv2d_workspace, .conv2d_dx_accumulates = cu_conv2d_dx_accumulates, \
+    .conv2d_dx_accumulates = cu_conv2d_dx_accumulates, \
     .maxpool_forward = cu_maxpool_forward, .maxpool_backward = cu_maxpool_backward, \
     .avgpool_forward = cu_avgpool_forward, .avgpool_backward = cu_avgpool_backward, \
     .relu_forward = cu_relu_forward, .relu_backward = cu_relu_backward, \
@@ -620,10 +645,11 @@ static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *
     .dropout_forward = cu_dropout_forward, .dropout_backward = cu_dropout_backward, \
     .groupnorm_forward = cu_groupnorm_forward, .groupnorm_backward = cu_groupnorm_backward, \
     .add_forward = cu_add_forward, .add_backward = cu_add_backward, \
-    .softmax_xent = cu_softmax_xent, .conv2d_keep_cols = cu_conv2d_keep_cols
+    .softmax_xent = cu_softmax_xent
 
 static const dt_backend cuda = {
     .name = "cuda", .precision = DT_PREC_FP32, CUDA_SHARED,
+    .conv2d_workspace = cu_conv2d_workspace_fp32, .conv2d_keep_cols = cu_conv2d_keep_cols_fp32,
     .linear_forward = cu_linear_forward, .linear_backward = cu_linear_backward,
     .conv2d_forward = cu_conv2d_forward, .conv2d_backward = cu_conv2d_backward,
     .conv2d_backward_kept = cu_conv2d_backward_kept,
@@ -632,6 +658,7 @@ static const dt_backend cuda = {
 /* compute.precision = bf16: the linear and convolution products in bf16 (gemm16) */
 static const dt_backend cuda_bf16 = {
     .name = "cuda", .precision = DT_PREC_BF16, CUDA_SHARED,
+    .conv2d_workspace = cu_conv2d_workspace, .conv2d_keep_cols = cu_conv2d_keep_cols,
     .linear_forward = cu16_linear_forward, .linear_backward = cu16_linear_backward,
     .conv2d_forward = cu16_conv2d_forward, .conv2d_backward = cu16_conv2d_backward,
     .conv2d_backward_kept = cu16_conv2d_backward_kept,

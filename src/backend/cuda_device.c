@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cuda_check.h"
+#include "backend/cudnn.h"
 #include "nn/cuda/kernels_cuda.h"
 
 static struct {
@@ -16,6 +17,7 @@ static struct {
     cudaEvent_t computed; /* the compute stream's point another stream waits for */
     cublasHandle_t blas;
     size_t memory; /* bytes of device memory */
+    char cudnn[160]; /* "cuDNN 9.x.y", or why it is not loaded */
 } dev;
 
 int cuda_device_count(const char **why)
@@ -52,6 +54,10 @@ int cuda_device_open(int d, char *name, size_t len)
     CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
     // fp32 GEMMs in full precision unless compute.tf32 (cuda_device_tf32)
     CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
+    // the convolutions by cuDNN where the node has it
+    const int have = cudnn_open(dev.compute, dev.cudnn, sizeof dev.cudnn);
+    const size_t l = strlen(name);
+    snprintf(name + l, len - l, have ? " %s" : " no cuDNN", dev.cudnn);
     dev.open = 1;
     return 0;
 }
@@ -61,6 +67,7 @@ void cuda_device_close(void)
     if (!dev.open)
         return;
     CUDA_OK(cudaStreamSynchronize(dev.compute));
+    cudnn_close();
     CUBLAS_OK(cublasDestroy(dev.blas));
     CUDA_OK(cudaEventDestroy(dev.copied));
     CUDA_OK(cudaEventDestroy(dev.computed));
@@ -72,7 +79,10 @@ void cuda_device_close(void)
 void cuda_device_tf32(int on)
 {
     CUBLAS_OK(cublasSetMathMode(dev.blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+    cudnn_tf32(on);
 }
+
+const char *cuda_device_cudnn(void) { return cudnn_active() ? NULL : dev.cudnn; }
 
 void *cuda_stream(void) { return dev.compute; }
 size_t cuda_device_memory(void) { return dev.memory; }

@@ -11,13 +11,17 @@
  * driver; the reason then in *why, e.g. "no CUDA-capable device is detected"). */
 int cuda_device_count(const char **why);
 /* Selects device dev for this process and creates its compute stream, copy
- * stream and cuBLAS handle; name gets the GPU's name. Returns 0, or -1 after
- * dt_err_set(). */
+ * stream and cuBLAS handle, and loads cuDNN where the node has it
+ * (backend/cudnn.h); name gets the GPU's name and "cuDNN 9.x.y" or "no
+ * cuDNN". Returns 0, or -1 after dt_err_set(). */
 int cuda_device_open(int dev, char *name, size_t len);
 void cuda_device_close(void);
 /* compute.tf32: the cuBLAS handle's fp32 GEMMs on TF32 tensor cores (1) or
  * in full fp32 (0, the default after cuda_device_open) */
 void cuda_device_tf32(int on);
+/* NULL when cuDNN runs the convolutions; else why not (the library not found,
+ * DTRAIN_CUDNN=0, ...): they are lowered onto cuBLAS */
+const char *cuda_device_cudnn(void);
 /* The compute stream (a cudaStream_t) every kernel and GEMM runs on, and the
  * cuBLAS handle bound to it (a cublasHandle_t). */
 void *cuda_stream(void);

@@ -72,6 +72,9 @@ int device_open(const dt_config *cfg, MPI_Comm world, dt_device *d)
             const size_t l = strlen(d->name);
             snprintf(d->name + l, sizeof d->name - l, " tf32");
         }
+        if (!why[0] && d->gpu >= 0 && cuda_device_cudnn() && local_rank == 0)
+            fprintf(stderr, "dtrain: note: rank %d: cuDNN not loaded (%s): the convolutions "
+                    "run lowered onto cuBLAS\n", rank, cuda_device_cudnn());
         bad = d->gpu < 0 || why[0];
 #endif
     }
