@@ -13,14 +13,16 @@
 
 #include "backend/cudnn.h"
 
-#include <cudnn.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda_check.h"
 #include "backend/cuda_device.h"
+
+#ifdef HAVE_CUDNN_H
+#include <cudnn.h>
+#include <dlfcn.h>
 
 /* the functions taken from the library, typed as cudnn.h declares them */
 #define CUDNN_FUNCS(X)                                                                         \
@@ -243,3 +245,32 @@ void cudnn_conv_backward_filter(const dt_conv_shape *s, const float *x, const fl
     CUDNN_OK(p_cudnnConvolutionBackwardFilter(g.h, &one, p->x, x, p->y, dy, p->conv,
                                               p->bwd_filter, ws, p->ws_filter, &zero, p->w, dw));
 }
+#else
+/* configure found no cudnn.h: the convolutions are always lowered */
+int cudnn_open(void *stream, char *why, size_t len)
+{
+    (void)stream;
+    snprintf(why, len, "built without cudnn.h");
+    return 0;
+}
+void cudnn_close(void) {}
+int cudnn_active(void) { return 0; }
+void cudnn_tf32(int on) { (void)on; }
+void cudnn_conv_forward(const dt_conv_shape *s, const float *x, const float *w, float *y)
+{
+    (void)s, (void)x, (void)w, (void)y;
+    DT_FATAL("cudnn_conv_forward: built without cudnn.h");
+}
+void cudnn_conv_backward_data(const dt_conv_shape *s, const float *w, const float *dy,
+                              float beta, float *dx)
+{
+    (void)s, (void)w, (void)dy, (void)beta, (void)dx;
+    DT_FATAL("cudnn_conv_backward_data: built without cudnn.h");
+}
+void cudnn_conv_backward_filter(const dt_conv_shape *s, const float *x, const float *dy,
+                                float *dw)
+{
+    (void)s, (void)x, (void)dy, (void)dw;
+    DT_FATAL("cudnn_conv_backward_filter: built without cudnn.h");
+}
+#endif
