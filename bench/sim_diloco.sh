@@ -91,9 +91,12 @@ case $SET in
         PLATFORMS=${PLATFORMS:-eth1g eth10g}
         VARIANTS=${VARIANTS:-allreduce d30 t30 d30-dl t30-dl}
         RANKS=${RANKS-64 128 256 512 1024}
+        GATHER=${GATHER:-links}
         ;;
     *) echo "bench/sim_diloco.sh: unknown SET '$SET' (sparse)" >&2; exit 2 ;;
 esac
+GATHER=${GATHER:-peers}
+case $GATHER in peers | links) ;; *) echo "bench/sim_diloco.sh: GATHER '$GATHER' (peers, links)" >&2; exit 2 ;; esac
 PARAMS=${PARAMS:-124000000}
 COMPUTE=${COMPUTE:-0.3}
 JOBS=${JOBS:-1}
@@ -154,7 +157,7 @@ sim() {
     mkdir -p "$d"
     [ -x /usr/bin/time ] && tm=(/usr/bin/time -f "cpu: %U s user, %S s system, %e s wall, %M KB peak RSS")
     timeout --kill-after=10 "$TIMEOUT" nice -n "$NICE" "${tm[@]}" "$DTRAIN_SIM" --ranks "$n" --platform "$p" \
-        "$deck" run.output_dir="$d" sim.params="$PARAMS" sim.compute_time="$COMPUTE" "$@" \
+        "$deck" run.output_dir="$d" sim.params="$PARAMS" sim.compute_time="$COMPUTE" sim.gather="$GATHER" "$@" \
         >"$d.log" 2>&1
 }
 # one PLATFORM VARIANT RANKS: one simulation, its record under $out/PLATFORM/VARIANT-RANKS
@@ -195,7 +198,7 @@ label() {
     echo "$l"
 }
 export -f one args sim
-export out deck DTRAIN_SIM PARAMS COMPUTE TIMEOUT NICE
+export out deck DTRAIN_SIM PARAMS COMPUTE GATHER TIMEOUT NICE
 for p in $PLATFORMS; do
     for v in $VARIANTS; do
         args "$v" >/dev/null || exit 2
