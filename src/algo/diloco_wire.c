@@ -35,6 +35,19 @@ static void chunk_layout(diloco_state *s, size_t len, int R)
     }
 }
 
+#ifdef DTRAIN_SIM
+/* The fewest words of any rank's chunk: the smallest message of the
+ * reduce-scatter and of the all-gather, the same on every rank. */
+static size_t smallest_chunk(const diloco_state *s, int R)
+{
+    size_t least = s->cw[1] - s->cw[0];
+    for (int r = 1; r < R; r++)
+        if (s->cw[r + 1] - s->cw[r] < least)
+            least = s->cw[r + 1] - s->cw[r];
+    return least;
+}
+#endif
+
 /* Reduce-scatter, first half: this rank's codes of v (len) go chunk r to
  * rank r; the codes of its own chunk arrive from every rank. */
 static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t len)
@@ -52,7 +65,8 @@ static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t
      * per peer) */
     const int prev = (me + R - 1) % R;
     if (transport_sim_links(t->tp, s->enc, s->cw[R] - mine, s->slots,
-                            s->cw[R] - (s->cw[prev + 1] - s->cw[prev]), TAG_SCATTER, &s->req[0])) {
+                            s->cw[R] - (s->cw[prev + 1] - s->cw[prev]), smallest_chunk(s, R),
+                            TAG_SCATTER, &s->req[0])) {
         s->nreq = 1;
         return;
     }
@@ -95,8 +109,8 @@ void diloco_scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
      * and is free again) */
     const int prev = (me + R - 1) % R;
     if (transport_sim_links(t->tp, s->slots, (size_t)(R - 1) * mine, s->slots,
-                            (size_t)(R - 1) * (s->cw[prev + 1] - s->cw[prev]), TAG_GATHER,
-                            &s->req[0])) {
+                            (size_t)(R - 1) * (s->cw[prev + 1] - s->cw[prev]),
+                            smallest_chunk(s, R), TAG_GATHER, &s->req[0])) {
         s->nreq = 1;
         return;
     }

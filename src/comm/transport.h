@@ -59,10 +59,14 @@ void transport_free(dt_transport *t);
  * On a platform whose nodes meet at one non-blocking switch, every node's
  * link carries the same bytes as with one message per peer, in p flows
  * instead of p (p - 1), which SMPI simulates in a fraction of the time. The
- * contents are meaningless (the simulator's vectors are shared). Returns 0
- * and posts nothing where sim.gather = peers (or on one rank). */
+ * contents are meaningless (the simulator's vectors are shared). each: the
+ * smallest per-peer message of the exchange, in floats, the same on every
+ * rank. Returns 0 and posts nothing where sim.gather = peers, on one rank, or
+ * where each is under 65,472 bytes (below that SMPI's bandwidth and latency
+ * factors depend on the message size, which one message per rank would
+ * change); the caller then posts its messages to every peer. */
 int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float *recv,
-                        size_t nrecv, int tag, dt_request *r);
+                        size_t nrecv, size_t each, int tag, dt_request *r);
 #endif
 
 /* A transport for vectors in a device backend's memory (be->device) over a

@@ -113,10 +113,16 @@ static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, 
 #ifdef DTRAIN_SIM
 enum { TAG_SIM_GATHER = 0x51a7 };
 
+/* SMPI's default bandwidth and latency factors (smpi/bw-factor,
+ * smpi/lat-factor) change with the message size up to 65,472 bytes and are
+ * constant above: one message per rank in place of per-peer messages of at
+ * least this many bytes keeps every factor, hence the simulated time. */
+#define SIM_LINKS_MIN_BYTES 65472
+
 int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float *recv,
-                        size_t nrecv, int tag, dt_request *r)
+                        size_t nrecv, size_t each, int tag, dt_request *r)
 {
-    if (!sim_config()->gather_links || t->size < 2)
+    if (!sim_config()->gather_links || t->size < 2 || each * sizeof(float) < SIM_LINKS_MIN_BYTES)
         return 0;
     const int next = (t->rank + 1) % t->size, prev = (t->rank + t->size - 1) % t->size;
     r->n = 0;
@@ -149,7 +155,7 @@ static void mpi_iallgather(dt_transport *t, const float *send, size_t n, float *
      * recv + n of the next rank (every rank's recv holds size n floats; what
      * send holds is not sent, as the contents mean nothing here) */
     if (transport_sim_links(t, recv, (size_t)(t->size - 1) * n, recv + n,
-                            (size_t)(t->size - 1) * n, TAG_SIM_GATHER, r))
+                            (size_t)(t->size - 1) * n, n, TAG_SIM_GATHER, r))
         return;
 #endif
     r->n = 0;
