@@ -118,6 +118,11 @@ enum { TAG_SIM_GATHER = 0x51a7 };
  * constant above: one message per rank in place of per-peer messages of at
  * least this many bytes keeps every factor, hence the simulated time. */
 #define SIM_LINKS_MIN_BYTES 65472
+/* SMPI 3.32 takes a send whose size in bytes, cast to int, is under
+ * smpi/send-is-detached-thresh as a small one and copies it into a buffer
+ * of its own: a message of 2 GiB or more (negative as an int) is copied,
+ * 2.3 GB a rank at 512 ranks of top-k codes. Pieces stay below 2 GiB. */
+#define SIM_PIECE ((size_t)INT_MAX / sizeof(float))
 
 int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float *recv,
                         size_t nrecv, size_t each, int tag, dt_request *r)
@@ -128,15 +133,15 @@ int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float 
     r->n = 0;
     r->peer = -1;
     r->recv = 1;
-    for (size_t off = 0; off < nrecv; off += CHUNK) {
+    for (size_t off = 0; off < nrecv; off += SIM_PIECE) {
         MPI_Request q;
-        int cnt = (int)(nrecv - off < CHUNK ? nrecv - off : CHUNK);
+        int cnt = (int)(nrecv - off < SIM_PIECE ? nrecv - off : SIM_PIECE);
         MPI_CHECK(MPI_Irecv(recv + off, cnt, MPI_FLOAT, prev, tag, t->comm, &q));
         add_request(r, q);
     }
-    for (size_t off = 0; off < nsend; off += CHUNK) {
+    for (size_t off = 0; off < nsend; off += SIM_PIECE) {
         MPI_Request q;
-        int cnt = (int)(nsend - off < CHUNK ? nsend - off : CHUNK);
+        int cnt = (int)(nsend - off < SIM_PIECE ? nsend - off : SIM_PIECE);
         MPI_CHECK(MPI_Isend(send + off, cnt, MPI_FLOAT, next, tag, t->comm, &q));
         add_request(r, q);
     }
