@@ -33,25 +33,27 @@
 # sparse.txt (time per step, bytes per step and allreduce's time over the
 # variant's, per platform and node count, also printed) and
 # sim-diloco-sparse.png (time per step against nodes, both platforms in one
-# figure). What to expect of its cost: allreduce and d30 use MPI_Allreduce
-# (rab_rdb, p flows per round): §13 ran them to 1,024 nodes in 5-30 min
-# each on huge pages. The top-k exchange is an MPI_Iallgather, which SMPI
-# runs as every rank's p - 1 sends and receives at once, p (p - 1) concurrent
-# flows, and a delayed fp32 exchange is diloco's own reduce-scatter and
-# all-gather, the same pattern: §13's int8 exchange (that pattern) did not
-# finish at 512 nodes in 50 minutes (it ran at 8-128). Expect t30, t30-dl
-# and d30-dl to need a TIMEOUT of hours, or not to finish, at 512 and 1,024
-# nodes; 256 has not been tried. Runs go from the smallest node count up;
-# a (platform, variant) that reaches TIMEOUT is not tried at larger counts
-# in the same invocation. How long, then: allreduce and d30 up to about 2 h
-# in all (8 runs at 512 and 1,024 nodes, 5-30 min each; the smaller counts
-# take minutes); the other three unknown beyond 128 nodes, at worst one
-# TIMEOUT for each of the 6 (platform, variant) pairs where it stops, plus
-# one for a delayed variant's second run. At 1,024 nodes top-k also maps
-# every rank's gather buffer (the codes of all ranks, 1,024 x 4.5 MB) into
-# each rank besides diloco's 8 vectors: raise vm.max_map_count to about
-# 4.4 M (sysctl -w vm.max_map_count=4400000), above the 2 M the launcher
-# checks for.
+# figure). The exchanges to every peer at once (the top-k MPI_Iallgather;
+# diloco's own reduce-scatter and all-gather of codes, the delayed fp32
+# exchange) SMPI runs as p (p - 1) concurrent flows, whose cost grows much
+# faster than p (top-k: 1.4 s of wall at 64 nodes, 50 s at 128; SMPI 3.32
+# has no algorithm choice for its non-blocking collectives). SET=sparse
+# therefore passes sim.gather = links (GATHER; doc/simulator.md): one message
+# per rank to the next with the same bytes, p flows, the same simulated time
+# on these one-switch platforms (0.469529 s against 0.46953 s a step for
+# top-k at 128 nodes; tests/sim.sh holds it at 16 ranks). GATHER=peers runs
+# the per-peer messages. Cost with links, one run pinned to one core on huge
+# pages (user + system CPU; a delayed variant runs twice): 64 and 128 nodes
+# 1-3 s a run, 256 nodes 8-12 s, 512 nodes 40-55 s, 1,024 nodes about
+# 5 min (allreduce 290 s); the whole grid, 70 runs, about 80 minutes
+# (bench/RESULTS.md §22). Runs go from the smallest node count up; a
+# (platform, variant) that reaches TIMEOUT is not tried at larger counts in
+# the same invocation. Memory: 512 and 1,024 nodes need the launcher's huge
+# pages (a hugetlbfs mount with free 2 MiB pages), and top-k maps every
+# rank's gather buffer (the codes of all ranks, 1,024 x 4.5 MB) into each
+# rank besides diloco's 8 vectors: raise vm.max_map_count to about 4.4 M
+# (sysctl -w vm.max_map_count=4400000), above the 2 M the launcher checks
+# for. About 1.4 GB of private memory a run at 1,024 nodes.
 # What the arithmetic says before any run (1 GbE, 124 M floats, 2-bit codes
 # of 4.5 MB a rank): the all-gather brings each rank (p - 1) x 4.5 MB, 0.28 GB
 # at 64 nodes and 4.6 GB at 1,024, where allreduce moves about 2 x 496 MB
@@ -71,6 +73,8 @@
 #   RANKS       default "8 32 128 512 1024" (empty: only gather the records and draw)
 #   PARAMS      flat vector length (default 124000000: GPT-2 small, 124 M)
 #   COMPUTE     seconds of compute per inner step (default 0.3)
+#   GATHER      sim.gather: peers (default) or links (default under SET=sparse);
+#               links is exact on one non-blocking switch only (doc/simulator.md)
 #   JOBS        simulations run at once (default 1; each is one process)
 #   TIMEOUT     seconds of wall time a run may take (default 1800)
 #   NICE        niceness of the simulations (default 19)
