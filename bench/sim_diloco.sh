@@ -44,16 +44,17 @@
 # top-k at 128 nodes; tests/sim.sh holds it at 16 ranks). GATHER=peers runs
 # the per-peer messages. Cost with links, one run pinned to one core on huge
 # pages (user + system CPU; a delayed variant runs twice): 64 and 128 nodes
-# 1-3 s a run, 256 nodes 8-12 s, 512 nodes 40-55 s, 1,024 nodes about
-# 5 min (allreduce 290 s); the whole grid, 70 runs, about 80 minutes
-# (bench/RESULTS.md §22). Runs go from the smallest node count up; a
+# 1-3 s a run, 256 nodes 8-12 s, 512 nodes 41-63 s, 1,024 nodes 263-349 s;
+# the whole grid, 70 runs, 89 CPU minutes (bench/RESULTS.md §22). Runs go from the smallest node count up; a
 # (platform, variant) that reaches TIMEOUT is not tried at larger counts in
 # the same invocation. Memory: 512 and 1,024 nodes need the launcher's huge
 # pages (a hugetlbfs mount with free 2 MiB pages), and top-k maps every
 # rank's gather buffer (the codes of all ranks, 1,024 x 4.5 MB) into each
-# rank besides diloco's 8 vectors: raise vm.max_map_count to about 4.4 M
-# (sysctl -w vm.max_map_count=4400000), above the 2 M the launcher checks
-# for. About 1.4 GB of private memory a run at 1,024 nodes.
+# rank besides diloco's 8 vectors: at 1,024 nodes t30 ran with
+# vm.max_map_count = 4.4 M, t30-dl (two vectors more) aborted there ("Could
+# not map folded virtual memory") and mapped 4.69 M blocks: raise it to about
+# 5 M (sysctl -w vm.max_map_count=5000000), above the 2 M the launcher checks
+# for. About 1.4-1.5 GB of private memory a run at 1,024 nodes.
 # What the arithmetic says before any run (1 GbE, 124 M floats, 2-bit codes
 # of 4.5 MB a rank): the all-gather brings each rank (p - 1) x 4.5 MB, 0.28 GB
 # at 64 nodes and 4.6 GB at 1,024, where allreduce moves about 2 x 496 MB
