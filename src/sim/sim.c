@@ -101,7 +101,8 @@ static int set_key(const char *key, const char *v)
         return dt_err_set("sim.compute_from: the simulator reads no HDF5; the dtrain-sim launcher "
                           "turns it into sim.compute_time (run it through dtrain-sim)");
     return dt_err_set("unknown key '%s' (simulator keys: sim.compute_time, sim.params, "
-                      "sim.slow_ranks, sim.slowdown, sim.ranks_per_node, sim.gather, sim.platform)", key);
+                      "sim.slow_ranks, sim.slowdown, sim.ranks_per_node, sim.gather, "
+                      "sim.platform)", key);
 }
 
 int sim_parse_args(int *argc, char **argv)
