@@ -33,25 +33,28 @@
 # sparse.txt (time per step, bytes per step and allreduce's time over the
 # variant's, per platform and node count, also printed) and
 # sim-diloco-sparse.png (time per step against nodes, both platforms in one
-# figure). What to expect of its cost: allreduce and d30 use MPI_Allreduce
-# (rab_rdb, p flows per round): §13 ran them to 1,024 nodes in 5-30 min
-# each on huge pages. The top-k exchange is an MPI_Iallgather, which SMPI
-# runs as every rank's p - 1 sends and receives at once, p (p - 1) concurrent
-# flows, and a delayed fp32 exchange is diloco's own reduce-scatter and
-# all-gather, the same pattern: §13's int8 exchange (that pattern) did not
-# finish at 512 nodes in 50 minutes (it ran at 8-128). Expect t30, t30-dl
-# and d30-dl to need a TIMEOUT of hours, or not to finish, at 512 and 1,024
-# nodes; 256 has not been tried. Runs go from the smallest node count up;
-# a (platform, variant) that reaches TIMEOUT is not tried at larger counts
-# in the same invocation. How long, then: allreduce and d30 up to about 2 h
-# in all (8 runs at 512 and 1,024 nodes, 5-30 min each; the smaller counts
-# take minutes); the other three unknown beyond 128 nodes, at worst one
-# TIMEOUT for each of the 6 (platform, variant) pairs where it stops, plus
-# one for a delayed variant's second run. At 1,024 nodes top-k also maps
-# every rank's gather buffer (the codes of all ranks, 1,024 x 4.5 MB) into
-# each rank besides diloco's 8 vectors: raise vm.max_map_count to about
-# 4.4 M (sysctl -w vm.max_map_count=4400000), above the 2 M the launcher
-# checks for.
+# figure). The exchanges to every peer at once (the top-k MPI_Iallgather;
+# diloco's own reduce-scatter and all-gather of codes, the delayed fp32
+# exchange) SMPI runs as p (p - 1) concurrent flows, whose cost grows much
+# faster than p (top-k: 1.4 s of wall at 64 nodes, 50 s at 128; SMPI 3.32
+# has no algorithm choice for its non-blocking collectives). SET=sparse
+# therefore passes sim.gather = links (GATHER; doc/simulator.md): one message
+# per rank to the next with the same bytes, p flows, the same simulated time
+# on these one-switch platforms (0.469529 s against 0.46953 s a step for
+# top-k at 128 nodes; tests/sim.sh holds it at 16 ranks). GATHER=peers runs
+# the per-peer messages. Cost with links, one run pinned to one core on huge
+# pages (user + system CPU; a delayed variant runs twice): 64 and 128 nodes
+# 1-3 s a run, 256 nodes 8-12 s, 512 nodes 41-63 s, 1,024 nodes 263-349 s;
+# the whole grid, 70 runs, 89 CPU minutes (bench/RESULTS.md §22). Runs go from the smallest node count up; a
+# (platform, variant) that reaches TIMEOUT is not tried at larger counts in
+# the same invocation. Memory: 512 and 1,024 nodes need the launcher's huge
+# pages (a hugetlbfs mount with free 2 MiB pages), and top-k maps every
+# rank's gather buffer (the codes of all ranks, 1,024 x 4.5 MB) into each
+# rank besides diloco's 8 vectors: at 1,024 nodes t30 ran with
+# vm.max_map_count = 4.4 M, t30-dl (two vectors more) aborted there ("Could
+# not map folded virtual memory") and mapped 4.69 M blocks: raise it to about
+# 5 M (sysctl -w vm.max_map_count=5000000), above the 2 M the launcher checks
+# for. About 1.4-1.5 GB of private memory a run at 1,024 nodes.
 # What the arithmetic says before any run (1 GbE, 124 M floats, 2-bit codes
 # of 4.5 MB a rank): the all-gather brings each rank (p - 1) x 4.5 MB, 0.28 GB
 # at 64 nodes and 4.6 GB at 1,024, where allreduce moves about 2 x 496 MB
@@ -71,6 +74,8 @@
 #   RANKS       default "8 32 128 512 1024" (empty: only gather the records and draw)
 #   PARAMS      flat vector length (default 124000000: GPT-2 small, 124 M)
 #   COMPUTE     seconds of compute per inner step (default 0.3)
+#   GATHER      sim.gather: peers (default) or links (default under SET=sparse);
+#               links is exact on one non-blocking switch only (doc/simulator.md)
 #   JOBS        simulations run at once (default 1; each is one process)
 #   TIMEOUT     seconds of wall time a run may take (default 1800)
 #   NICE        niceness of the simulations (default 19)
@@ -91,9 +96,12 @@ case $SET in
         PLATFORMS=${PLATFORMS:-eth1g eth10g}
         VARIANTS=${VARIANTS:-allreduce d30 t30 d30-dl t30-dl}
         RANKS=${RANKS-64 128 256 512 1024}
+        GATHER=${GATHER:-links}
         ;;
     *) echo "bench/sim_diloco.sh: unknown SET '$SET' (sparse)" >&2; exit 2 ;;
 esac
+GATHER=${GATHER:-peers}
+case $GATHER in peers | links) ;; *) echo "bench/sim_diloco.sh: GATHER '$GATHER' (peers, links)" >&2; exit 2 ;; esac
 PARAMS=${PARAMS:-124000000}
 COMPUTE=${COMPUTE:-0.3}
 JOBS=${JOBS:-1}
@@ -154,7 +162,7 @@ sim() {
     mkdir -p "$d"
     [ -x /usr/bin/time ] && tm=(/usr/bin/time -f "cpu: %U s user, %S s system, %e s wall, %M KB peak RSS")
     timeout --kill-after=10 "$TIMEOUT" nice -n "$NICE" "${tm[@]}" "$DTRAIN_SIM" --ranks "$n" --platform "$p" \
-        "$deck" run.output_dir="$d" sim.params="$PARAMS" sim.compute_time="$COMPUTE" "$@" \
+        "$deck" run.output_dir="$d" sim.params="$PARAMS" sim.compute_time="$COMPUTE" sim.gather="$GATHER" "$@" \
         >"$d.log" 2>&1
 }
 # one PLATFORM VARIANT RANKS: one simulation, its record under $out/PLATFORM/VARIANT-RANKS
@@ -195,7 +203,7 @@ label() {
     echo "$l"
 }
 export -f one args sim
-export out deck DTRAIN_SIM PARAMS COMPUTE TIMEOUT NICE
+export out deck DTRAIN_SIM PARAMS COMPUTE GATHER TIMEOUT NICE
 for p in $PLATFORMS; do
     for v in $VARIANTS; do
         args "$v" >/dev/null || exit 2

@@ -246,6 +246,45 @@ else
     fail "diloco H 4 on 16 ranks: $d16 s per step, expected $want (allreduce $a16t s)"
 fi
 
+# sim.gather = links: an exchange to every peer (the top-k all-gather, the
+# delayed exchange's reduce-scatter and all-gather, int8's) as one message per
+# rank to the next with the same bytes. On one non-blocking switch (16 ranks of
+# eth1g, 0.1 s of compute), a 4 M-float vector (every per-peer message 64 KB or
+# more): the same simulated time as the messages the code posts (within 0.1 %)
+# and the same bytes per step; top-k codes of the 1 M-float vector (9 KB per
+# peer, where SMPI's factors depend on the size) keep their messages: the same
+# time exactly
+for v in "topk:4000000:diloco.compress=topk diloco.bits=2 run.max_steps=8" \
+         "delay:4000000:diloco.delay=1 run.max_steps=12" \
+         "topk-delay:4000000:diloco.compress=topk diloco.bits=2 diloco.delay=1 run.max_steps=12" \
+         "int8:4000000:diloco.precision=int8 run.max_steps=8" \
+         "topk-small:1000000:diloco.compress=topk diloco.bits=2 run.max_steps=8"; do
+    n=${v%%:*}; a=${v#*:}; len=${a%%:*}; a=${a#*:}
+    for g in peers links; do
+        # shellcheck disable=SC2086
+        N=$len PLAT=eth1g CT=0.1 OUT=g-$n-$g sim diloco 16 diloco.inner_steps=4 sim.gather=$g $a
+        eval "rc_$g=$RC"
+    done
+    sp=$(col "$WORK/g-$n-peers/sim.csv" simulated_s 2>/dev/null); sl=$(col "$WORK/g-$n-links/sim.csv" simulated_s 2>/dev/null)
+    bp=$(col "$WORK/g-$n-peers/sim.csv" bytes_per_step 2>/dev/null); bl=$(col "$WORK/g-$n-links/sim.csv" bytes_per_step 2>/dev/null)
+    tol=0.001; [ "$n" = topk-small ] && tol=0
+    # shellcheck disable=SC2154
+    if [ "$rc_peers" -eq 0 ] && [ "$rc_links" -eq 0 ] && near "$sl" "$sp" $tol && [ -n "$bp" ] && [ "$bp" = "$bl" ] &&
+       awk "BEGIN { exit !($sp > 0.1 * ${a##*run.max_steps=} * 1.01) }" &&
+       grep -q "sim.gather = links" "$WORK/out-g-$n-links.txt"; then
+        pass "sim.gather = links, diloco $n on 16 ranks ($len floats): $sl simulated s against $sp with a message per peer, $bl bytes per step both"
+    else
+        fail "sim.gather = links, diloco $n ($len floats): $sl simulated s against $sp, $bl / $bp bytes per step (exit status $rc_links / $rc_peers)"
+        tail -3 "$WORK/out-g-$n-links.txt"
+    fi
+done
+OUT=g-bad sim diloco 4 sim.gather=ring
+if [ "$RC" -ne 0 ] && grep -q "sim.gather = 'ring': expected peers" "$WORK/out-g-bad.txt"; then
+    pass "sim.gather = ring is refused"
+else
+    fail "sim.gather = ring: not refused (exit status $RC)"
+fi
+
 sim osgp 4
 if [ "$RC" -ne 0 ] && grep -q "algorithm.mode = osgp is not simulated: .*communication thread" "$WORK/out-osgp-4.txt" &&
    [ ! -f "$WORK/osgp-4/sim.csv" ]; then

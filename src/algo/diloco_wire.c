@@ -35,6 +35,19 @@ static void chunk_layout(diloco_state *s, size_t len, int R)
     }
 }
 
+#ifdef DTRAIN_SIM
+/* The fewest words of any rank's chunk: the smallest message of the
+ * reduce-scatter and of the all-gather, the same on every rank. */
+static size_t smallest_chunk(const diloco_state *s, int R)
+{
+    size_t least = s->cw[1] - s->cw[0];
+    for (int r = 1; r < R; r++)
+        if (s->cw[r + 1] - s->cw[r] < least)
+            least = s->cw[r + 1] - s->cw[r];
+    return least;
+}
+#endif
+
 /* Reduce-scatter, first half: this rank's codes of v (len) go chunk r to
  * rank r; the codes of its own chunk arrive from every rank. */
 static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t len)
@@ -45,6 +58,19 @@ static void scatter_start(dt_trainer *t, diloco_state *s, const float *v, size_t
         quant_encode(s->fmt, v + s->ce[r], s->ce[r + 1] - s->ce[r], s->enc + s->cw[r]);
     const size_t mine = s->cw[me + 1] - s->cw[me];
     s->nreq = 0;
+#ifdef DTRAIN_SIM
+    /* sim.gather = links: what this rank sends to all (every chunk but its
+     * own) to the next rank; from the previous, what it sends (the bytes a
+     * rank receives differ from R - 1 of its chunks by under a QUANT_BLOCK
+     * per peer) */
+    const int prev = (me + R - 1) % R;
+    if (transport_sim_links(t->tp, s->enc, s->cw[R] - mine, s->slots,
+                            s->cw[R] - (s->cw[prev + 1] - s->cw[prev]), smallest_chunk(s, R),
+                            TAG_SCATTER, &s->req[0])) {
+        s->nreq = 1;
+        return;
+    }
+#endif
     for (int r = 0; r < R; r++) {
         if (r == me)
             continue;
@@ -76,6 +102,19 @@ void diloco_scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
         vec_scale(s->acc, 1.0f / (float)R, m);
     quant_encode(s->fmt, s->acc, m, s->gather + s->cw[me]);
     s->nreq = 0;
+    s->gathering = 1;
+#ifdef DTRAIN_SIM
+    /* sim.gather = links: R - 1 copies of this rank's chunk to the next rank,
+     * as many of the previous rank's from it (slots has room for R chunks
+     * and is free again) */
+    const int prev = (me + R - 1) % R;
+    if (transport_sim_links(t->tp, s->slots, (size_t)(R - 1) * mine, s->slots,
+                            (size_t)(R - 1) * (s->cw[prev + 1] - s->cw[prev]),
+                            smallest_chunk(s, R), TAG_GATHER, &s->req[0])) {
+        s->nreq = 1;
+        return;
+    }
+#endif
     for (int r = 0; r < R; r++) {
         if (r == me)
             continue;
@@ -83,7 +122,6 @@ void diloco_scatter_finish_gather_start(dt_trainer *t, diloco_state *s)
                      &s->req[s->nreq++]);
         t->tp->isend(t->tp, s->gather + s->cw[me], mine, r, TAG_GATHER, &s->req[s->nreq++]);
     }
-    s->gathering = 1;
 }
 
 /* The all-gather's end: out (len) gets the decoded codes of every chunk,

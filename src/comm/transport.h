@@ -50,6 +50,25 @@ struct dt_transport {
 dt_transport *transport_mpi_create(MPI_Comm comm);
 void transport_free(dt_transport *t);
 
+#ifdef DTRAIN_SIM
+/* The simulator's model of an exchange in which every rank sends to every
+ * other rank at once (sim.gather = links; src/sim/sim.h): this rank's whole
+ * share, nsend floats of send, goes as one message to the next rank (rank + 1
+ * mod size), and nrecv floats, what the previous rank passes as its nsend,
+ * arrive in recv from the previous rank; both in r, completed by waitall.
+ * On a platform whose nodes meet at one non-blocking switch, every node's
+ * link carries the same bytes as with one message per peer, in p flows
+ * instead of p (p - 1), which SMPI simulates in a fraction of the time. The
+ * contents are meaningless (the simulator's vectors are shared). each: the
+ * smallest per-peer message of the exchange, in floats, the same on every
+ * rank. Returns 0 and posts nothing where sim.gather = peers, on one rank, or
+ * where each is under 65,472 bytes (below that SMPI's bandwidth and latency
+ * factors depend on the message size, which one message per rank would
+ * change); the caller then posts its messages to every peer. */
+int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float *recv,
+                        size_t nrecv, size_t each, int tag, dt_request *r);
+#endif
+
 /* A transport for vectors in a device backend's memory (be->device) over a
  * host transport (MPI): every buffer is staged through host memory of
  * be->host_alloc (page-locked on CUDA) with be->to_host and be->to_backend.

@@ -4,6 +4,9 @@
 #include "comm/transport.h"
 #include "core/watchdog.h"
 #include "core/error.h"
+#ifdef DTRAIN_SIM
+#include "sim/sim.h"
+#endif
 
 /* MPI counts are int: messages above this many floats go in pieces. */
 #define CHUNK ((size_t)1 << 30)
@@ -107,12 +110,59 @@ static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, 
     }
 }
 
+#ifdef DTRAIN_SIM
+enum { TAG_SIM_GATHER = 0x51a7 };
+
+/* SMPI's default bandwidth and latency factors (smpi/bw-factor,
+ * smpi/lat-factor) change with the message size up to 65,472 bytes and are
+ * constant above: one message per rank in place of per-peer messages of at
+ * least this many bytes keeps every factor, hence the simulated time. */
+#define SIM_LINKS_MIN_BYTES 65472
+/* SMPI 3.32 takes a send whose size in bytes, cast to int, is under
+ * smpi/send-is-detached-thresh as a small one and copies it into a buffer
+ * of its own: a message of 2 GiB or more (negative as an int) is copied,
+ * 2.3 GB a rank at 512 ranks of top-k codes. Pieces stay below 2 GiB. */
+#define SIM_PIECE ((size_t)INT_MAX / sizeof(float))
+
+int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float *recv,
+                        size_t nrecv, size_t each, int tag, dt_request *r)
+{
+    if (!sim_config()->gather_links || t->size < 2 || each * sizeof(float) < SIM_LINKS_MIN_BYTES)
+        return 0;
+    const int next = (t->rank + 1) % t->size, prev = (t->rank + t->size - 1) % t->size;
+    r->n = 0;
+    r->peer = -1;
+    r->recv = 1;
+    for (size_t off = 0; off < nrecv; off += SIM_PIECE) {
+        MPI_Request q;
+        int cnt = (int)(nrecv - off < SIM_PIECE ? nrecv - off : SIM_PIECE);
+        MPI_CHECK(MPI_Irecv(recv + off, cnt, MPI_FLOAT, prev, tag, t->comm, &q));
+        add_request(r, q);
+    }
+    for (size_t off = 0; off < nsend; off += SIM_PIECE) {
+        MPI_Request q;
+        int cnt = (int)(nsend - off < SIM_PIECE ? nsend - off : SIM_PIECE);
+        MPI_CHECK(MPI_Isend(send + off, cnt, MPI_FLOAT, next, tag, t->comm, &q));
+        add_request(r, q);
+    }
+    return 1;
+}
+#endif
+
 /* One MPI_Iallgather per CHUNK floats of each rank's part: piece j of every
  * rank lands at recv + r n + j CHUNK, through a receive type of cnt floats
  * whose extent is n floats (rank r's piece starts r such extents in). */
 static void mpi_iallgather(dt_transport *t, const float *send, size_t n, float *recv,
                            dt_request *r)
 {
+#ifdef DTRAIN_SIM
+    /* sim.gather = links: (size - 1) n floats from recv to the next rank, into
+     * recv + n of the next rank (every rank's recv holds size n floats; what
+     * send holds is not sent, as the contents mean nothing here) */
+    if (transport_sim_links(t, recv, (size_t)(t->size - 1) * n, recv + n,
+                            (size_t)(t->size - 1) * n, n, TAG_SIM_GATHER, r))
+        return;
+#endif
     r->n = 0;
     r->peer = -1;
     r->recv = 1;

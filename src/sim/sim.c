@@ -90,11 +90,19 @@ static int set_key(const char *key, const char *v)
         snprintf(sim.platform, sizeof sim.platform, "%s", v);
         return 0;
     }
+    if (!strcmp(key, "sim.gather")) {
+        if (strcmp(v, "peers") && strcmp(v, "links"))
+            return dt_err_set("sim.gather = '%s': expected peers (every message as the code posts "
+                              "it) or links (one message per rank to the next, the same bytes)", v);
+        sim.gather_links = !strcmp(v, "links");
+        return 0;
+    }
     if (!strcmp(key, "sim.compute_from"))
         return dt_err_set("sim.compute_from: the simulator reads no HDF5; the dtrain-sim launcher "
                           "turns it into sim.compute_time (run it through dtrain-sim)");
     return dt_err_set("unknown key '%s' (simulator keys: sim.compute_time, sim.params, "
-                      "sim.slow_ranks, sim.slowdown, sim.ranks_per_node, sim.platform)", key);
+                      "sim.slow_ranks, sim.slowdown, sim.ranks_per_node, sim.gather, "
+                      "sim.platform)", key);
 }
 
 int sim_parse_args(int *argc, char **argv)

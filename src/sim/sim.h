@@ -14,6 +14,11 @@
  *  - flat vectors of SIM_SHARED_MIN floats or more are SMPI_SHARED_MALLOC'd:
  *    every rank maps the same pages, their contents are meaningless, and
  *    1,000 ranks of a 25 M-parameter model fit in memory;
+ *  - with sim.gather = links, an exchange in which every rank sends to every
+ *    other rank (MPI_Iallgather, diloco's reduce-scatter and all-gather of
+ *    codes) is one message per rank to the next rank, of all the bytes the
+ *    rank sends: the same bytes on every node's links, p flows instead of
+ *    p (p - 1) (transport_sim_links);
  *  - the run record is <run.output_dir>/sim.csv and sim_ranks.csv (parallel
  *    HDF5 cannot run inside SMPI); no evaluation, no checkpoints. */
 #ifndef DT_SIM_SIM_H
@@ -33,6 +38,9 @@ typedef struct dt_sim {
     double slowdown;            /* sim.slowdown: compute-time factor of the slow ranks */
     int64_t ranks_per_node;     /* sim.ranks_per_node (the launcher places the ranks) */
     char platform[256];         /* sim.platform: the platform's name, for the record */
+    int gather_links;           /* sim.gather = links (1) or peers (0, the default): how an
+                                 * all-gather, and diloco's own reduce-scatter and all-gather,
+                                 * go on the wire (comm/transport_mpi.c) */
     double wall_start;          /* real seconds (monotonic) when the process started */
 } dt_sim;
 
