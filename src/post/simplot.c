@@ -170,8 +170,9 @@ static int sim_plot_render(const char *dir, int ns, int nplat, const char *plat0
           "set title sprintf('%s: simulated time per iteration', title)\n"
           "set xlabel 'ranks'\n"
           "set ylabel 'time per iteration (s)'\n"
+          // gnuplot's colours repeat after eight: the next eight series dashed
           "plot for [i=1:nseries] sprintf('%s/sim%d.dat', dir, i) using 1:2 with linespoints "
-          "pt 7 ps 0.8 lw 1.5\n"
+          "lc i dt 1 + (i - 1) / 8 pt 7 ps 0.8 lw 1.5\n"
           "set output\n", f);
     if (post_close_checked(f, path) != 0)
         return -1;
