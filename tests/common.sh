@@ -71,6 +71,18 @@ weight_decay = 0.0001
 DECK
 }
 
+# word_corpus SEED LINES: a text corpus on stdout, LINES sentences of six words
+# drawn from sixteen (awk's generator seeded with SEED): a GPT learns it in steps
+word_corpus() {
+    awk -v seed="$1" -v lines="$2" 'BEGIN { srand(seed)
+        n = split("the a cat dog sat on mat and ran to house big small red fox tree", w, " ")
+        for (l = 0; l < lines; l++) {
+            s = ""
+            for (i = 0; i < 6; i++) s = s (i ? " " : "") w[1 + int(rand() * n)]
+            print s "."
+        } }'
+}
+
 # last DIR: the latest checkpoint of the run in DIR
 last() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")"; }
 

@@ -82,13 +82,7 @@ done
 # one rank with AdamW, clipping and dropout: the loss at steps 10 and 50
 # within 1e-3 and 2e-2 of the CPU's (models/gpt.c), and 20 steps + resume to
 # 50 equal 50 steps bit for bit
-awk 'BEGIN { srand(5)
-    n = split("the a cat dog sat on mat and ran to house big small red fox tree", w, " ")
-    for (l = 0; l < 400; l++) {
-        s = ""
-        for (i = 0; i < 6; i++) s = s (i ? " " : "") w[1 + int(rand() * n)]
-        print s "."
-    } }' >"$WORK/corpus.txt"
+word_corpus 5 400 >"$WORK/corpus.txt"
 gp="model.name=gpt model.n_layer=2 model.n_head=2 model.n_embd=32 model.block_size=32
     model.dropout=0.1 data.name=text data.path=$WORK/corpus.txt data.test_limit=32
     optim.name=adamw optim.lr=0.002 optim.weight_decay=0.1 optim.clip_norm=1.0

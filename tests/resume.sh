@@ -24,13 +24,7 @@ for np in 1 2; do
     fi
 done
 # muon on a tiny GPT: 5 steps + resume to 12 == 12 steps, every state array
-awk 'BEGIN { srand(11)
-    n = split("the a cat dog sat on mat and ran to house big small red fox tree", w, " ")
-    for (l = 0; l < 120; l++) {
-        s = ""
-        for (i = 0; i < 6; i++) s = s (i ? " " : "") w[1 + int(rand() * n)]
-        print s "."
-    } }' >"$WORK/corpus.txt"
+word_corpus 11 120 >"$WORK/corpus.txt"
 g="model.name=gpt model.n_layer=1 model.n_head=2 model.n_embd=32 model.block_size=16
    model.dropout=0.1 data.name=text data.path=$WORK/corpus.txt optim.name=muon optim.lr=0.02
    optim.batch_size=4 optim.weight_decay=0.01 optim.schedule=cosine optim.warmup_steps=3
