@@ -9,7 +9,9 @@
 # random ids this script writes (no tokenizer); PyTorch: bench/gpt_step.py
 # --device cuda --adamw (the same model, TF32 off, an AdamW step per step).
 # PRECISIONS="fp32 bf16" adds the bf16 rows (dtrain compute.precision = bf16,
-# PyTorch autocast). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
+# PyTorch autocast). The image models run twice, without and with
+# compute.cuda_graphs (sides dtrain and dtrain-graphs; GRAPHS="false" for
+# one). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
 # eager's rate and >= 1.0x torch.compile's.
 #
 # Needs only what bench/README.md ("Carrying the GPU path") lists: the built
@@ -36,6 +38,7 @@ TORCH_MODES=${TORCH_MODES-"eager compile"}    # PyTorch's rows: eager, torch.com
 GPT_STEPS=${GPT_STEPS:-50}   # timed steps of a GPT (after GPT_WARMUP)
 GPT_WARMUP=${GPT_WARMUP:-10}
 PRECISIONS=${PRECISIONS:-fp32}
+GRAPHS=${GRAPHS:-"false true"}   # the image models without and with compute.cuda_graphs
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep "CUDA:.*toolkit" >/dev/null ||
@@ -123,18 +126,10 @@ DECK
     done
 }
 
-for cfg in $CONFIGS; do
-    model=${cfg%%:*} B=${cfg##*:}
-    case $model in
-    gpt_small|gpt2)
-        for prec in $PRECISIONS; do gpt_row "$model" "$B" "$prec"; done
-        continue ;;
-    esac
-    case $model in
-    mnist_cnn) shape="data.synthetic_channels=1 data.synthetic_height=28 data.synthetic_width=28" ;;
-    *) shape="data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32" ;;
-    esac
-    out="$BENCH_OUT/gpu-$model-$B"
+image_row() { # model batch graphs shape
+    local model=$1 B=$2 graphs=$3 shape=$4 side=dtrain out rate
+    [ "$graphs" = true ] && side=dtrain-graphs
+    out="$BENCH_OUT/gpu-$model-$B-$side"
     rm -rf "$out"
     cat >"$BENCH_OUT/gpu.ini" <<DECK
 [run]
@@ -156,18 +151,37 @@ momentum = 0.9
 batch_size = $B
 [compute]
 device = cuda
+cuda_graphs = $graphs
 DECK
-    "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" $shape >"$out.txt" 2>&1 ||
-        { echo "bench/gpu.sh: dtrain failed, see $out.txt" >&2; tail -n 5 "$out.txt" >&2; exit 1; }
-    # the img/s of every window after the first (the warm-up)
-    rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) img\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
-    record "$model" "$B" dtrain "$rate"
+    # shape: the synthetic images' keys, one word each
+    # shellcheck disable=SC2086
+    if "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" $shape >"$out.txt" 2>&1; then
+        # the img/s of every window after the first (the warm-up)
+        rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) img\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
+        record "$model" "$B" "$side" "$rate"
+    else
+        record "$model" "$B" "$side" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
+    fi
+}
+
+for cfg in $CONFIGS; do
+    model=${cfg%%:*} B=${cfg##*:}
+    case $model in
+    gpt_small|gpt2)
+        for prec in $PRECISIONS; do gpt_row "$model" "$B" "$prec"; done
+        continue ;;
+    esac
+    case $model in
+    mnist_cnn) shape="data.synthetic_channels=1 data.synthetic_height=28 data.synthetic_width=28" ;;
+    *) shape="data.synthetic_channels=3 data.synthetic_height=32 data.synthetic_width=32" ;;
+    esac
+    for graphs in $GRAPHS; do image_row "$model" "$B" "$graphs" "$shape"; done
     if [ $torch_ok -eq 1 ]; then
         for mode in $TORCH_MODES; do
             flag=; [ $mode = compile ] && flag=--compile
             line=$("$PYTHON" "$HERE/torch_train.py" --device cuda $flag --model "$model" \
                    --path synthetic --synthetic "$SYNTH" --batch "$B" --steps "$STEPS" \
-                   --warmup "$WARMUP" 2>"$out-torch-$mode.err" | tail -n 1)
+                   --warmup "$WARMUP" 2>"$BENCH_OUT/gpu-$model-$B-torch-$mode.err" | tail -n 1)
             record "$model" "$B" "pytorch-$mode" "$(sed -n 's/.*images_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
         done
     fi

@@ -13,7 +13,8 @@
 #   env      nvidia-smi, the driver and CUDA versions, dtrain --version, any
 #            library the carried binaries cannot find
 #   test_gpu every layer and model, CUDA against CPU (tests/test_gpu)
-#   bench    bench/gpu.sh: dtrain against PyTorch eager, batch 128
+#   bench    bench/gpu.sh: dtrain without and with compute.cuda_graphs against
+#            PyTorch eager, batch 128
 #   bench_old  dtrain only, src/dtrain.old where the carry has one (the build
 #            before the change, on the same warm GPU); summary.txt gets the
 #            ratios new/old and new/PyTorch per model
@@ -84,15 +85,17 @@ step bench 110 env TORCH_MODES=eager STEPS=${STEPS:-300} "$C/bench/gpu.sh"
 # a second dtrain carried as src/dtrain.old (the build before a change): its
 # rates on the same warm machine, for the before/after ratio
 [ -x "$C/src/dtrain.old" ] &&
-    step bench_old 50 env TORCH_MODES= DTRAIN="$C/src/dtrain.old" BENCH_OUT=/tmp/gpu-bench-o \
+    step bench_old 50 env TORCH_MODES= GRAPHS=false DTRAIN="$C/src/dtrain.old" BENCH_OUT=/tmp/gpu-bench-o \
         STEPS=${STEPS:-300} "$C/bench/gpu.sh"
 # img/s per model and side from the tables (model, batch, side, images_per_s)
 awk -F'\t' 'FNR == 1 { next }
      FILENAME ~ /gpu-bench-o/ { old[$1] = $4; next }
-     $3 == "dtrain" { new[$1] = $4 } $3 == "pytorch-eager" { pt[$1] = $4 }
-     END { for (m in new) printf "%s b128: dtrain %s img/s, old %s (x%.2f), PyTorch eager %s (x%.2f)\n",
+     $3 == "dtrain" { new[$1] = $4 } $3 == "dtrain-graphs" { gr[$1] = $4 }
+     $3 == "pytorch-eager" { pt[$1] = $4 }
+     END { for (m in new) printf "%s b128: dtrain %s img/s, old %s (x%.2f), with CUDA graphs %s (x%.2f), PyTorch eager %s (x%.2f, graphs x%.2f)\n",
            m, new[m], old[m] ? old[m] : "-", old[m] ? new[m] / old[m] : 0,
-           pt[m] ? pt[m] : "-", pt[m] ? new[m] / pt[m] : 0 }' \
+           gr[m] ? gr[m] : "-", gr[m] ? gr[m] / new[m] : 0,
+           pt[m] ? pt[m] : "-", pt[m] ? new[m] / pt[m] : 0, pt[m] && gr[m] ? gr[m] / pt[m] : 0 }' \
     /tmp/gpu-bench/gpu.tsv /tmp/gpu-bench-o/gpu.tsv 2>/dev/null | sort | tee -a "$S"
 step gpu_sh 200 "$C/tests/gpu.sh"
 step bench_gpt 120 env CONFIGS="gpt_small:8 gpt2:8" TORCH_MODES=eager GPT_STEPS=20 \

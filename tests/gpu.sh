@@ -17,7 +17,8 @@
 #  2c. compute.precision = bf16 on the GPU: mnist_cnn and the GPT near the
 #     GPU's fp32 loss at step 50, and a bf16 stop/resume bit for bit;
 #  3. a GPU run stopped at step 20 and resumed to 50 equals the uninterrupted
-#     GPU run bit for bit (parameters and momentum, tests/ckcmp);
+#     GPU run bit for bit (parameters and momentum, tests/ckcmp), and so do
+#     the same runs with compute.cuda_graphs = true;
 #  4. the GPU run's checkpoint at step 20 resumed on the CPU: it loads and
 #     trains to step 50 (checkpoints hold host copies of the flat vectors);
 #  5. device vectors (allreduce, easgd with both center placements, local
@@ -169,6 +170,21 @@ if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $rcC -eq 0 ] && grep -q "resumed from" 
     pass "GPU: 20 steps + resume to 50 == 50 steps bit for bit"
 else
     fail "GPU stop/resume (rc $rcA/$rcB/$rcC)"; tail -3 "$WORK/out.txt"
+fi
+# compute.cuda_graphs: the same 50 steps recorded once and replayed equal
+# the eager run bit for bit, and so does a resumed run with graphs
+run 1 600 "$D" $args compute.cuda_graphs=true run.max_steps=50 run.output_dir="$WORK/graphs"
+rcA=$RC
+run 1 600 "$D" $args compute.cuda_graphs=true run.max_steps=20 run.output_dir="$WORK/graphs-part"
+run 1 600 "$D" $args compute.cuda_graphs=true run.max_steps=50 run.resume=true \
+    run.output_dir="$WORK/graphs-part"
+rcB=$RC
+if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && ! grep -q "without a graph" "$WORK/out.txt" &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/full")" "$(last "$WORK/graphs")" >/dev/null &&
+   "$TEST_BIN/ckcmp" same "$(last "$WORK/full")" "$(last "$WORK/graphs-part")" >/dev/null; then
+    pass "CUDA graphs: 50 steps, and 20 + resume to 50, equal the eager run bit for bit"
+else
+    fail "CUDA graphs against the eager run (rc $rcA/$rcB)"; tail -3 "$WORK/out.txt"
 fi
 run 1 600 "$D" ${args/compute.device=cuda/compute.device=cpu} run.max_steps=50 \
     run.resume=true run.output_dir="$WORK/oncpu"

@@ -11,7 +11,9 @@
  *    (test_gpt_passes says to what bound), and the whole GPT
  *    (models/gpt_backend.c) against models/gpt.c;
  *  - compute.precision = bf16 (backend_cuda_bf16): conv and linear layers,
- *    mnist_cnn and the GPT against the CPU's fp32 to bf16's bounds.
+ *    mnist_cnn and the GPT against the CPU's fp32 to bf16's bounds;
+ *  - compute.cuda_graphs: training steps replayed from CUDA graphs against
+ *    the same steps run eagerly, bit for bit.
  * Exit 77 (skip) with the reason where dtrain was built without CUDA or no
  * GPU is visible: this runs in tests/gpu.sh (make check-gpu), not make check.
  * First run on a GPU: an H200, 2026-11-27 (bench/RESULTS.md section 11). */
@@ -353,6 +355,68 @@ static void test_gpt_model(const dt_backend *g, const char *what, float p, doubl
     free(tgt);
 }
 
+/* compute.cuda_graphs: model `name` on g, six training steps over two batch
+ * buffers taken in turn with a new dropout key each, recorded and replayed
+ * (nn/net_step.c) against the same steps queued without graphs: loss, hits
+ * and gradient bit for bit (the replay runs the recorded kernels with the
+ * same arguments), and both buffers' steps recorded. */
+static void test_graphs(const dt_backend *g, const char *name, int c, int hw, int B)
+{
+    dt_net *a = model_build(g, name, "100", "relu", 8, c, hw, hw, 10);
+    dt_net *q = model_build(g, name, "100", "relu", 8, c, hw, hw, 10);
+    CHECK(net_use_graphs(q, 1), "%s: the CUDA backend can record graphs", g->name);
+    const size_t np = a->nparams, nx = (size_t)B * c * hw * hw;
+    float *hp = dt_falloc(np), *hx = dt_falloc(nx), *ga = dt_falloc(np), *gq = dt_falloc(np);
+    int32_t *hy = dt_calloc((size_t)B, sizeof *hy);
+    net_init_params(a, hp, 5);
+    float *p = up(g, hp, np * sizeof *hp), *da = up(g, NULL, np * sizeof(float));
+    float *dq = up(g, NULL, np * sizeof(float));
+    float *x[2];
+    int32_t *y[2];
+    for (int k = 0; k < 2; k++) {
+        fill(hx, nx, 1.0);
+        for (int i = 0; i < B; i++)
+            hy[i] = (int32_t)(rng_uniform_d(&rng) * 10) % 10;
+        x[k] = up(g, hx, nx * sizeof *hx);
+        y[k] = (int32_t *)up(g, hy, (size_t)B * sizeof *hy);
+    }
+    size_t differ = 0;
+    int same_loss = 1;
+    for (int s = 0; s < 6; s++) {
+        const uint64_t key = rng_key(9, 0, (uint64_t)s, 0xD0);
+        int ca = -1, cq = -2;
+        net_use_graphs(a, 0);
+        net_train_queue(a, p, x[s % 2], y[s % 2], B, key, da);
+        const double la = net_train_result(a, &ca);
+        net_train_queue(q, p, x[s % 2], y[s % 2], B, key, dq);
+        const double lq = net_train_result(q, &cq);
+        g->to_host(ga, da, np * sizeof *ga);
+        g->to_host(gq, dq, np * sizeof *gq);
+        same_loss &= memcmp(&la, &lq, sizeof la) == 0 && ca == cq;
+        differ += bits_differ(ga, gq, np);
+    }
+    int recorded = 0;
+    for (int k = 0; k < DT_NET_GRAPHS; k++)
+        recorded += q->step.graph[k].exec != NULL;
+    CHECK(same_loss && differ == 0 && recorded == 2, "%s on %s: six steps replayed from CUDA "
+          "graphs equal the eager steps bit for bit (%zu gradient values differ; %d records, "
+          "expected 2)", name, g->name, differ, recorded);
+    for (int k = 0; k < 2; k++) {
+        g->mem_free(x[k]);
+        g->mem_free(y[k]);
+    }
+    g->mem_free(p);
+    g->mem_free(da);
+    g->mem_free(dq);
+    net_free(a);
+    net_free(q);
+    free(hp);
+    free(hx);
+    free(ga);
+    free(gq);
+    free(hy);
+}
+
 #endif
 
 int main(void)
@@ -434,6 +498,10 @@ int main(void)
         net_free(a);
         net_free(b);
     }
+    /* compute.cuda_graphs: the image models recorded and replayed */
+    test_graphs(gpu, "mnist_cnn", 1, 28, 32);
+    test_graphs(gpu, "resnet20_gn", 3, 32, 16);
+    test_graphs(g16, "mnist_cnn", 1, 28, 32);
     cuda_device_close();
     return tap_done();
 #endif

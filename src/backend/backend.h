@@ -50,6 +50,9 @@ enum { DT_PREC_FP32 = 0, DT_PREC_BF16 = 1 };
 /* The passes of conv2d_pass_workspace. */
 enum { DT_CONV_WORK_FORWARD, DT_CONV_WORK_BACKWARD, DT_CONV_WORK_BACKWARD_NO_DX };
 
+/* The bytes of softmax_xent_rows's rows for B samples */
+#define DT_XENT_ROWS_BYTES(B) ((size_t)(B) * (sizeof(double) + sizeof(int32_t)))
+
 typedef struct dt_backend {
     const char *name;
     int cblock;     /* 16: convolutions produce channel-blocked outputs; 0: all plain */
@@ -197,6 +200,34 @@ typedef struct dt_backend {
      * (overwritten, may be NULL) and *correct = number of argmax hits. */
     double (*softmax_xent)(int B, int K, const float *logits, const int32_t *labels,
                            float *dlogits, int *correct);
+
+    /* Optional (NULL: none; the device backends have them): a training step's
+     * kernels with nothing read back between them, so that they can be
+     * recorded once and replayed (the graph_* members below).
+     * softmax_xent in two halves: softmax_xent_rows queues dlogits and each
+     * row's loss and hit into rows (DT_XENT_ROWS_BYTES(B) of backend memory:
+     * B doubles, a NaN where the label is outside [0, K), then B int32);
+     * softmax_xent_sum reads them back and returns what softmax_xent would
+     * have, summed in the same order. dropout_forward_keyed is
+     * dropout_forward with the key read from backend memory when the kernel
+     * runs, not when it is queued. */
+    void (*softmax_xent_rows)(int B, int K, const float *logits, const int32_t *labels,
+                              float *dlogits, void *rows);
+    double (*softmax_xent_sum)(int B, int K, const void *rows, int *correct);
+    void (*dropout_forward_keyed)(size_t n, float p, const uint64_t *key, const float *x,
+                                  float *y, float *mask);
+    /* Optional (NULL: none): CUDA graphs. Between graph_begin and graph_end
+     * the backend records its work instead of running it; graph_end returns
+     * the record, ready to run with graph_launch (which queues it and
+     * returns), or NULL after dt_err_set() where recording failed. A record
+     * names the addresses it was made with: graph_epoch changes whenever
+     * the backend's own scratch memory moves, and a record made under an
+     * older epoch must not be launched again. */
+    void (*graph_begin)(void);
+    void *(*graph_end)(void);
+    void (*graph_launch)(void *graph);
+    void (*graph_free)(void *graph);
+    uint64_t (*graph_epoch)(void);
 
     /* The flat vectors' arithmetic, for the modes whose vectors live in the
      * backend's memory (dt_algo.device_vectors, run/engine.c).

@@ -190,6 +190,22 @@ static double dm_softmax_xent(int B, int K, const float *logits, const int32_t *
     GUARD(loss = CPU->softmax_xent(B, K, logits, labels, dlogits, correct));
     return loss;
 }
+static void dm_softmax_xent_rows(int B, int K, const float *logits, const int32_t *labels,
+                                 float *dlogits, void *rows)
+{
+    GUARD(CPU->softmax_xent_rows(B, K, logits, labels, dlogits, rows));
+}
+static double dm_softmax_xent_sum(int B, int K, const void *rows, int *correct)
+{
+    double loss;
+    GUARD(loss = CPU->softmax_xent_sum(B, K, rows, correct));
+    return loss;
+}
+static void dm_dropout_forward_keyed(size_t n, float p, const uint64_t *key, const float *x,
+                                     float *y, float *mask)
+{
+    GUARD(CPU->dropout_forward_keyed(n, p, key, x, y, mask));
+}
 static void dm_flat_sgd(size_t n, float momentum, float weight_decay, int nesterov, float lr,
                         float *x, const float *g, float *v)
 {
@@ -327,6 +343,9 @@ static const dt_backend devmem = {
     .groupnorm_forward = dm_groupnorm_forward, .groupnorm_backward = dm_groupnorm_backward,
     .add_forward = dm_add_forward, .add_backward = dm_add_backward,
     .softmax_xent = dm_softmax_xent,
+    .softmax_xent_rows = dm_softmax_xent_rows,
+    .softmax_xent_sum = dm_softmax_xent_sum,
+    .dropout_forward_keyed = dm_dropout_forward_keyed,
     .flat_sgd = dm_flat_sgd, .flat_scale = dm_flat_scale,
     .flat_diff_scale = dm_flat_diff_scale, .flat_toward = dm_flat_toward, .flat_sub = dm_flat_sub,
     .flat_scale_copy = dm_flat_scale_copy, .flat_add = dm_flat_add, .flat_div = dm_flat_div,

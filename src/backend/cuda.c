@@ -16,6 +16,7 @@
 #include "backend/cuda_device.h"
 #include "backend/cudnn.h"
 #include "nn/cuda/kernels_cuda.h"
+#include "nn/cuda/xent.h" /* softmax_xent_mean */
 
 #include <math.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ static void *scratch(void **p, size_t *have, size_t bytes)
             cu_free(*p);
         *p = cu_alloc(bytes);
         *have = bytes;
+        cuda_graph_moved(); /* recorded graphs name the old block */
     }
     return *p;
 }
@@ -342,6 +344,11 @@ static void cu_dropout_forward(size_t n, float p, uint64_t key, const float *x, 
 {
     KERNEL_OK(cuda_dropout_forward(n, p, key, x, y, mask, ST));
 }
+static void cu_dropout_forward_keyed(size_t n, float p, const uint64_t *key, const float *x,
+                                     float *y, float *mask)
+{
+    KERNEL_OK(cuda_dropout_forward_keyed(n, p, key, x, y, mask, ST));
+}
 static void cu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx,
                                 int dx_fresh)
 {
@@ -594,26 +601,39 @@ static void cu_xent_seq_backward(int N, int V, const float *logits, const float 
 static void *xent_dev;
 static size_t xent_have;
 
-/* The rows' losses and hits summed on the host in sample order (rows_sum), as
- * the CPU backend sums them. */
+static void cu_softmax_xent_rows(int B, int K, const float *logits, const int32_t *labels,
+                                 float *dlogits, void *rows)
+{
+    KERNEL_OK(cuda_softmax_xent_rows(B, K, logits, labels, dlogits, (double *)rows,
+                                     (int32_t *)((char *)rows + (size_t)B * sizeof(double)), ST));
+}
+
+/* The rows' losses and hits summed on the host in sample order, as the CPU
+ * backend sums them (nn/cuda/xent.h: softmax_xent_mean). */
+static double cu_softmax_xent_sum(int B, int K, const void *rows, int *correct)
+{
+    const size_t bytes = DT_XENT_ROWS_BYTES(B);
+    double *h = malloc(bytes > 0 ? bytes : 1);
+    if (!h)
+        DT_FATAL("out of memory for %d loss rows", B);
+    cu_to_host(h, rows, bytes);
+    int64_t hits;
+    int bad;
+    const double mean = softmax_xent_mean(B, h, (const int32_t *)(h + B), &hits, &bad);
+    free(h);
+    if (bad >= 0)
+        dt_err_set("xent: the label of sample %d is outside [0, %d)", bad, K);
+    if (correct)
+        *correct = (int)hits;
+    return mean;
+}
+
 static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *labels,
                               float *dlogits, int *correct)
 {
-    char *d = scratch(&xent_dev, &xent_have, (size_t)B * (sizeof(double) + sizeof(int32_t)));
-    KERNEL_OK(cuda_softmax_xent_rows(B, K, logits, labels, dlogits, (double *)d,
-                                     (int32_t *)(d + (size_t)B * sizeof(double)), ST));
-    double total;
-    int64_t hits;
-    const int bad = rows_sum(d, B, &total, &hits);
-    if (bad >= 0) { // a label outside [0, K): the row's loss is NaN
-        dt_err_set("xent: label of sample %d is outside [0, %d)", bad, K);
-        if (correct)
-            *correct = 0;
-        return NAN;
-    }
-    if (correct)
-        *correct = (int)hits;
-    return B > 0 ? total / B : 0.0;
+    void *rows = scratch(&xent_dev, &xent_have, DT_XENT_ROWS_BYTES(B));
+    cu_softmax_xent_rows(B, K, logits, labels, dlogits, rows);
+    return cu_softmax_xent_sum(B, K, rows, correct);
 }
 
 /* The entries both tables share: everything but the products' precision */
@@ -643,6 +663,11 @@ static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *
     .relu_backward_inplace = cu_relu_backward_inplace, \
     .sigmoid_forward = cu_sigmoid_forward, .sigmoid_backward = cu_sigmoid_backward, \
     .dropout_forward = cu_dropout_forward, .dropout_backward = cu_dropout_backward, \
+    .dropout_forward_keyed = cu_dropout_forward_keyed, \
+    .softmax_xent_rows = cu_softmax_xent_rows, .softmax_xent_sum = cu_softmax_xent_sum, \
+    .graph_begin = cuda_graph_begin, .graph_end = cuda_graph_end, \
+    .graph_launch = cuda_graph_launch, .graph_free = cuda_graph_free, \
+    .graph_epoch = cuda_graph_epoch, \
     .groupnorm_forward = cu_groupnorm_forward, .groupnorm_backward = cu_groupnorm_backward, \
     .add_forward = cu_add_forward, .add_backward = cu_add_backward, \
     .softmax_xent = cu_softmax_xent

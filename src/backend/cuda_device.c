@@ -10,12 +10,18 @@
 #include "backend/cudnn.h"
 #include "nn/cuda/kernels_cuda.h"
 
+/* cuBLAS's workspace: 32 MiB, what its documentation recommends for Hopper
+ * (4 MiB before it) */
+#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
+
 static struct {
     int open;
     cudaStream_t compute, copy;
     cudaEvent_t copied;
     cudaEvent_t computed; /* the compute stream's point another stream waits for */
     cublasHandle_t blas;
+    void *blas_ws; /* cuBLAS's workspace, fixed, so a recorded GEMM never allocates */
+    uint64_t epoch; /* cuda_graph_epoch */
     size_t memory; /* bytes of device memory */
     char cudnn[160]; /* "cuDNN 9.x.y", or why it is not loaded */
 } dev;
@@ -52,6 +58,9 @@ int cuda_device_open(int d, char *name, size_t len)
     CUDA_OK(cudaEventCreateWithFlags(&dev.computed, cudaEventDisableTiming));
     CUBLAS_OK(cublasCreate(&dev.blas));
     CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
+    // after cublasSetStream, which puts back the default workspace
+    CUDA_OK(cudaMalloc(&dev.blas_ws, CUDA_BLAS_WORKSPACE));
+    CUBLAS_OK(cublasSetWorkspace(dev.blas, dev.blas_ws, CUDA_BLAS_WORKSPACE));
     // fp32 GEMMs in full precision unless compute.tf32 (cuda_device_tf32)
     CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
     // the convolutions by cuDNN where the node has it
@@ -69,6 +78,7 @@ void cuda_device_close(void)
     CUDA_OK(cudaStreamSynchronize(dev.compute));
     cudnn_close();
     CUBLAS_OK(cublasDestroy(dev.blas));
+    CUDA_OK(cudaFree(dev.blas_ws));
     CUDA_OK(cudaEventDestroy(dev.copied));
     CUDA_OK(cudaEventDestroy(dev.computed));
     CUDA_OK(cudaStreamDestroy(dev.copy));
@@ -88,6 +98,48 @@ void *cuda_stream(void) { return dev.compute; }
 size_t cuda_device_memory(void) { return dev.memory; }
 void *cuda_cublas(void) { return dev.blas; }
 void cuda_sync(void) { CUDA_OK(cudaStreamSynchronize(dev.compute)); }
+
+void cuda_graph_begin(void)
+{
+    /* thread-local: a call that may not be recorded (an allocation, a
+     * synchronous copy) fails here rather than in the replay */
+    CUDA_OK(cudaStreamBeginCapture(dev.compute, cudaStreamCaptureModeThreadLocal));
+}
+
+void *cuda_graph_end(void)
+{
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(dev.compute, &g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        dt_err_set("CUDA graph: recording the step failed: %s", cudaGetErrorString(e));
+        return NULL;
+    }
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    CUDA_OK(cudaGraphDestroy(g));
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        dt_err_set("CUDA graph: instantiating the recorded step failed: %s",
+                   cudaGetErrorString(e));
+        return NULL;
+    }
+    return x;
+}
+
+void cuda_graph_launch(void *graph)
+{
+    CUDA_OK(cudaGraphLaunch((cudaGraphExec_t)graph, dev.compute));
+}
+
+void cuda_graph_free(void *graph)
+{
+    if (graph)
+        CUDA_OK(cudaGraphExecDestroy((cudaGraphExec_t)graph));
+}
+
+uint64_t cuda_graph_epoch(void) { return dev.epoch; }
+void cuda_graph_moved(void) { dev.epoch++; }
 
 void *cuda_host_alloc(size_t bytes)
 {

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Number of GPUs the CUDA runtime sees (0 when none is visible or there is no
  * driver; the reason then in *why, e.g. "no CUDA-capable device is detected"). */
@@ -30,6 +31,19 @@ size_t cuda_device_memory(void);
 void *cuda_cublas(void);
 /* Waits for everything queued on the compute stream. */
 void cuda_sync(void);
+
+/* CUDA graphs of the compute stream (dt_backend's graph_* members):
+ * cuda_graph_begin starts recording the stream's work, cuda_graph_end stops
+ * and returns it instantiated (a cudaGraphExec_t), or NULL after
+ * dt_err_set() with the runtime's reason; cuda_graph_launch queues it on the
+ * compute stream. cuda_graph_moved marks that scratch memory a record may
+ * name was freed or moved (a new cuda_graph_epoch). */
+void cuda_graph_begin(void);
+void *cuda_graph_end(void);
+void cuda_graph_launch(void *graph);
+void cuda_graph_free(void *graph);
+uint64_t cuda_graph_epoch(void);
+void cuda_graph_moved(void);
 
 /* Page-locked host memory (zero-filled): host <-> device copies from it run
  * asynchronously at full bus speed. */

@@ -214,6 +214,7 @@ static void *workspace(size_t bytes)
         }
         CUDA_OK(cudaMalloc(&g.ws, bytes));
         g.ws_have = bytes;
+        cuda_graph_moved(); /* recorded graphs name the old workspace */
     }
     return g.ws;
 }

@@ -101,12 +101,12 @@ void trainer_gradient(dt_trainer *t, const float *x)
         }
         const float *p = engine_params_on_backend(t, x);
         float *g = t->dev.vectors ? t->grads : t->dev.grads;
-        f = model_forward(t->model, p, &t->dev.cur, 1, key);
-        model_backward(t->model, p, g); // queued: the host goes on
+        model_train_queue(t->model, p, &t->dev.cur, key, g); // queued: the host goes on
         source_get_state(d->train, d->before_prefetch);
         source_next(d->train, &d->next);
         engine_batch_to_backend(t, B, &d->next, &t->dev.next);
         d->prefetched = 1;
+        f = model_train_result(t->model);
         if (!t->dev.vectors)
             t->model->be->to_host(t->grads, t->dev.grads, t->n * sizeof(float));
     }

@@ -67,7 +67,7 @@ int deck_mode_rule(const dt_config *cfg, const char *where);
 /*
  * The rows of the table; deck_schema.c checks at compile time that the table
  * has exactly DECK_NKEYS rows (per-key arrays below are sized by it). */
-#define DECK_NKEYS 120
+#define DECK_NKEYS 121
 extern const deck_key *const deck_keys;
 
 /* The row of section.name, or -1. */

@@ -140,6 +140,7 @@ typedef struct dt_config {
         char kernels[16];         /* auto | dnnl | native (backend/cpu/cpu.c) */
         bool test_device_memory;  /* tests: backend/cpu_devmem.c */
         bool tf32;                /* cuBLAS fp32 GEMMs on TF32 tensor cores (cuda) */
+        bool cuda_graphs;         /* image models' steps as CUDA graphs (nn/net_step.c) */
         char precision[8];        /* fp32 | bf16 (backend/backend.h: backend_with_precision) */
     } compute;
     struct {

@@ -38,6 +38,22 @@ void model_backward(dt_model *m, const float *params, float *grads)
     m->ops->backward(m, params, grads);
 }
 
+void model_train_queue(dt_model *m, const float *params, const dt_sample *s, uint64_t key,
+                       float *grads)
+{
+    if (m->ops->train_queue) {
+        m->ops->train_queue(m, params, s, key, grads);
+        return;
+    }
+    m->last = m->ops->forward(m, params, s, 1, key);
+    m->ops->backward(m, params, grads);
+}
+
+dt_forward_result model_train_result(dt_model *m)
+{
+    return m->ops->train_queue ? m->ops->train_result(m) : m->last;
+}
+
 void model_init_params(const dt_model *m, float *params, uint64_t seed)
 {
     m->ops->init_params(m, params, seed);

@@ -36,6 +36,12 @@ typedef struct dt_model_ops {
                                  uint64_t key);
     /* Gradient of the last forward's mean loss into grads (nparams). */
     void (*backward)(dt_model *m, const float *params, float *grads);
+    /* Optional (NULL: forward, then backward): a training step's forward and
+     * backward queued at once, nothing read back between them (nn/net.h:
+     * net_train_queue), and then what forward would have returned. */
+    void (*train_queue)(dt_model *m, const float *params, const dt_sample *s, uint64_t key,
+                        float *grads);
+    dt_forward_result (*train_result)(dt_model *m);
     /* The initial parameters for seed: the same on every rank. */
     void (*init_params)(const dt_model *m, float *params, uint64_t seed);
     void (*free)(dt_model *m);
@@ -48,6 +54,7 @@ struct dt_model {
     int ntensors;
     const dt_tensor_view *tensors; /* (ntensors) the flat vector's tensors, in order */
     void *impl;             /* the kind's own state (models/net_model.c: the dt_net) */
+    dt_forward_result last; /* model_train_queue's result where the kind has no train_queue */
 };
 
 /* What the data tells the model: the shape of a batch and the number of
@@ -65,6 +72,12 @@ void model_reserve(dt_model *m, int B);
 dt_forward_result model_forward(dt_model *m, const float *params, const dt_sample *s, int train,
                                 uint64_t key);
 void model_backward(dt_model *m, const float *params, float *grads);
+/* Forward and backward of a training step: queued as one piece where the
+ * model can (train_queue; model_train_result waits for it), else run at
+ * once with model_train_result returning the forward's result. */
+void model_train_queue(dt_model *m, const float *params, const dt_sample *s, uint64_t key,
+                       float *grads);
+dt_forward_result model_train_result(dt_model *m);
 void model_init_params(const dt_model *m, float *params, uint64_t seed);
 void model_free(dt_model *m); /* NULL: nothing */
 

@@ -23,6 +23,21 @@ static void net_model_backward(dt_model *m, const float *params, float *grads)
     net_backward(m->impl, params, grads);
 }
 
+static void net_model_train_queue(dt_model *m, const float *params, const dt_sample *s,
+                                  uint64_t key, float *grads)
+{
+    net_train_queue(m->impl, params, s->input.data, s->target.data, (int)s->input.shape[0], key,
+                    grads);
+}
+
+static dt_forward_result net_model_train_result(dt_model *m)
+{
+    const dt_net *n = m->impl;
+    int correct = 0;
+    double loss = net_train_result(m->impl, &correct);
+    return (dt_forward_result){ .loss = loss, .correct = correct, .count = n->step.B };
+}
+
 static void net_model_init(const dt_model *m, float *params, uint64_t seed)
 {
     net_init_params(m->impl, params, seed);
@@ -39,6 +54,8 @@ static const dt_model_ops net_model_ops = {
     .reserve = net_model_reserve,
     .forward = net_model_forward,
     .backward = net_model_backward,
+    .train_queue = net_model_train_queue,
+    .train_result = net_model_train_result,
     .init_params = net_model_init,
     .free = net_model_free,
 };
@@ -57,6 +74,7 @@ dt_model *net_model_create(const dt_backend *be, const dt_config *cfg, const dt_
                               (int)x->shape[3], (int)data->classes);
     if (!net)
         return NULL;
+    net_use_graphs(net, cfg->compute.cuda_graphs);
     dt_model *m = dt_calloc(1, sizeof *m);
     *m = (dt_model){ .ops = &net_model_ops, .be = be, .nparams = net->nparams,
                      .ntensors = net->ntensors, .tensors = net->tensors, .impl = net };

@@ -277,6 +277,7 @@ void net_reserve(dt_net *n, int B)
     if (n->act && B <= n->B)
         return;
     release_buffers(n);
+    n->reserve_gen++; /* every recorded step names the old buffers */
     n->B = B;
     n->act = dt_calloc((size_t)n->nnodes, sizeof *n->act);
     n->dact = dt_calloc((size_t)n->nnodes, sizeof *n->dact);
@@ -355,13 +356,26 @@ static void widen_back(dt_net *n)
                     n->act[k] = n->act_fwd[j];
 }
 
-double net_forward(dt_net *n, const float *params, const float *x, const int32_t *y, int B,
-                   int train, uint64_t dropout_key, int *correct)
+void net_bind_input(dt_net *n, const float *x)
+{
+    n->act[0] = (float *)x; /* read only: no kernel writes its input */
+    for (int i = 1; i < n->nnodes; i++)
+        if (n->nodes[i].op == OP_FLATTEN) /* a view: follows its input */
+            n->act[i] = n->act[n->nodes[i].in0];
+}
+
+uint64_t net_dropout_key(uint64_t dropout_key, int node)
+{
+    return rng_key(dropout_key, (uint64_t)node, 0xD60, 0);
+}
+
+void net_forward_kernels(dt_net *n, const float *params, const float *x, int B, int train,
+                         uint64_t dropout_key, const uint64_t *keys)
 {
     const dt_backend *be = n->be;
     if (!n->act || B > n->B)
         net_reserve(n, B);
-    n->act[0] = (float *)x; /* read only: no kernel writes its input */
+    net_bind_input(n, x);
     for (int i = 1; i < n->nnodes; i++) {
         if (train && i > 1)
             keep_bf16_after(n, i - 1, B);
@@ -401,8 +415,10 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             break;
         case OP_SIGMOID: be->sigmoid_forward(sz, in, out); break;
         case OP_DROPOUT:
-            if (train && !n->no_dropout)
-                be->dropout_forward(sz, d->p, rng_key(dropout_key, (uint64_t)i, 0xD60, 0), in, out,
+            if (train && !n->no_dropout && keys)
+                be->dropout_forward_keyed(sz, d->p, keys + i, in, out, n->aux[i]);
+            else if (train && !n->no_dropout)
+                be->dropout_forward(sz, d->p, net_dropout_key(dropout_key, i), in, out,
                                     n->aux[i]);
             else
                 be->mem_copy(out, in, sz * sizeof *out);
@@ -416,21 +432,25 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
             break;
         }
         case OP_ADD: be->add_forward(sz, in, n->act[d->in1], out); break;
-        case OP_FLATTEN: /* a view: follows its input (node 0 changes per call) */
-            n->act[i] = n->act[d->in0];
-            break;
+        case OP_FLATTEN: break; /* a view of its input (net_bind_input) */
         case OP_INPUT: break;
         }
     }
     if (train)
         keep_bf16_after(n, n->nnodes - 1, B);
     n->fwd_train = train;
+    n->last_B = B;
+}
+
+double net_forward(dt_net *n, const float *params, const float *x, const int32_t *y, int B,
+                   int train, uint64_t dropout_key, int *correct)
+{
+    net_forward_kernels(n, params, x, B, train, dropout_key, NULL);
     int hits = 0;
-    double loss = be->softmax_xent(B, n->classes, n->act[n->nnodes - 1], y,
-                                   train ? n->dlogits : NULL, &hits);
+    double loss = n->be->softmax_xent(B, n->classes, n->act[n->nnodes - 1], y,
+                                      train ? n->dlogits : NULL, &hits);
     if (correct)
         *correct = hits;
-    n->last_B = B;
     return loss;
 }
 
@@ -605,6 +625,7 @@ void net_free(dt_net *n)
 {
     if (!n)
         return;
+    net_step_free(n);
     release_buffers(n);
     free(n->nodes);
     free(n->tensors);

@@ -43,6 +43,31 @@ typedef struct dt_node {
     size_t w_n, b_n;
 } dt_node;
 
+/* A training step recorded as a CUDA graph (nn/net_step.c): what it was
+ * recorded with; a step with other pointers, batch or memory records anew. */
+typedef struct dt_net_graph {
+    void *exec;            /* the backend's record; NULL: seen once, not recorded yet */
+    const float *params, *x;
+    const int32_t *y;
+    float *grads;
+    int B;
+    int failed;            /* recording failed (the reason printed once): runs eagerly */
+    uint64_t epoch, reserve_gen; /* the backend's graph_epoch and the net's reserve_gen */
+    uint64_t used;         /* the step that last used it (the oldest is replaced) */
+} dt_net_graph;
+
+#define DT_NET_GRAPHS 4
+
+typedef struct dt_net_step {
+    int graphs;            /* 1: record and replay the step (compute.cuda_graphs) */
+    uint64_t *keys, *keys_host; /* (nnodes) dropout keys: backend memory, host staging */
+    void *rows;            /* DT_XENT_ROWS_BYTES(rows_B) of backend memory */
+    int rows_B;
+    int B;                 /* the queued step's batch */
+    uint64_t count;        /* steps queued */
+    dt_net_graph graph[DT_NET_GRAPHS];
+} dt_net_step;
+
 typedef struct dt_net {
     const dt_backend *be;
     int nnodes, cap;
@@ -88,6 +113,8 @@ typedef struct dt_net {
     int no_dropout;        /* tests: dropout is the identity even in training */
     int no_keep_bf16;      /* tests: no activation kept in bf16 for the backward (the
                             * plan before that choice), set before the first forward */
+    uint64_t reserve_gen;  /* counts the times net_reserve moved the buffers */
+    dt_net_step step;      /* net_train_queue's state (nn/net_step.c) */
 } dt_net;
 
 dt_net *net_create(const dt_backend *be, int c, int h, int w);
@@ -120,6 +147,30 @@ double net_forward(dt_net *n, const float *params, const float *x, const int32_t
                    int B, int train, uint64_t dropout_key, int *correct);
 /* Gradient of the last forward's mean loss, written into grads (nparams). */
 void net_backward(dt_net *n, const float *params, float *grads);
+/* A training step's forward and backward queued on the backend with
+ * nothing read back between them (nn/net_step.c), so that it can be
+ * recorded once as a CUDA graph and replayed (net_use_graphs): the same
+ * kernels as net_forward then net_backward, the dropout keys read from
+ * backend memory, the loss from the rows softmax_xent_rows left.
+ * net_train_result waits for the step and returns net_forward's loss and
+ * hits. The backend needs softmax_xent_rows, softmax_xent_sum and
+ * dropout_forward_keyed (every backend in this tree has them). */
+void net_train_queue(dt_net *n, const float *params, const float *x, const int32_t *y, int B,
+                     uint64_t dropout_key, float *grads);
+double net_train_result(dt_net *n, int *correct);
+/* on: record steps as graphs where the backend can (its graph_* members);
+ * returns whether it can */
+int net_use_graphs(dt_net *n, int on);
+/* For nn/net_step.c: the forward's kernels, the loss left to the caller,
+ * dropout keyed by keys (nnodes, backend memory) where not NULL; node 0
+ * and the flatten views bound to x; the key of dropout node i. */
+void net_forward_kernels(dt_net *n, const float *params, const float *x, int B, int train,
+                         uint64_t dropout_key, const uint64_t *keys);
+void net_bind_input(dt_net *n, const float *x);
+uint64_t net_dropout_key(uint64_t dropout_key, int node);
+/* For net_free: the step's buffers and records */
+void net_step_free(dt_net *n);
+
 /* The logits (B, classes) of the last forward. */
 const float *net_logits(const dt_net *n);
 void net_free(dt_net *n);

@@ -200,7 +200,9 @@ static void cpu_attention_backward(int B, int T, int C, int NH, const float *qkv
     .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,    \
     .groupnorm_forward = cpu_groupnorm_forward,                                          \
     .groupnorm_backward = cpu_groupnorm_backward, .add_forward = cpu_add_forward,        \
-    .add_backward = cpu_add_backward, .softmax_xent = cpu_softmax_xent
+    .add_backward = cpu_add_backward, .softmax_xent = cpu_softmax_xent,                  \
+    .softmax_xent_rows = cpu_softmax_xent_rows, .softmax_xent_sum = cpu_softmax_xent_sum, \
+    .dropout_forward_keyed = cpu_dropout_forward_keyed
 
 static const dt_backend cpu = {
     .name = "native",

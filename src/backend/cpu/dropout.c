@@ -62,6 +62,12 @@ void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
     DT_PARALLEL_CHUNKS(n, i0, len, DT_KERNEL(dropout_span)(i0, len, p, scale, key, x, y, mask));
 }
 
+void cpu_dropout_forward_keyed(size_t n, float p, const uint64_t *key, const float *x, float *y,
+                               float *mask)
+{
+    cpu_dropout_forward(n, p, *key, x, y, mask);
+}
+
 static void dropout_back_span(size_t n, const float *mask, const float *dy, float *dx)
 {
     // blocks of four, all loads before the stores, so -O2 emits packed SSE

@@ -79,6 +79,8 @@ void cpu_dropout_forward(size_t n, float p, uint64_t key, const float *x, float 
                          float *mask);
 void cpu_dropout_backward(size_t n, const float *mask, const float *dy, float *dx,
                           int dx_fresh);
+void cpu_dropout_forward_keyed(size_t n, float p, const uint64_t *key, const float *x, float *y,
+                               float *mask);
 /* groupnorm.c */
 void cpu_groupnorm_forward(int B, int C, int HW, int G, int blk, const float *x,
                            const float *gamma, const float *beta, const float *skip, int relu,
@@ -93,5 +95,8 @@ void cpu_add_backward(size_t n, const float *dy, float *da, float *db);
 /* xent.c */
 double cpu_softmax_xent(int B, int K, const float *logits, const int32_t *labels,
                         float *dlogits, int *correct);
+void cpu_softmax_xent_rows(int B, int K, const float *logits, const int32_t *labels,
+                           float *dlogits, void *rows);
+double cpu_softmax_xent_sum(int B, int K, const void *rows, int *correct);
 
 #endif

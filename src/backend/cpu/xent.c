@@ -32,3 +32,25 @@ double cpu_softmax_xent(int B, int K, const float *logits, const int32_t *labels
         *correct = hits;
     return B > 0 ? total / B : 0.0;
 }
+
+void cpu_softmax_xent_rows(int B, int K, const float *logits, const int32_t *labels,
+                           float *dlogits, void *rows)
+{
+    double *loss = rows;
+    int32_t *hit = (int32_t *)(loss + B);
+    for (int i = 0; i < B; i++) // a bad label: that row's loss NaN, nothing read
+        softmax_xent_row_at((size_t)i, B, K, logits, labels, dlogits, loss, hit);
+}
+
+double cpu_softmax_xent_sum(int B, int K, const void *rows, int *correct)
+{
+    const double *loss = rows;
+    int64_t hits;
+    int bad;
+    const double mean = softmax_xent_mean(B, loss, (const int32_t *)(loss + B), &hits, &bad);
+    if (bad >= 0)
+        dt_err_set("xent: the label of sample %d is outside [0, %d)", bad, K);
+    if (correct)
+        *correct = (int)hits;
+    return mean;
+}

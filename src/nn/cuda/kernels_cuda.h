@@ -32,6 +32,9 @@ int cuda_add_backward(size_t n, const float *dy, float *da, float *db, void *str
 /* dropout.cu */
 int cuda_dropout_forward(size_t n, float p, uint64_t key, const float *x, float *y, float *mask,
                          void *stream);
+/* the same with the key read from device memory when the kernel runs */
+int cuda_dropout_forward_keyed(size_t n, float p, const uint64_t *key, const float *x, float *y,
+                               float *mask, void *stream);
 int cuda_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, void *stream);
 /* groupnorm.cu, plain layout; x, y, skip, dy, dx, dskip (B, C, HW); gamma,
  * beta, dgamma, dbeta (C), overwritten; mean, rstd (B, G); y in backward: the

@@ -51,4 +51,25 @@ static inline DT_HD void softmax_xent_row_at(size_t i, int B, int K, const float
                                dlogits ? dlogits + i * (size_t)K : NULL, &hit[i]);
 }
 
+/* Host side: the mean loss of B rows (loss, hit as softmax_xent_row_at wrote
+ * them, in host memory), summed in sample order; their hits in *hits; in *bad
+ * the first row whose label was outside [0, K) (its loss NaN), else -1 */
+static inline double softmax_xent_mean(int B, const double *loss, const int32_t *hit,
+                                       int64_t *hits, int *bad)
+{
+    double total = 0.0;
+    *hits = 0;
+    *bad = -1;
+    for (int i = 0; i < B; i++) {
+        if (isnan(loss[i])) {
+            *bad = i;
+            *hits = 0;
+            return NAN;
+        }
+        total += loss[i];
+        *hits += hit[i];
+    }
+    return B > 0 ? total / B : 0.0;
+}
+
 #endif
