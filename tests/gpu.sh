@@ -51,6 +51,11 @@ fi
 
 D=$WORK/deck.ini
 small_deck "$WORK/r" >"$D"
+# near X Y T: |X - Y| <= T max(1, |Y|) (relative where the loss is above 1)
+near() {
+    awk -v x="$1" -v y="$2" -v t="$3" \
+        'BEGIN { s = y < 0 ? -y : y; s = s < 1 ? 1 : s; d = x - y; exit !(d <= t * s && -d <= t * s) }'
+}
 # the loss logged at step S of the last run
 loss_at() { sed -n "s/^step $1\/[0-9]*  .*loss \([0-9.naif]*\) .*/\1/p" "$WORK/out.txt" | tail -n 1; }
 shape() {
@@ -69,9 +74,7 @@ for m in logreg mlp mnist_cnn resnet20_gn resnet32_gn; do
         run.output_dir="$WORK/gpu-$m"
     lg=$(loss_at 50) lg10=$(loss_at 10)
     if [ $RC -eq 0 ] && [ -n "$lc" ] && [ -n "$lg" ] && [ -n "$lc10" ] && [ -n "$lg10" ] &&
-       awk -v a="$lc10" -v b="$lg10" -v c="$lc" -v d="$lg" \
-           'function near(x, y, t) { s = x < 0 ? -x : x; s = s < 1 ? 1 : s; return x - y <= t * s && y - x <= t * s }
-            BEGIN { exit !(near(a, b, 1e-3) && near(c, d, 2e-2)) }'; then
+       near "$lg10" "$lc10" 1e-3 && near "$lg" "$lc" 2e-2; then
         pass "$m: 50 steps on the GPU, loss $lg10 at step 10 and $lg at 50 (CPU $lc10, $lc)"
     else
         fail "$m: 50 steps on the GPU (rc $RC): loss '$lg10', '$lg' at steps 10, 50; CPU '$lc10', '$lc'"
@@ -94,9 +97,7 @@ lc=$(loss_at 50) lc10=$(loss_at 10)
 run 1 600 "$D" $gp run.max_steps=50 compute.device=cuda run.output_dir="$WORK/gpt-full"
 rcA=$RC lg=$(loss_at 50) lg10=$(loss_at 10)
 if [ $RC -eq 0 ] && [ -n "$lc" ] && [ -n "$lg" ] && [ -n "$lc10" ] && [ -n "$lg10" ] &&
-   awk -v a="$lc10" -v b="$lg10" -v c="$lc" -v d="$lg" \
-       'function near(x, y, t) { s = x < 0 ? -x : x; s = s < 1 ? 1 : s; return x - y <= t * s && y - x <= t * s }
-        BEGIN { exit !(near(a, b, 1e-3) && near(c, d, 2e-2)) }'; then
+   near "$lg10" "$lc10" 1e-3 && near "$lg" "$lc" 2e-2; then
     pass "gpt: 50 steps on the GPU, loss $lg10 at step 10 and $lg at 50 (CPU $lc10, $lc)"
 else
     fail "gpt: 50 steps on the GPU (rc $RC): loss '$lg10', '$lg' at steps 10, 50; CPU '$lc10', '$lc'"
@@ -118,7 +119,7 @@ run 1 600 "$D" $gp run.max_steps=50 compute.device=cpu run.resume=true \
     run.output_dir="$WORK/gpt-oncpu"
 lx=$(loss_at 50)
 if [ $RC -eq 0 ] && grep -q "resumed from" "$WORK/out.txt" && [ -n "$lx" ] && [ -n "$lg" ] &&
-   awk -v a="$lx" -v b="$lg" 'BEGIN { d = a - b; d = d < 0 ? -d : d; exit !(d <= 2e-2 * (b < 1 ? 1 : b)) }'; then
+   near "$lx" "$lg" 2e-2; then
     pass "gpt: the GPU's checkpoint at step 20 resumed on the CPU to 50, loss $lx (the GPU's $lg)"
 else
     fail "gpt: GPU checkpoint resumed on the CPU (rc $RC, loss '$lx', the GPU's '$lg')"
@@ -137,7 +138,7 @@ for what in "mnist_cnn" "gpt"; do
         run.checkpoint_every=20 run.output_dir="$WORK/$what-b16"
     rcA=$RC l16=$(loss_at 50)
     if [ $RC -eq 0 ] && [ -n "$l32" ] && [ -n "$l16" ] &&
-       awk -v a="$l16" -v b="$l32" 'BEGIN { d = a - b; d = d < 0 ? -d : d; exit !(d <= 5e-2 * (b < 1 ? 1 : b)) }'; then
+       near "$l16" "$l32" 5e-2; then
         pass "$what in bf16 on the GPU: loss $l16 at step 50 (fp32 $l32)"
     else
         fail "$what in bf16 on the GPU (rc $RC): loss '$l16' at step 50, fp32 '$l32'"; tail -3 "$WORK/out.txt"
@@ -241,7 +242,7 @@ run 1 600 "$D" model.name=$m $(shape $m) $common run.max_steps=50 compute.device
     compute.tf32=true run.output_dir="$WORK/tf32"
 lt=$(loss_at 50) lc=$(cat "$WORK/cpu-$m.loss50" 2>/dev/null)
 if [ $RC -eq 0 ] && grep -q "tf32" "$WORK/out.txt" && [ -n "$lt" ] && [ -n "$lc" ] &&
-   awk -v a="$lc" -v b="$lt" 'BEGIN { d = a - b; s = a < 1 ? 1 : a; exit !(d <= 5e-2 * s && d >= -5e-2 * s) }'; then
+   near "$lt" "$lc" 5e-2; then
     pass "compute.tf32 = true: mnist_cnn step 50 loss $lt on TF32 (fp32 CPU $lc)"
 else
     fail "compute.tf32 = true (rc $RC): step 50 loss '$lt', fp32 CPU '$lc'"; tail -3 "$WORK/out.txt"
