@@ -68,8 +68,34 @@ with open(path, "wb") as f:
 PY
 }
 
+# The most device memory the run held (dtrain's last lines: every cudaMalloc
+# of its own, the CUDA context not counted, as PyTorch's max_memory_allocated)
+dev_mib() { sed -n 's/^device memory: at most \([0-9]*\) MiB.*/\1/p' "$1"; }
+
+# "; MFU x % of P TFLOP/s" (nothing without a peak P): the model FLOPs
+# utilisation of RATE tok/s of a GPT (L layers, width C, block T, vocabulary
+# V): 6 N + 12 L C T FLOPs a token (N the parameters but the position
+# embedding; the attention's two products over every position, the causal
+# half not subtracted), as nanoGPT and PaLM count
+mfu() { # rate V T L C peak
+    awk -v r="$1" -v V="$2" -v T="$3" -v L="$4" -v C="$5" -v P="$6" 'BEGIN {
+        if (r == "" || P == "") exit
+        N = V * C + L * (12 * C * C + 13 * C) + 2 * C
+        printf "; MFU %.1f %% of %s TFLOP/s", 100 * r * (6 * N + 12 * L * C * T) / (P * 1e12), P }'
+}
+# dense peaks (TFLOP/s, SXM parts) of the GPUs named here, for mfu;
+# PEAK_BF16 / PEAK_FP32 for any other
+case $gpu in
+*H100*SXM* | *H200*) peak_bf16=989.4 peak_fp32=66.9 ;;
+*A100*) peak_bf16=312 peak_fp32=19.5 ;;
+*) peak_bf16= peak_fp32= ;;
+esac
+PEAK_BF16=${PEAK_BF16:-$peak_bf16}
+PEAK_FP32=${PEAK_FP32:-$peak_fp32}
+
 gpt_row() { # model batch precision
-    local model=$1 B=$2 prec=$3 V T L NH C out rate ac line
+    local model=$1 B=$2 prec=$3 V T L NH C out rate ac line peak=$PEAK_FP32
+    [ "$prec" = bf16 ] && peak=$PEAK_BF16
     case $model in
     gpt_small) V=96 T=256 L=6 NH=6 C=384 ;;
     gpt2) V=50257 T=1024 L=12 NH=12 C=768 ;;
@@ -97,6 +123,7 @@ vocab_size = $V
 name = tokens
 path = $BENCH_OUT/tokens-$V.bin
 val_path = $BENCH_OUT/tokens-$V.bin
+test_limit = 64
 [optim]
 name = adamw
 lr = 1e-3
@@ -109,7 +136,8 @@ precision = $prec
 DECK
     if "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" >"$out.txt" 2>&1; then
         rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) tok\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
-        record "$model" "$B" "dtrain-$prec" "$rate" tok/s
+        record "$model" "$B" "dtrain-$prec" "$rate" \
+            "tok/s (peak device MiB $(dev_mib "$out.txt")$(mfu "$rate" $V $T $L $C "$peak"))"
     else
         record "$model" "$B" "dtrain-$prec" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
     fi
@@ -120,9 +148,9 @@ DECK
         line=$("$PYTHON" "$HERE/gpt_step.py" --device cuda --adamw --autocast $ac $flag \
                --steps "$GPT_STEPS" --rounds 3 "${model#gpt_}" 2>"$out-torch-$mode.err" |
                grep '^RESULT') || line=
-        record "$model" "$B" "pytorch-$mode-$prec" \
-            "$(sed -n 's/.*tok_s_best \([0-9.]*\).*/\1/p' <<<"$line")" \
-            "tok/s (best of 3; peak device MiB $(sed -n 's/.*device_mib \([0-9]*\).*/\1/p' <<<"$line"))"
+        rate=$(sed -n 's/.*tok_s_best \([0-9.]*\).*/\1/p' <<<"$line")
+        record "$model" "$B" "pytorch-$mode-$prec" "$rate" \
+            "tok/s (best of 3; peak device MiB $(sed -n 's/.*device_mib \([0-9]*\).*/\1/p' <<<"$line")$(mfu "$rate" $V $T $L $C "$peak"))"
     done
 }
 
@@ -151,14 +179,15 @@ momentum = 0.9
 batch_size = $B
 [compute]
 device = cuda
-cuda_graphs = $graphs
 DECK
+    # only where asked: a build before the key would refuse it
+    [ "$graphs" = true ] && echo "cuda_graphs = true" >>"$BENCH_OUT/gpu.ini"
     # shape: the synthetic images' keys, one word each
     # shellcheck disable=SC2086
     if "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" $shape >"$out.txt" 2>&1; then
         # the img/s of every window after the first (the warm-up)
         rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) img\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
-        record "$model" "$B" "$side" "$rate"
+        record "$model" "$B" "$side" "$rate" "img/s (peak device MiB $(dev_mib "$out.txt"))"
     else
         record "$model" "$B" "$side" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
     fi

@@ -92,10 +92,10 @@ awk -F'\t' 'FNR == 1 { next }
      FILENAME ~ /gpu-bench-o/ { old[$1] = $4; next }
      $3 == "dtrain" { new[$1] = $4 } $3 == "dtrain-graphs" { gr[$1] = $4 }
      $3 == "pytorch-eager" { pt[$1] = $4 }
-     END { for (m in new) printf "%s b128: dtrain %s img/s, old %s (x%.2f), with CUDA graphs %s (x%.2f), PyTorch eager %s (x%.2f, graphs x%.2f)\n",
-           m, new[m], old[m] ? old[m] : "-", old[m] ? new[m] / old[m] : 0,
-           gr[m] ? gr[m] : "-", gr[m] ? gr[m] / new[m] : 0,
-           pt[m] ? pt[m] : "-", pt[m] ? new[m] / pt[m] : 0, pt[m] && gr[m] ? gr[m] / pt[m] : 0 }' \
+     function ratio(a, b) { return a + 0 > 0 && b + 0 > 0 ? sprintf("x%.2f", a / b) : "x-" }
+     END { for (m in new) printf "%s b128: dtrain %s img/s, old %s (%s), with CUDA graphs %s (%s), PyTorch eager %s (%s, graphs %s)\n",
+           m, new[m], old[m] ? old[m] : "-", ratio(new[m], old[m]), gr[m] ? gr[m] : "-",
+           ratio(gr[m], new[m]), pt[m] ? pt[m] : "-", ratio(new[m], pt[m]), ratio(gr[m], pt[m]) }' \
     /tmp/gpu-bench/gpu.tsv /tmp/gpu-bench-o/gpu.tsv 2>/dev/null | sort | tee -a "$S"
 step gpu_sh 200 "$C/tests/gpu.sh"
 step bench_gpt 120 env CONFIGS="gpt_small:8 gpt2:8" TORCH_MODES=eager GPT_STEPS=20 \

@@ -8,6 +8,7 @@
 #    optimizer and the 1/n scale as backend ops, the MPI transport staged),
 #    with a checkpoint, a resume, run.check_replicas and evaluations;
 #  - local (device_vectors, one rank, no transport), with a resume;
+#  - the device memory a run reports, growing with the batch;
 #  - AdamW with clipping, local and allreduce (the moments in backend memory,
 #    the step and the clip as backend ops), with a resume;
 #  - easgd (device_vectors too: its center, mean and pull, and the elastic
@@ -54,6 +55,24 @@ if [ "$(evals "$WORK/cpu")" = "$(evals "$WORK/dev")" ]; then
     pass "allreduce, device vectors: the evaluations (loss, accuracy, averaged model, consensus) equal the CPU's"
 else
     fail "allreduce, device vectors: evaluations differ"; diff <(evals "$WORK/cpu") <(evals "$WORK/dev") | head -5
+fi
+
+# the run's report of the device memory held at once (backend mem_peak): a
+# device run says it, more at four times the batch (the activations'
+# arena), and a CPU run, whose tensors are host memory, does not
+peak_mib() { sed -n 's/^device memory: at most \([0-9]*\) MiB.*/\1/p' "$WORK/out.txt"; }
+mem="model.name=mnist_cnn data.synthetic_height=28 data.synthetic_width=28
+     data.synthetic_train=256 compute.kernels=native algorithm.mode=local run.max_steps=2"
+run 1 300 "$D" $mem run.output_dir="$WORK/mem1" compute.test_device_memory=true optim.batch_size=16
+p1=$(peak_mib)
+run 1 300 "$D" $mem run.output_dir="$WORK/mem4" compute.test_device_memory=true optim.batch_size=64
+p4=$(peak_mib)
+run 1 300 "$D" $mem run.output_dir="$WORK/memc"
+if [ -n "$p1" ] && [ -n "$p4" ] && [ "$p4" -gt "$p1" ] && [ -z "$(peak_mib)" ]; then
+    pass "device memory reported: at most $p1 MiB at batch 16, $p4 MiB at batch 64; none on the CPU"
+else
+    fail "device memory report: '$p1' MiB at batch 16, '$p4' at 64, CPU '$(peak_mib)'"
+    tail -3 "$WORK/out.txt"
 fi
 
 # local (one rank): the same device vectors with no transport at all

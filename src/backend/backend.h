@@ -69,6 +69,10 @@ typedef struct dt_backend {
     void *(*mem_alloc)(size_t bytes);
     void (*mem_free)(void *p);
     void (*mem_zero)(void *p, size_t bytes);
+    /* Optional (NULL: not counted): the most bytes of the backend's memory
+     * this process has held at once (the device backends: every allocation
+     * of dtrain's on the device, its libraries' workspaces included) */
+    size_t (*mem_peak)(void);
     /* dst <- src, both in the backend's memory */
     void (*mem_copy)(void *dst, const void *src, size_t bytes);
     /* between host memory and the backend's (the CPU: memcpy); synchronous */

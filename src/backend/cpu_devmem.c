@@ -22,12 +22,13 @@
 
 typedef struct region {
     void *p;
-    size_t len;
+    size_t len, bytes; /* mapped, asked for */
 } region;
 
 static struct {
     region *r;
     size_t n, cap;
+    size_t now, peak; /* bytes asked for and held: now, and the most at once */
     int open; /* nesting depth of backend calls */
 } g;
 
@@ -62,7 +63,9 @@ static void *dm_alloc(size_t bytes)
         g.cap = g.cap ? 2 * g.cap : 64;
         g.r = dt_realloc(g.r, g.cap * sizeof *g.r);
     }
-    g.r[g.n++] = (region){ p, len };
+    g.r[g.n++] = (region){ p, len, bytes };
+    g.now += bytes;
+    g.peak = g.now > g.peak ? g.now : g.peak;
     return p;
 }
 
@@ -74,11 +77,14 @@ static void dm_free(void *p)
         if (g.r[i].p == p) {
             if (munmap(p, g.r[i].len) != 0)
                 DT_FATAL("compute.test_device_memory: munmap: %s", strerror(errno));
+            g.now -= g.r[i].bytes;
             g.r[i] = g.r[--g.n];
             return;
         }
     DT_FATAL("compute.test_device_memory: free of %p, which this backend did not allocate", p);
 }
+
+static size_t dm_mem_peak(void) { return g.peak; }
 
 #define CPU (backend_cpu())
 #define GUARD(call) do { enter(); call; leave(); } while (0)
@@ -329,6 +335,7 @@ static const dt_backend devmem = {
     .cblock = 0,
     .device = 1,
     .mem_alloc = dm_alloc, .mem_free = dm_free, .mem_zero = dm_zero, .mem_copy = dm_copy,
+    .mem_peak = dm_mem_peak,
     .to_backend = dm_copy, .to_host = dm_copy,
     .host_alloc = dm_host_alloc, .host_free = dm_host_free,
     .linear_forward = dm_linear_forward, .linear_backward = dm_linear_backward,

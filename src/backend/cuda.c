@@ -31,16 +31,17 @@ static const float one = 1.0f, zero = 0.0f;
 
 static void *cu_alloc(size_t bytes)
 {
-    void *p = NULL;
-    CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1));
+    void *p = cuda_device_malloc(bytes);
     CUDA_OK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, ST));
     return p;
 }
 static void cu_free(void *p)
 {
     cuda_sync(); // a kernel queued on the stream may still read it
-    CUDA_OK(cudaFree(p));
+    cuda_device_free(p);
 }
+static size_t cu_mem_peak(void) { return cuda_device_peak(); }
+
 static void cu_zero(void *p, size_t bytes) { CUDA_OK(cudaMemsetAsync(p, 0, bytes, ST)); }
 static void cu_copy(void *d, const void *s, size_t bytes)
 {
@@ -640,6 +641,7 @@ static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *
 #define CUDA_SHARED \
     .cblock = 0, .device = 1, \
     .mem_alloc = cu_alloc, .mem_free = cu_free, .mem_zero = cu_zero, .mem_copy = cu_copy, \
+    .mem_peak = cu_mem_peak, \
     .to_backend = cu_to_device, .to_host = cu_to_host, \
     .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, \
     .flat_sgd = cu_flat_sgd, .flat_scale = cu_flat_scale, \

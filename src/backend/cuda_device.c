@@ -8,6 +8,7 @@
 
 #include "backend/cuda_check.h"
 #include "backend/cudnn.h"
+#include "core/alloc.h"
 #include "nn/cuda/kernels_cuda.h"
 
 /* cuBLAS's workspace: 32 MiB, what its documentation recommends for Hopper
@@ -59,7 +60,7 @@ int cuda_device_open(int d, char *name, size_t len)
     CUBLAS_OK(cublasCreate(&dev.blas));
     CUBLAS_OK(cublasSetStream(dev.blas, dev.compute));
     // after cublasSetStream, which puts back the default workspace
-    CUDA_OK(cudaMalloc(&dev.blas_ws, CUDA_BLAS_WORKSPACE));
+    dev.blas_ws = cuda_device_malloc(CUDA_BLAS_WORKSPACE);
     CUBLAS_OK(cublasSetWorkspace(dev.blas, dev.blas_ws, CUDA_BLAS_WORKSPACE));
     // fp32 GEMMs in full precision unless compute.tf32 (cuda_device_tf32)
     CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
@@ -78,7 +79,7 @@ void cuda_device_close(void)
     CUDA_OK(cudaStreamSynchronize(dev.compute));
     cudnn_close();
     CUBLAS_OK(cublasDestroy(dev.blas));
-    CUDA_OK(cudaFree(dev.blas_ws));
+    cuda_device_free(dev.blas_ws);
     CUDA_OK(cudaEventDestroy(dev.copied));
     CUDA_OK(cudaEventDestroy(dev.computed));
     CUDA_OK(cudaStreamDestroy(dev.copy));
@@ -99,10 +100,52 @@ size_t cuda_device_memory(void) { return dev.memory; }
 void *cuda_cublas(void) { return dev.blas; }
 void cuda_sync(void) { CUDA_OK(cudaStreamSynchronize(dev.compute)); }
 
+/* Every cudaMalloc of dtrain's and its size, so that the run can report the
+ * most it held at once (cuda_device_peak); a few hundred blocks at most */
+static struct {
+    void **p;
+    size_t *bytes;
+    size_t n, cap, now, peak;
+} mem;
+
+void *cuda_device_malloc(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1));
+    if (mem.n == mem.cap) {
+        mem.cap = mem.cap ? 2 * mem.cap : 256;
+        mem.p = dt_realloc(mem.p, mem.cap * sizeof *mem.p);
+        mem.bytes = dt_realloc(mem.bytes, mem.cap * sizeof *mem.bytes);
+    }
+    mem.p[mem.n] = p;
+    mem.bytes[mem.n++] = bytes;
+    mem.now += bytes;
+    mem.peak = mem.now > mem.peak ? mem.now : mem.peak;
+    return p;
+}
+
+void cuda_device_free(void *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < mem.n; i++)
+        if (mem.p[i] == p) {
+            mem.now -= mem.bytes[i];
+            mem.p[i] = mem.p[mem.n - 1];
+            mem.bytes[i] = mem.bytes[mem.n - 1];
+            mem.n--;
+            break;
+        }
+    CUDA_OK(cudaFree(p));
+}
+
+size_t cuda_device_peak(void) { return mem.peak; }
+
 void cuda_graph_begin(void)
 {
-    /* thread-local: a call that may not be recorded (an allocation, a
-     * synchronous copy) fails here rather than in the replay */
+    /* thread-local: a call of this thread that may not be recorded (an
+     * allocation, a synchronous copy) fails at once, naming the call, rather
+     * than in a replay */
     CUDA_OK(cudaStreamBeginCapture(dev.compute, cudaStreamCaptureModeThreadLocal));
 }
 

@@ -32,8 +32,17 @@ void *cuda_cublas(void);
 /* Waits for everything queued on the compute stream. */
 void cuda_sync(void);
 
+/* Device memory: cudaMalloc and cudaFree, counted (every allocation of
+ * dtrain's goes through them: the backend's tensors and scratch, cuBLAS's
+ * and cuDNN's workspaces, NCCL's staging); cuda_device_peak is the most
+ * bytes held at once so far. Failures are fatal with the runtime's reason. */
+void *cuda_device_malloc(size_t bytes);
+void cuda_device_free(void *p);
+size_t cuda_device_peak(void);
+
 /* CUDA graphs of the compute stream (dt_backend's graph_* members):
- * cuda_graph_begin starts recording the stream's work, cuda_graph_end stops
+ * cuda_graph_begin starts recording the stream's work (a call that may not
+ * be recorded then fails, fatally, where it is made), cuda_graph_end stops
  * and returns it instantiated (a cudaGraphExec_t), or NULL after
  * dt_err_set() with the runtime's reason; cuda_graph_launch queues it on the
  * compute stream. cuda_graph_moved marks that scratch memory a record may

@@ -125,7 +125,7 @@ void cudnn_close(void)
     free(g.plans);
     if (g.ws) {
         cuda_sync();
-        CUDA_OK(cudaFree(g.ws));
+        cuda_device_free(g.ws);
     }
     CUDNN_OK(p_cudnnDestroy(g.h));
     memset(&g, 0, sizeof g); /* the library stays loaded: unloading it buys nothing */
@@ -210,9 +210,9 @@ static void *workspace(size_t bytes)
     if (bytes > g.ws_have) {
         if (g.ws) {
             cuda_sync(); /* a queued convolution may still use it */
-            CUDA_OK(cudaFree(g.ws));
+            cuda_device_free(g.ws);
         }
-        CUDA_OK(cudaMalloc(&g.ws, bytes));
+        g.ws = cuda_device_malloc(bytes);
         g.ws_have = bytes;
         cuda_graph_moved(); /* recorded graphs name the old workspace */
     }

@@ -84,8 +84,8 @@ static float *stage(nccl_transport *t, size_t n)
 {
     if (n > t->stage_n) {
         if (t->stage)
-            CUDA_OK(cudaFree(t->stage));
-        CUDA_OK(cudaMalloc((void **)&t->stage, n * sizeof(float)));
+            cuda_device_free(t->stage);
+        t->stage = cuda_device_malloc(n * sizeof(float));
         t->stage_n = n;
     }
     return t->stage;
@@ -289,7 +289,7 @@ static void nccl_destroy(dt_transport *base)
     settle(t, ncclCommFinalize(t->comm), "communicator finalize");
     NCCL_OK(ncclCommDestroy(t->comm));
     if (t->stage)
-        CUDA_OK(cudaFree(t->stage));
+        cuda_device_free(t->stage);
     CUDA_OK(cudaStreamDestroy(t->stream));
     free(t->ops);
 }

@@ -122,12 +122,16 @@ void net_train_queue(dt_net *n, const float *params, const float *x, const int32
     g->used = s->count;
     if (!found) { /* first sight: run it eagerly, so every buffer is in place */
         *g = (dt_net_graph){ .params = params, .x = x, .y = y, .grads = grads, .B = B,
-                             .epoch = be->graph_epoch(), .reserve_gen = n->reserve_gen,
-                             .used = s->count };
+                             .reserve_gen = n->reserve_gen, .used = s->count };
         step_kernels(n, params, x, y, B, grads);
+        g->epoch = be->graph_epoch(); /* after the scratch this step grew */
         return;
     }
-    if (!g->exec && !g->failed) { /* second sight: record it */
+    /* second sight: record it. A call that may not be recorded (an allocation,
+     * a synchronous copy) ends the job with its name (backend/cuda_check.h);
+     * the eager runs before make sure none is left. A record that cannot be
+     * made or instantiated leaves this step to run eagerly from then on. */
+    if (!g->exec && !g->failed) {
         be->graph_begin();
         step_kernels(n, params, x, y, B, grads);
         g->exec = be->graph_end();

@@ -490,6 +490,20 @@ static int run_train(dt_trainer *t, dt_runlog *log, int resumed, double *mean_ac
     return status;
 }
 
+/* The most backend memory any rank of the group held at once, in MiB, on
+ * rank 0 (collective over the group: every rank's compute.device is the
+ * group's); -1 where the tensors live in host memory. */
+static double device_peak_mib(const dt_trainer *t, MPI_Comm comm)
+{
+    const dt_config *cfg = t->cfg;
+    if (strcmp(cfg->compute.device, "cuda") != 0 && !cfg->compute.test_device_memory)
+        return -1;
+    const dt_backend *be = t->model ? t->model->be : NULL;
+    double mine = be && be->mem_peak ? (double)be->mem_peak() / 1048576.0 : 0.0, most = 0.0;
+    MPI_CHECK(MPI_Reduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, 0, comm));
+    return most;
+}
+
 /* Rank 0's last line of a finished run. */
 static void run_report_done(const dt_trainer *t, double mean_acc, const char *rec)
 {
@@ -559,8 +573,14 @@ int run_group(const dt_group *g, const dt_roles *roles, int world_ranks, MPI_Com
     watchdog_stop();
     if (res)
         record_result(t, mean_acc, res);
-    if (t->rank == 0 && status == 0)
+    const double dev_mib = status == 0 ? device_peak_mib(t, comm) : -1;
+    if (t->rank == 0 && status == 0) {
         run_report_done(t, mean_acc, rec);
+        if (dev_mib >= 0)
+            say("device memory: at most %.0f MiB held at once on a rank (every allocation of "
+                "dtrain's on the device, its libraries' workspaces included; the CUDA context "
+                "not)\n", dev_mib);
+    }
     trainer_free(t);
     return status;
 }
