@@ -621,11 +621,27 @@ void net_backward(dt_net *n, const float *params, float *grads)
 
 const float *net_logits(const dt_net *n) { return n->act[n->nnodes - 1]; }
 
+/* What net_train_queue (nn/net_step.c) made: its records and buffers */
+static void release_step(dt_net *n)
+{
+    dt_net_step *s = &n->step;
+    for (int k = 0; k < DT_NET_GRAPHS; k++)
+        if (s->graph[k].exec)
+            n->be->graph_free(s->graph[k].exec);
+    if (s->keys)
+        n->be->mem_free(s->keys);
+    if (s->keys_host)
+        n->be->host_free(s->keys_host);
+    if (s->rows)
+        n->be->mem_free(s->rows);
+    *s = (dt_net_step){ 0 };
+}
+
 void net_free(dt_net *n)
 {
     if (!n)
         return;
-    net_step_free(n);
+    release_step(n);
     release_buffers(n);
     free(n->nodes);
     free(n->tensors);

@@ -168,8 +168,6 @@ void net_forward_kernels(dt_net *n, const float *params, const float *x, int B, 
                          uint64_t dropout_key, const uint64_t *keys);
 void net_bind_input(dt_net *n, const float *x);
 uint64_t net_dropout_key(uint64_t dropout_key, int node);
-/* For net_free: the step's buffers and records */
-void net_step_free(dt_net *n);
 
 /* The logits (B, classes) of the last forward. */
 const float *net_logits(const dt_net *n);

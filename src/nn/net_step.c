@@ -51,20 +51,6 @@ static void free_graph(dt_net *n, dt_net_graph *g)
     *g = (dt_net_graph){ 0 };
 }
 
-void net_step_free(dt_net *n)
-{
-    dt_net_step *s = &n->step;
-    for (int k = 0; k < DT_NET_GRAPHS; k++)
-        free_graph(n, &s->graph[k]);
-    if (s->keys)
-        n->be->mem_free(s->keys);
-    if (s->keys_host)
-        n->be->host_free(s->keys_host);
-    if (s->rows)
-        n->be->mem_free(s->rows);
-    *s = (dt_net_step){ 0 };
-}
-
 /* The kernels of one step, as net_forward then net_backward queue them. */
 static void step_kernels(dt_net *n, const float *params, const float *x, const int32_t *y,
                          int B, float *grads)
