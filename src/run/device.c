@@ -72,6 +72,11 @@ int device_open(const dt_config *cfg, MPI_Comm world, dt_device *d)
             const size_t l = strlen(d->name);
             snprintf(d->name + l, sizeof d->name - l, " tf32");
         }
+        if (!why[0] && d->gpu >= 0 && cfg->compute.cuda_graphs &&
+            strcmp(cfg->model.name, "gpt") != 0) {
+            const size_t l = strlen(d->name);
+            snprintf(d->name + l, sizeof d->name - l, " graphs");
+        }
         if (!why[0] && d->gpu >= 0 && cuda_device_cudnn() && local_rank == 0)
             fprintf(stderr, "dtrain: note: rank %d: cuDNN not loaded (%s): the convolutions "
                     "run lowered onto cuBLAS\n", rank, cuda_device_cudnn());
