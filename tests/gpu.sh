@@ -176,16 +176,16 @@ fi
 # the eager run bit for bit, and so does a resumed run with graphs
 # (a record that failed says "without a graph": looked for after every run)
 nographs=0
-run 1 600 "$D" $args compute.cuda_graphs=true run.max_steps=50 run.output_dir="$WORK/graphs"
+graphs_run() { # a run with graphs; nographs=1 where a record failed or the table says off
+    run 1 600 "$D" $args compute.cuda_graphs=true "$@"
+    grep -q "without a graph" "$WORK/out.txt" && nographs=1
+    grep -q "cuda:0 .* graphs" "$WORK/out.txt" || nographs=1
+}
+graphs_run run.max_steps=50 run.output_dir="$WORK/graphs"
 rcA=$RC
-grep -q "without a graph" "$WORK/out.txt" && nographs=1
-run 1 600 "$D" $args compute.cuda_graphs=true run.max_steps=20 run.output_dir="$WORK/graphs-part"
-grep -q "without a graph" "$WORK/out.txt" && nographs=1
-run 1 600 "$D" $args compute.cuda_graphs=true run.max_steps=50 run.resume=true \
-    run.output_dir="$WORK/graphs-part"
+graphs_run run.max_steps=20 run.output_dir="$WORK/graphs-part"
+graphs_run run.max_steps=50 run.resume=true run.output_dir="$WORK/graphs-part"
 rcB=$RC
-grep -q "without a graph" "$WORK/out.txt" && nographs=1
-grep -q "cuda:0 .* graphs" "$WORK/out.txt" || nographs=1 # the rank table says it is on
 if [ $rcA -eq 0 ] && [ $rcB -eq 0 ] && [ $nographs -eq 0 ] &&
    "$TEST_BIN/ckcmp" same "$(last "$WORK/full")" "$(last "$WORK/graphs")" >/dev/null &&
    "$TEST_BIN/ckcmp" same "$(last "$WORK/full")" "$(last "$WORK/graphs-part")" >/dev/null; then

@@ -16,7 +16,7 @@
 #include "backend/cuda_device.h"
 #include "backend/cudnn.h"
 #include "nn/cuda/kernels_cuda.h"
-#include "nn/cuda/xent.h" /* softmax_xent_mean */
+#include "nn/cuda/xent.h" /* softmax_xent_total, softmax_xent_mean */
 
 #include <math.h>
 #include <stdlib.h>
@@ -557,36 +557,30 @@ static size_t xseq_have;
  * int32s at d) brought to the host and summed there in row order (the CPU
  * backend's order on one thread): the first row whose loss is NaN (a label
  * outside the classes), or -1 */
-static int rows_sum(const void *d, int n, double *total, int64_t *hits)
+/* The loss rows d (n doubles, then n int32: DT_XENT_ROWS_BYTES(n)) in host
+ * memory, for the host to sum them in the CPU's order (nn/cuda/xent.h);
+ * the caller frees */
+static double *rows_to_host(const void *d, int n)
 {
-    const size_t bytes = (size_t)n * (sizeof(double) + sizeof(int32_t));
-    double *h = malloc(bytes ? bytes : 1);
+    const size_t bytes = DT_XENT_ROWS_BYTES(n);
+    double *h = malloc(bytes > 0 ? bytes : 1);
     if (!h)
         DT_FATAL("out of memory for %d loss rows", n);
     cu_to_host(h, d, bytes);
-    const int32_t *hh = (const int32_t *)((char *)h + (size_t)n * sizeof(double));
-    *total = 0.0;
-    *hits = 0;
-    int bad = -1;
-    for (int i = 0; i < n && bad < 0; i++) {
-        if (isnan(h[i]))
-            bad = i;
-        *total += h[i];
-        *hits += hh[i];
-    }
-    free(h);
-    return bad;
+    return h;
 }
 
 static double cu_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
                                   float *lse, int64_t *correct)
 {
-    char *d = scratch(&xseq_dev, &xseq_have, (size_t)N * (sizeof(double) + sizeof(int32_t)));
+    char *d = scratch(&xseq_dev, &xseq_have, DT_XENT_ROWS_BYTES(N));
     KERNEL_OK(cuda_xent_seq_forward(N, V, logits, targets, lse, (double *)d,
                                     (int32_t *)(d + (size_t)N * sizeof(double)), ST));
-    double total;
+    double *h = rows_to_host(d, N);
     int64_t hits;
-    rows_sum(d, N, &total, &hits); /* targets in [0, V): checked by the caller */
+    int bad; /* none: targets in [0, V) are checked by the caller */
+    const double total = softmax_xent_total(N, h, (const int32_t *)(h + N), &hits, &bad);
+    free(h);
     if (correct)
         *correct = hits;
     return total;
@@ -613,11 +607,7 @@ static void cu_softmax_xent_rows(int B, int K, const float *logits, const int32_
  * backend sums them (nn/cuda/xent.h: softmax_xent_mean). */
 static double cu_softmax_xent_sum(int B, int K, const void *rows, int *correct)
 {
-    const size_t bytes = DT_XENT_ROWS_BYTES(B);
-    double *h = malloc(bytes > 0 ? bytes : 1);
-    if (!h)
-        DT_FATAL("out of memory for %d loss rows", B);
-    cu_to_host(h, rows, bytes);
+    double *h = rows_to_host(rows, B);
     int64_t hits;
     int bad;
     const double mean = softmax_xent_mean(B, h, (const int32_t *)(h + B), &hits, &bad);

@@ -83,18 +83,29 @@ static void add_request(dt_request *r, MPI_Request q)
     r->req[r->n++] = q;
 }
 
+/* n floats of buf to (recv 0) or from (recv 1) peer, in pieces of at most
+ * piece floats (one, empty, where n is 0), each a request added to r */
+static void post_pieces(dt_transport *t, float *buf, size_t n, int peer, int tag, size_t piece,
+                        int recv, dt_request *r)
+{
+    for (size_t off = 0; off == 0 || off < n; off += piece) {
+        MPI_Request q;
+        int cnt = (int)(n - off < piece ? n - off : piece);
+        if (recv)
+            MPI_CHECK(MPI_Irecv(buf + off, cnt, MPI_FLOAT, peer, tag, t->comm, &q));
+        else
+            MPI_CHECK(MPI_Isend(buf + off, cnt, MPI_FLOAT, peer, tag, t->comm, &q));
+        add_request(r, q);
+    }
+}
+
 static void mpi_isend(dt_transport *t, const float *buf, size_t n, int peer, int tag,
                       dt_request *r)
 {
     r->n = 0;
     r->peer = peer;
     r->recv = 0;
-    for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
-        MPI_Request q;
-        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
-        MPI_CHECK(MPI_Isend(buf + off, cnt, MPI_FLOAT, peer, tag, t->comm, &q));
-        add_request(r, q);
-    }
+    post_pieces(t, (float *)buf, n, peer, tag, CHUNK, 0, r); /* only read */
 }
 
 static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, dt_request *r)
@@ -102,12 +113,7 @@ static void mpi_irecv(dt_transport *t, float *buf, size_t n, int peer, int tag, 
     r->n = 0;
     r->peer = peer;
     r->recv = 1;
-    for (size_t off = 0; off == 0 || off < n; off += CHUNK) {
-        MPI_Request q;
-        int cnt = (int)(n - off < CHUNK ? n - off : CHUNK);
-        MPI_CHECK(MPI_Irecv(buf + off, cnt, MPI_FLOAT, peer, tag, t->comm, &q));
-        add_request(r, q);
-    }
+    post_pieces(t, buf, n, peer, tag, CHUNK, 1, r);
 }
 
 #ifdef DTRAIN_SIM
@@ -133,18 +139,8 @@ int transport_sim_links(dt_transport *t, const float *send, size_t nsend, float 
     r->n = 0;
     r->peer = -1;
     r->recv = 1;
-    for (size_t off = 0; off < nrecv; off += SIM_PIECE) {
-        MPI_Request q;
-        int cnt = (int)(nrecv - off < SIM_PIECE ? nrecv - off : SIM_PIECE);
-        MPI_CHECK(MPI_Irecv(recv + off, cnt, MPI_FLOAT, prev, tag, t->comm, &q));
-        add_request(r, q);
-    }
-    for (size_t off = 0; off < nsend; off += SIM_PIECE) {
-        MPI_Request q;
-        int cnt = (int)(nsend - off < SIM_PIECE ? nsend - off : SIM_PIECE);
-        MPI_CHECK(MPI_Isend(send + off, cnt, MPI_FLOAT, next, tag, t->comm, &q));
-        add_request(r, q);
-    }
+    post_pieces(t, recv, nrecv, prev, tag, SIM_PIECE, 1, r);
+    post_pieces(t, (float *)send, nsend, next, tag, SIM_PIECE, 0, r); /* only read */
     return 1;
 }
 #endif

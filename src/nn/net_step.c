@@ -51,6 +51,15 @@ static void free_graph(dt_net *n, dt_net_graph *g)
     *g = (dt_net_graph){ 0 };
 }
 
+/* whether a training forward draws dropout masks */
+static int dropout_active(const dt_net *n)
+{
+    for (int i = 1; i < n->nnodes && !n->no_dropout; i++)
+        if (n->nodes[i].op == OP_DROPOUT)
+            return 1;
+    return 0;
+}
+
 /* The kernels of one step, as net_forward then net_backward queue them. */
 static void step_kernels(dt_net *n, const float *params, const float *x, const int32_t *y,
                          int B, float *grads)
@@ -94,9 +103,11 @@ void net_train_queue(dt_net *n, const float *params, const float *x, const int32
     if (!n->act || B > n->B)
         net_reserve(n, B);
     step_buffers(n);
-    for (int i = 0; i < n->nnodes; i++)
-        s->keys_host[i] = net_dropout_key(dropout_key, i);
-    be->to_backend(s->keys, s->keys_host, (size_t)n->nnodes * sizeof *s->keys);
+    if (dropout_active(n)) { /* the keys the dropout kernels read: a copy that waits */
+        for (int i = 0; i < n->nnodes; i++)
+            s->keys_host[i] = net_dropout_key(dropout_key, i);
+        be->to_backend(s->keys, s->keys_host, (size_t)n->nnodes * sizeof *s->keys);
+    }
     s->B = B;
     s->count++;
     if (!s->graphs) {

@@ -51,16 +51,17 @@ static inline DT_HD void softmax_xent_row_at(size_t i, int B, int K, const float
                                dlogits ? dlogits + i * (size_t)K : NULL, &hit[i]);
 }
 
-/* Host side: the mean loss of B rows (loss, hit as softmax_xent_row_at wrote
- * them, in host memory), summed in sample order; their hits in *hits; in *bad
- * the first row whose label was outside [0, K) (its loss NaN), else -1 */
-static inline double softmax_xent_mean(int B, const double *loss, const int32_t *hit,
-                                       int64_t *hits, int *bad)
+/* Host side: the sum of n rows' losses (loss, hit as softmax_xent_row_at wrote
+ * them, in host memory) in row order, their hits in *hits; in *bad the first
+ * row whose label was outside [0, K) (its loss NaN: the sum is NaN, no hits),
+ * else -1 */
+static inline double softmax_xent_total(int n, const double *loss, const int32_t *hit,
+                                        int64_t *hits, int *bad)
 {
     double total = 0.0;
     *hits = 0;
     *bad = -1;
-    for (int i = 0; i < B; i++) {
+    for (int i = 0; i < n; i++) {
         if (isnan(loss[i])) {
             *bad = i;
             *hits = 0;
@@ -69,7 +70,15 @@ static inline double softmax_xent_mean(int B, const double *loss, const int32_t 
         total += loss[i];
         *hits += hit[i];
     }
-    return B > 0 ? total / B : 0.0;
+    return total;
+}
+
+/* the mean of B rows: softmax_xent's loss */
+static inline double softmax_xent_mean(int B, const double *loss, const int32_t *hit,
+                                       int64_t *hits, int *bad)
+{
+    const double total = softmax_xent_total(B, loss, hit, hits, bad);
+    return *bad >= 0 ? NAN : B > 0 ? total / B : 0.0;
 }
 
 #endif
