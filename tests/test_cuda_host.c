@@ -15,6 +15,7 @@
 #include "core/vec.h"
 #include "nn/cuda/activation.h"
 #include "nn/cuda/adamw.h"
+#include "nn/cuda/attention.h"
 #include "nn/cuda/add.h"
 #include "nn/cuda/dropout.h"
 #include "nn/cuda/gpt.h"
@@ -1032,6 +1033,156 @@ static void test_gpt_attention(int B, int T, int C, int NH, float p)
     free(dq_cpu); free(dq_dev); free(D);
 }
 
+/* The tiled kernels of nn/cuda/attention.cu, block by block: every thread of
+ * a block stages its share of a tile, then each thread takes its pairs, as
+ * the kernels do between their two waits. */
+enum { TILE = GPT_ATT_TILE, HSM = GPT_ATT_HS_MAX };
+
+static void tiled_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
+                          float p, uint64_t key)
+{
+    const int hs = C / NH, nt = (T + TILE - 1) / TILE;
+    const float scale = 1.0f / sqrtf((float)hs);
+    static float ks[TILE * HSM], vs[TILE * HSM], q[TILE][HSM], acc[TILE][HSM];
+    float mx[TILE], l[TILE];
+    for (size_t g = 0; g < (size_t)B * NH * nt; g++) {
+        int bh, i0;
+        gpt_att_tile_rows(g, T, &bh, &i0);
+        const int b = bh / NH, h = bh % NH, end = i0 + TILE < T ? i0 + TILE : T;
+        const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
+        for (int t = 0; t < TILE; t++) {
+            if (i0 + t < T)
+                gpt_att_copy(hs, qkv + gpt_att_qkv(b, i0 + t, h, T, C, NH), q[t]);
+            gpt_att_zero(hs, acc[t]);
+            mx[t] = -INFINITY;
+            l[t] = 0.0f;
+        }
+        for (int j0 = 0; j0 < end; j0 += TILE) {
+            const int n = end - j0 < TILE ? end - j0 : TILE;
+            for (int t = 0; t < TILE; t++) {
+                gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, TILE);
+                gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, TILE);
+            }
+            for (int t = 0; t < TILE && i0 + t < T; t++)
+                gpt_att_fwd_tile(hs, scale, bh, T, i0 + t, j0, n, q[t], ks, vs, p, key, &mx[t],
+                                 &l[t], acc[t]);
+        }
+        for (int t = 0; t < TILE && i0 + t < T; t++) {
+            float *yr = y + gpt_att_out(b, i0 + t, h, T, C, NH);
+            for (int d = 0; d < hs; d++)
+                yr[d] = acc[t][d] / l[t];
+            lse[(size_t)bh * T + (size_t)(i0 + t)] = mx[t] + logf(l[t]);
+        }
+    }
+}
+
+static void tiled_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
+                           const float *dy, float p, uint64_t key, float *dqkv, float *D)
+{
+    const int hs = C / NH, nt = (T + TILE - 1) / TILE;
+    const float scale = 1.0f / sqrtf((float)hs);
+    static float s1[TILE * HSM], s2[TILE * HSM], q[TILE][HSM], dyr[TILE][HSM], a1[TILE][HSM],
+        a2[TILE][HSM];
+    float di[TILE], ls[TILE], Ds[TILE];
+    /* the queries' kernel */
+    for (size_t g = 0; g < (size_t)B * NH * nt; g++) {
+        int bh, i0;
+        gpt_att_tile_rows(g, T, &bh, &i0);
+        const int b = bh / NH, h = bh % NH, end = i0 + TILE < T ? i0 + TILE : T;
+        const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
+        for (int t = 0; t < TILE; t++) {
+            if (i0 + t < T) {
+                gpt_att_copy(hs, qkv + gpt_att_qkv(b, i0 + t, h, T, C, NH), q[t]);
+                gpt_att_copy(hs, dy + gpt_att_out(b, i0 + t, h, T, C, NH), dyr[t]);
+            }
+            gpt_att_zero(hs, a1[t]);
+            di[t] = 0.0f;
+        }
+        for (int sweep = 0; sweep < 2; sweep++)
+            for (int j0 = 0; j0 < end; j0 += TILE) {
+                const int n = end - j0 < TILE ? end - j0 : TILE;
+                for (int t = 0; t < TILE; t++) {
+                    gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, s1, t, TILE);
+                    gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, s2, t, TILE);
+                }
+                for (int t = 0; t < TILE && i0 + t < T; t++)
+                    gpt_att_dq_tile(sweep, hs, scale, bh, T, i0 + t, j0, n, q[t], dyr[t],
+                                    lse[(size_t)bh * T + (size_t)(i0 + t)], s1, s2, p, key,
+                                    &di[t], a1[t]);
+            }
+        for (int t = 0; t < TILE && i0 + t < T; t++) {
+            float *dq = dqkv + gpt_att_qkv(b, i0 + t, h, T, C, NH);
+            for (int d = 0; d < hs; d++)
+                dq[d] = scale * a1[t][d];
+            D[(size_t)bh * T + (size_t)(i0 + t)] = di[t];
+        }
+    }
+    /* the keys' kernel */
+    for (size_t g = 0; g < (size_t)B * NH * nt; g++) {
+        int bh, j0;
+        gpt_att_tile_rows(g, T, &bh, &j0);
+        const int b = bh / NH, h = bh % NH;
+        const float *q0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH);
+        const float *dy0 = dy + gpt_att_out(b, 0, h, T, C, NH);
+        for (int t = 0; t < TILE; t++) {
+            gpt_att_zero(hs, a1[t]);
+            gpt_att_zero(hs, a2[t]);
+        }
+        for (int i0 = j0; i0 < T; i0 += TILE) {
+            const int n = T - i0 < TILE ? T - i0 : TILE;
+            for (int t = 0; t < TILE; t++) {
+                gpt_att_stage(q0, 3 * (size_t)C, i0, n, hs, s1, t, TILE);
+                gpt_att_stage(dy0, (size_t)C, i0, n, hs, s2, t, TILE);
+                gpt_att_stage_vec(lse + (size_t)bh * T, i0, n, ls, t, TILE);
+                gpt_att_stage_vec(D + (size_t)bh * T, i0, n, Ds, t, TILE);
+            }
+            for (int t = 0; t < TILE && j0 + t < T; t++) {
+                const float *k = qkv + gpt_att_qkv(b, j0 + t, h, T, C, NH) + C;
+                gpt_att_dkv_tile(hs, scale, bh, T, j0 + t, i0, n, k, k + C, s1, s2, ls, Ds, p,
+                                 key, a1[t], a2[t]);
+            }
+        }
+        for (int t = 0; t < TILE && j0 + t < T; t++) {
+            float *dk = dqkv + gpt_att_qkv(b, j0 + t, h, T, C, NH) + C, *dv = dk + C;
+            for (int d = 0; d < hs; d++) {
+                dk[d] = scale * a1[t][d];
+                dv[d] = a2[t][d];
+            }
+        }
+    }
+}
+
+/* The tiled form against the row form: the same pairs in the same order, so
+ * the same bits (y, lse, dqkv, D), over sequences shorter than a tile,
+ * several tiles and a part tile, head sizes of both instances and of the
+ * generic one */
+static void test_gpt_attention_tiled(int B, int T, int C, int NH, float p)
+{
+    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    float *qkv = vec_new(nq), *dy = vec_new(ny);
+    for (size_t i = 0; i < nq; i++)
+        qkv[i] = 1.5f * (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    for (size_t i = 0; i < ny; i++)
+        dy[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
+    const uint64_t key = 0x7113 + (uint64_t)T;
+    float *y_row = vec_new(ny), *y_tile = vec_new(ny), *l_row = vec_new(nl), *l_tile = vec_new(nl);
+    float *dq_row = vec_new(nq), *dq_tile = vec_new(nq), *D_row = vec_new(nl), *D_tile = vec_new(nl);
+    for (size_t r = 0; r < nl; r++)
+        gpt_attention_row(r, T, C, NH, qkv, y_row, l_row, p, key);
+    for (size_t r = 0; r < nl; r++)
+        gpt_attention_backward_q(r, T, C, NH, qkv, l_row, dy, p, key, dq_row, D_row);
+    for (size_t r = 0; r < nl; r++)
+        gpt_attention_backward_kv(r, T, C, NH, qkv, l_row, dy, D_row, p, key, dq_row);
+    tiled_forward(B, T, C, NH, qkv, y_tile, l_tile, p, key);
+    tiled_backward(B, T, C, NH, qkv, l_tile, dy, p, key, dq_tile, D_tile);
+    CHECK(!memcmp(y_row, y_tile, ny * sizeof(float)) && !memcmp(l_row, l_tile, nl * sizeof(float)) &&
+          !memcmp(dq_row, dq_tile, nq * sizeof(float)) && !memcmp(D_row, D_tile, nl * sizeof(float)),
+          "gpt attention tiled B=%d T=%d C=%d NH=%d p=%g: y, lse, dqkv and D equal the row "
+          "form's bit for bit", B, T, C, NH, p);
+    free(qkv); free(dy); free(y_row); free(y_tile); free(l_row); free(l_tile);
+    free(dq_row); free(dq_tile); free(D_row); free(D_tile);
+}
+
 /* GELU and the sequence cross-entropy (nn/cuda/gpt.h) against the CPU's
  * (backend/cpu/gelu.c, xent_seq.c). GELU: the CPU's baseline (x86-64)
  * variant computes the device body's operations, so there the bits are
@@ -1198,6 +1349,11 @@ int main(void)
     test_gpt_attention(1, 32, 384, 6, 0.0f);
     test_gpt_attention(2, 48, 96, 2, 0.2f);
     test_gpt_attention(2, 7, 12, 3, 0.1f);
+    test_gpt_attention_tiled(2, 64, 128, 4, 0.0f);
+    test_gpt_attention_tiled(1, 130, 128, 2, 0.1f);
+    test_gpt_attention_tiled(2, 200, 128, 8, 0.2f);
+    test_gpt_attention_tiled(1, 7, 12, 3, 0.1f);
+    test_gpt_attention_tiled(1, 100, 96, 2, 0.0f);
     // GELU over baby's MLP (768 x 512), a size with a tail and one of the tail
     // alone; cross-entropy at baby's and GPT-2's vocabulary widths and a tail
     test_gpt_gelu_xent(768 * 512, 768, 96);

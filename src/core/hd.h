@@ -23,4 +23,13 @@
 #define DT_DMUL(a, b) ((a) * (b))
 #endif
 
+/* DT_UNROLL before a loop asks nvcc to unroll it whole where its trip count
+ * is known after inlining, so a small per-thread array indexed by the loop
+ * stays in registers; nothing for a host compiler. */
+#ifdef __CUDA_ARCH__
+#define DT_UNROLL _Pragma("unroll")
+#else
+#define DT_UNROLL
+#endif
+
 #endif

@@ -3,9 +3,8 @@
  * first step: a warp per row would read coalesced but sum in another
  * order), LayerNorm's parameter gradients and the embeddings' a thread per
  * column (the rows in order, the reads coalesced across the threads); GELU
- * and the branches' dropout a thread per element;
- * the attention a thread per query row (forward, backward's dq) and per key
- * row (backward's dk, dv). */
+ * and the branches' dropout a thread per element; the attention in
+ * nn/cuda/attention.cu. */
 #include "nn/cuda/gpt.h"
 
 #include "nn/cuda/check.h"
@@ -66,26 +65,6 @@ __global__ static void dropout_grad_k(size_t n, const float *dres, float p, uint
                                       float *d)
 {
     GRID_STRIDE(i, n) gpt_dropout_grad_at(i, dres, p, key, d);
-}
-
-__global__ static void attention_k(size_t n, int T, int C, int NH, const float *qkv, float *y,
-                                   float *lse, float p, uint64_t key)
-{
-    GRID_STRIDE(r, n) gpt_attention_row(r, T, C, NH, qkv, y, lse, p, key);
-}
-
-__global__ static void attention_backward_q_k(size_t n, int T, int C, int NH, const float *qkv,
-                                              const float *lse, const float *dy, float p,
-                                              uint64_t key, float *dqkv, float *D)
-{
-    GRID_STRIDE(r, n) gpt_attention_backward_q(r, T, C, NH, qkv, lse, dy, p, key, dqkv, D);
-}
-
-__global__ static void attention_backward_kv_k(size_t n, int T, int C, int NH, const float *qkv,
-                                               const float *lse, const float *dy, const float *D,
-                                               float p, uint64_t key, float *dqkv)
-{
-    GRID_STRIDE(r, n) gpt_attention_backward_kv(r, T, C, NH, qkv, lse, dy, D, p, key, dqkv);
 }
 
 __global__ static void gelu_k(size_t n, const float *x, float *y)
@@ -156,36 +135,6 @@ extern "C" int cuda_dropout_grad(size_t n, const float *dres, float p, uint64_t 
                                  void *stream)
 {
     DT_LAUNCH(dropout_grad_k, n, stream, dres, p, key, d);
-    return 0;
-}
-
-static int head_size_ok(int C, int NH)
-{
-    if (NH <= 0 || C % NH || C / NH > GPT_ATT_HS_MAX)
-        return dt_err_set("cuda attention: head size C / NH = %d / %d, expected a divisor of C of "
-                          "at most %d", C, NH, GPT_ATT_HS_MAX);
-    return 0;
-}
-
-extern "C" int cuda_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
-                                      float *lse, float p, uint64_t key, void *stream)
-{
-    if (head_size_ok(C, NH))
-        return -1;
-    const size_t n = (size_t)B * NH * T;
-    DT_LAUNCH(attention_k, n, stream, T, C, NH, qkv, y, lse, p, key);
-    return 0;
-}
-
-extern "C" int cuda_attention_backward(int B, int T, int C, int NH, const float *qkv,
-                                       const float *lse, const float *dy, float p, uint64_t key,
-                                       float *dqkv, float *D, void *stream)
-{
-    if (head_size_ok(C, NH))
-        return -1;
-    const size_t n = (size_t)B * NH * T;
-    DT_LAUNCH(attention_backward_q_k, n, stream, T, C, NH, qkv, lse, dy, p, key, dqkv, D);
-    DT_LAUNCH(attention_backward_kv_k, n, stream, T, C, NH, qkv, lse, dy, D, p, key, dqkv);
     return 0;
 }
 

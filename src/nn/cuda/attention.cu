@@ -1,0 +1,188 @@
+/* The GPT's causal attention on the device, in the tiled form of
+ * nn/cuda/attention.h: a block of GPT_ATT_TILE threads per (batch x head,
+ * tile of rows), the other side's rows staged a tile at a time in shared
+ * memory and read by every thread of the block (the same address at once: a
+ * broadcast), each thread's own row and sums in registers. The kernels are
+ * instantiated for the head sizes 16, 32 and 64, so the per-row arrays are
+ * indexed by constants once unrolled; other head sizes (<= 64) run the
+ * generic instance. ptxas for sm_90: the head-64 instances take all 255
+ * registers a thread may have, and the keys' kernel spills about 1 KiB a
+ * thread (the compiler keeps its k and v rows beside the two sums): the first
+ * place to look in a profile. */
+#include "nn/cuda/attention.h"
+
+#include <limits.h>
+
+#include "nn/cuda/check.h"
+#include "nn/cuda/kernels_cuda.h"
+
+/* the queries' pass: y and lse */
+template <int HS>
+__global__ static void __launch_bounds__(GPT_ATT_TILE)
+    attention_k(int T, int C, int NH, const float *__restrict__ qkv, float *__restrict__ y,
+                float *__restrict__ lse, float p, uint64_t key)
+{
+    __shared__ float ks[GPT_ATT_TILE * GPT_ATT_HS_MAX], vs[GPT_ATT_TILE * GPT_ATT_HS_MAX];
+    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
+    const float scale = 1.0f / sqrtf((float)hs);
+    int bh, i0;
+    gpt_att_tile_rows(blockIdx.x, T, &bh, &i0);
+    const int b = bh / NH, h = bh % NH, i = i0 + t, end = min(i0 + GPT_ATT_TILE, T);
+    const bool own = i < T;
+    float q[GPT_ATT_HS_MAX], acc[GPT_ATT_HS_MAX], mx = -INFINITY, l = 0.0f;
+    if (own)
+        gpt_att_copy(hs, qkv + gpt_att_qkv(b, i, h, T, C, NH), q);
+    gpt_att_zero(hs, acc);
+    const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
+    for (int j0 = 0; j0 < end; j0 += GPT_ATT_TILE) {
+        const int n = min(GPT_ATT_TILE, end - j0);
+        gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, GPT_ATT_TILE);
+        gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
+        __syncthreads();
+        if (own)
+            gpt_att_fwd_tile(hs, scale, bh, T, i, j0, n, q, ks, vs, p, key, &mx, &l, acc);
+        __syncthreads();
+    }
+    if (!own)
+        return;
+    float *yr = y + gpt_att_out(b, i, h, T, C, NH);
+    for (int d = 0; d < hs; d++)
+        yr[d] = acc[d] / l;
+    lse[(size_t)bh * T + (size_t)i] = mx + logf(l);
+}
+
+/* the backward's queries: D, then dq (two sweeps over the keys) */
+template <int HS>
+__global__ static void __launch_bounds__(GPT_ATT_TILE)
+    attention_dq_k(int T, int C, int NH, const float *__restrict__ qkv,
+                   const float *__restrict__ lse, const float *__restrict__ dy, float p,
+                   uint64_t key, float *__restrict__ dqkv, float *__restrict__ D)
+{
+    __shared__ float ks[GPT_ATT_TILE * GPT_ATT_HS_MAX], vs[GPT_ATT_TILE * GPT_ATT_HS_MAX];
+    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
+    const float scale = 1.0f / sqrtf((float)hs);
+    int bh, i0;
+    gpt_att_tile_rows(blockIdx.x, T, &bh, &i0);
+    const int b = bh / NH, h = bh % NH, i = i0 + t, end = min(i0 + GPT_ATT_TILE, T);
+    const bool own = i < T;
+    const size_t r = (size_t)bh * T + (size_t)i;
+    float q[GPT_ATT_HS_MAX], dyr[GPT_ATT_HS_MAX], acc[GPT_ATT_HS_MAX], di = 0.0f, li = 0.0f;
+    if (own) {
+        gpt_att_copy(hs, qkv + gpt_att_qkv(b, i, h, T, C, NH), q);
+        gpt_att_copy(hs, dy + gpt_att_out(b, i, h, T, C, NH), dyr);
+        li = lse[r];
+    }
+    gpt_att_zero(hs, acc);
+    const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
+    for (int sweep = 0; sweep < 2; sweep++)
+        for (int j0 = 0; j0 < end; j0 += GPT_ATT_TILE) {
+            const int n = min(GPT_ATT_TILE, end - j0);
+            gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, GPT_ATT_TILE);
+            gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
+            __syncthreads();
+            if (own)
+                gpt_att_dq_tile(sweep, hs, scale, bh, T, i, j0, n, q, dyr, li, ks, vs, p, key,
+                                &di, acc);
+            __syncthreads();
+        }
+    if (!own)
+        return;
+    float *dq = dqkv + gpt_att_qkv(b, i, h, T, C, NH);
+    for (int d = 0; d < hs; d++)
+        dq[d] = scale * acc[d];
+    D[r] = di;
+}
+
+/* the backward's keys: dk and dv over the queries from the block's first key
+ * on; the thread's own k and v rows are read where they lie (64 rows a block:
+ * they stay in L1), so its registers hold the two sums */
+template <int HS>
+__global__ static void __launch_bounds__(GPT_ATT_TILE)
+    attention_dkv_k(int T, int C, int NH, const float *__restrict__ qkv,
+                    const float *__restrict__ lse, const float *__restrict__ dy,
+                    const float *__restrict__ D, float p, uint64_t key, float *__restrict__ dqkv)
+{
+    __shared__ float qs[GPT_ATT_TILE * GPT_ATT_HS_MAX], dys[GPT_ATT_TILE * GPT_ATT_HS_MAX];
+    __shared__ float ls[GPT_ATT_TILE], Ds[GPT_ATT_TILE];
+    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
+    const float scale = 1.0f / sqrtf((float)hs);
+    int bh, j0;
+    gpt_att_tile_rows(blockIdx.x, T, &bh, &j0);
+    const int b = bh / NH, h = bh % NH, j = j0 + t;
+    const bool own = j < T;
+    const float *k = qkv + gpt_att_qkv(b, own ? j : 0, h, T, C, NH) + C, *v = k + C;
+    float ak[GPT_ATT_HS_MAX], av[GPT_ATT_HS_MAX];
+    gpt_att_zero(hs, ak);
+    gpt_att_zero(hs, av);
+    const float *q0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH), *dy0 = dy + gpt_att_out(b, 0, h, T, C, NH);
+    const float *l0 = lse + (size_t)bh * T, *D0 = D + (size_t)bh * T;
+    for (int i0 = j0; i0 < T; i0 += GPT_ATT_TILE) {
+        const int n = min(GPT_ATT_TILE, T - i0);
+        gpt_att_stage(q0, 3 * (size_t)C, i0, n, hs, qs, t, GPT_ATT_TILE);
+        gpt_att_stage(dy0, (size_t)C, i0, n, hs, dys, t, GPT_ATT_TILE);
+        gpt_att_stage_vec(l0, i0, n, ls, t, GPT_ATT_TILE);
+        gpt_att_stage_vec(D0, i0, n, Ds, t, GPT_ATT_TILE);
+        __syncthreads();
+        if (own)
+            gpt_att_dkv_tile(hs, scale, bh, T, j, i0, n, k, v, qs, dys, ls, Ds, p, key, ak, av);
+        __syncthreads();
+    }
+    if (!own)
+        return;
+    float *dk = dqkv + gpt_att_qkv(b, j, h, T, C, NH) + C, *dv = dk + C;
+    for (int d = 0; d < hs; d++) {
+        dk[d] = scale * ak[d];
+        dv[d] = av[d];
+    }
+}
+
+/* the blocks of a launch, or -1 after dt_err_set() */
+static long long att_blocks(int B, int T, int C, int NH)
+{
+    if (NH <= 0 || C % NH || C / NH > GPT_ATT_HS_MAX)
+        return dt_err_set("cuda attention: head size C / NH = %d / %d, expected a divisor of C of "
+                          "at most %d", C, NH, GPT_ATT_HS_MAX);
+    const long long g = (long long)B * NH * ((T + GPT_ATT_TILE - 1) / GPT_ATT_TILE);
+    if (g > INT_MAX)
+        return dt_err_set("cuda attention: %lld blocks of %d rows, more than a launch takes", g,
+                          GPT_ATT_TILE);
+    return g;
+}
+
+/* kernel's instance for head size hs on grid blocks of stream, the launch checked */
+#define ATT_LAUNCH(kernel, hs, grid, stream, ...)                                        \
+    do {                                                                                 \
+        const cudaStream_t s_ = (cudaStream_t)(stream);                                  \
+        switch (hs) {                                                                    \
+        case 64: kernel<64><<<(unsigned)(grid), GPT_ATT_TILE, 0, s_>>>(__VA_ARGS__); break; \
+        case 32: kernel<32><<<(unsigned)(grid), GPT_ATT_TILE, 0, s_>>>(__VA_ARGS__); break; \
+        case 16: kernel<16><<<(unsigned)(grid), GPT_ATT_TILE, 0, s_>>>(__VA_ARGS__); break; \
+        default: kernel<0><<<(unsigned)(grid), GPT_ATT_TILE, 0, s_>>>(__VA_ARGS__); break;  \
+        }                                                                                \
+        CUDA_CHECK(cudaGetLastError());                                                  \
+    } while (0)
+
+extern "C" int cuda_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
+                                      float *lse, float p, uint64_t key, void *stream)
+{
+    const long long g = att_blocks(B, T, C, NH);
+    if (g < 0)
+        return -1;
+    if (g > 0)
+        ATT_LAUNCH(attention_k, C / NH, g, stream, T, C, NH, qkv, y, lse, p, key);
+    return 0;
+}
+
+extern "C" int cuda_attention_backward(int B, int T, int C, int NH, const float *qkv,
+                                       const float *lse, const float *dy, float p, uint64_t key,
+                                       float *dqkv, float *D, void *stream)
+{
+    const long long g = att_blocks(B, T, C, NH);
+    if (g < 0)
+        return -1;
+    if (g > 0) {
+        ATT_LAUNCH(attention_dq_k, C / NH, g, stream, T, C, NH, qkv, lse, dy, p, key, dqkv, D);
+        ATT_LAUNCH(attention_dkv_k, C / NH, g, stream, T, C, NH, qkv, lse, dy, D, p, key, dqkv);
+    }
+    return 0;
+}
