@@ -1,4 +1,4 @@
-/* The PyTorch reference fixtures (tests/fixtures/*_reference.txt) that
+/* The PyTorch reference fixtures (tests/fixtures/NAME_reference.txt) that
  * test_models and test_gpt hold the models to, and the raw dumps their
  * --dump option writes for the scripts that make those fixtures.
  *

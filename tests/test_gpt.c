@@ -560,8 +560,9 @@ static void make_batch(int B, int T, int V, int32_t *tok, int32_t *tgt)
 static void test_create(void)
 {
     dt_gpt_config bad[] = {
-        { 0, 8, 1, 1, 8, 0 }, { 10, 8, 1, 3, 8, 0 }, { 10, 8, 0, 1, 8, 0 }, { 10, 8, 1, 1, 8, 1.0f },
-        { 10, -1, 1, 1, 8, 0 },
+        { 0, 8, 1, 1, 8, 0, DT_PREC_FP32 },    { 10, 8, 1, 3, 8, 0, DT_PREC_FP32 },
+        { 10, 8, 0, 1, 8, 0, DT_PREC_FP32 },   { 10, 8, 1, 1, 8, 1.0f, DT_PREC_FP32 },
+        { 10, -1, 1, 1, 8, 0, DT_PREC_FP32 },
     };
     const char *want[] = { "positive", "multiple", "positive", "dropout", "positive" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -571,7 +572,7 @@ static void test_create(void)
         gpt_free(m);
     }
     /* the "small" configuration: GPT-2's parameter count formula */
-    dt_gpt_config c = { 96, 256, 6, 6, 384, 0 };
+    dt_gpt_config c = { 96, 256, 6, 6, 384, 0, DT_PREC_FP32 };
     dt_gpt *m = gpt_create(&c);
     const size_t C = 384, want_n = 96 * C + 256 * C + 6 * (12 * C * C + 13 * C) + 2 * C;
     CHECK(m && gpt_nparams(m) == want_n, "small GPT has %zu parameters (expected %zu)",
@@ -624,7 +625,7 @@ static void test_create(void)
  * recomputes them. */
 static void test_model_fd(int block, float dropout)
 {
-    dt_gpt_config cfg = { 7, block, 2, 2, 8, dropout };
+    dt_gpt_config cfg = { 7, block, 2, 2, 8, dropout, DT_PREC_FP32 };
     const int B = 2, T = cfg.block;
     dt_gpt *m = gpt_create(&cfg);
     const size_t np = gpt_nparams(m);
@@ -702,7 +703,7 @@ static void test_model_fd(int block, float dropout)
 static float *backend_path(const dt_backend *be, int block, float dropout, double *loss,
                            int64_t *hits, size_t *n)
 {
-    dt_gpt_config cfg = { 11, block, 2, 2, 16, dropout };
+    dt_gpt_config cfg = { 11, block, 2, 2, 16, dropout, DT_PREC_FP32 };
     const int B = 3, T = cfg.block, N = B * T;
     dt_gpt *ref = gpt_create(&cfg);
     dt_gpt_be *m = gpt_be_create(&cfg, be);
@@ -773,7 +774,7 @@ static void test_backend_path(int block, float dropout)
 /* Changing token t changes no logit of positions before t, and changes t's. */
 static void test_causality(void)
 {
-    dt_gpt_config cfg = { 13, 16, 2, 4, 16, 0 };
+    dt_gpt_config cfg = { 13, 16, 2, 4, 16, 0, DT_PREC_FP32 };
     const int B = 2, T = cfg.block, V = cfg.vocab;
     dt_gpt *m = gpt_create(&cfg);
     const size_t np = gpt_nparams(m), nl = (size_t)B * T * V;
@@ -821,8 +822,8 @@ static const struct ref_case {
     dt_gpt_config cfg;
     int B;
 } ref_cases[] = {
-    { "tiny", { 11, 8, 2, 2, 16, 0 }, 3 },
-    { "wide", { 96, 32, 2, 4, 64, 0 }, 2 },
+    { "tiny", { 11, 8, 2, 2, 16, 0, DT_PREC_FP32 }, 3 },
+    { "wide", { 96, 32, 2, 4, 64, 0, DT_PREC_FP32 }, 2 },
 };
 #define REF_NCASES (sizeof ref_cases / sizeof ref_cases[0])
 

@@ -12,8 +12,9 @@
  *    (models/gpt_backend.c) against models/gpt.c;
  *  - compute.precision = bf16 (backend_cuda_bf16): conv and linear layers,
  *    mnist_cnn and the GPT against the CPU's fp32 to bf16's bounds;
- *  - compute.cuda_graphs: training steps replayed from CUDA graphs against
- *    the same steps run eagerly, bit for bit.
+ *  - compute.cuda_graphs: training steps (image models, and the GPT at
+ *    dropout 0) replayed from CUDA graphs against the same steps run
+ *    eagerly, bit for bit.
  * Exit 77 (skip) with the reason where dtrain was built without CUDA or no
  * GPU is visible: this runs in tests/gpu.sh (make check-gpu), not make check.
  * First run on a GPU: an H200, 2026-11-27 (bench/RESULTS.md section 11). */
@@ -274,12 +275,17 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
     CHECK(eg <= 4e-6, "%s: GELU with its derivative, and its backward, on the GPU within 4e-6 of "
           "the CPU's (%.1e)", what, eg);
     float *lse = dt_falloc(N), *zg = dt_falloc(nv);
-    int64_t hits = 0, ghits = 0;
-    const double loss = c->xent_seq_forward(N, V, z, tok, lse, &hits);
+    void *rows = dt_calloc(1, DT_XENT_ROWS_BYTES(N)), *grows = g->mem_alloc(DT_XENT_ROWS_BYTES(N));
+    int hits = 0, ghits = 0;
+    c->xent_seq_rows(N, V, z, tok, lse, rows);
+    const double loss = c->softmax_xent_sum(N, V, rows, &hits);
     c->xent_seq_backward(N, V, z, lse, tok, 1.0f / N, zg);
     float *gz = up(g, z, nv * 4), *glse = up(g, NULL, N * 4);
-    const double gloss = g->xent_seq_forward(N, V, gz, dtok, glse, &ghits);
+    g->xent_seq_rows(N, V, gz, dtok, glse, grows);
+    const double gloss = g->softmax_xent_sum(N, V, grows, &ghits);
     g->xent_seq_backward(N, V, gz, glse, dtok, 1.0f / N, gz);
+    free(rows);
+    g->mem_free(grows);
     float *hlse = down(g, glse, N), *hz = down(g, gz, nv);
     const double el = rel_err(hlse, lse, N), ez = rel_err(hz, zg, nv);
     CHECK(el <= 1e-6 && ez <= 1e-6 && ghits == hits && fabs(gloss - loss) <= 1e-6 * fabs(loss),
@@ -395,9 +401,7 @@ static void test_graphs(const dt_backend *g, const char *name, int c, int hw, in
         same_loss &= memcmp(&la, &lq, sizeof la) == 0 && ca == cq;
         differ += bits_differ(ga, gq, np);
     }
-    int recorded = 0;
-    for (int k = 0; k < DT_NET_GRAPHS; k++)
-        recorded += q->step.graph[k].exec != NULL;
+    const int recorded = step_graphs_live(&q->step.rec);
     CHECK(same_loss && differ == 0 && recorded == 2, "%s on %s: six steps replayed from CUDA "
           "graphs equal the eager steps bit for bit (%zu gradient values differ; %d records, "
           "expected 2)", name, g->name, differ, recorded);
@@ -415,6 +419,66 @@ static void test_graphs(const dt_backend *g, const char *name, int c, int hw, in
     free(ga);
     free(gq);
     free(hy);
+}
+
+/* compute.cuda_graphs for the GPT (dropout 0): six steps over two batch
+ * buffers recorded and replayed (models/gpt_backend.c) against the same
+ * steps queued without graphs, bit for bit, and both buffers recorded */
+static void test_gpt_graphs(const dt_backend *g)
+{
+    const dt_gpt_config c = { .vocab = 65, .block = 64, .n_layer = 2, .n_head = 4, .n_embd = 64,
+                              .precision = g->precision };
+    const int B = 4, N = B * c.block;
+    dt_gpt_be *a = gpt_be_create(&c, g), *q = gpt_be_create(&c, g);
+    CHECK(a && q && gpt_be_use_graphs(q, 1), "gpt on %s: the CUDA backend can record it",
+          g->name);
+    if (!a || !q)
+        return;
+    const size_t np = gpt_nparams(gpt_be_shape(a));
+    float *hp = dt_falloc(np), *ga = dt_falloc(np), *gq = dt_falloc(np);
+    int32_t *ht = dt_calloc((size_t)N, sizeof *ht);
+    gpt_init_params(gpt_be_shape(a), hp, 3);
+    float *p = up(g, hp, np * sizeof *hp), *da = up(g, NULL, np * sizeof(float));
+    float *dq = up(g, NULL, np * sizeof(float));
+    int32_t *tok[2], *tgt[2];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N; i++)
+            ht[i] = (int32_t)(rng_uniform_d(&rng) * c.vocab) % c.vocab;
+        tok[k] = (int32_t *)up(g, ht, (size_t)N * sizeof *ht);
+        for (int i = 0; i < N; i++)
+            ht[i] = (int32_t)(rng_uniform_d(&rng) * c.vocab) % c.vocab;
+        tgt[k] = (int32_t *)up(g, ht, (size_t)N * sizeof *ht);
+    }
+    size_t differ = 0;
+    int same_loss = 1;
+    for (int s = 0; s < 6; s++) {
+        int64_t ca = -1, cq = -2;
+        gpt_be_train_queue(a, p, tok[s % 2], tgt[s % 2], B, (uint64_t)s, da);
+        const double la = gpt_be_train_result(a, &ca, NULL);
+        gpt_be_train_queue(q, p, tok[s % 2], tgt[s % 2], B, (uint64_t)s, dq);
+        const double lq = gpt_be_train_result(q, &cq, NULL);
+        g->to_host(ga, da, np * sizeof *ga);
+        g->to_host(gq, dq, np * sizeof *gq);
+        same_loss &= memcmp(&la, &lq, sizeof la) == 0 && ca == cq && isfinite(la);
+        differ += bits_differ(ga, gq, np);
+    }
+    const int recorded = gpt_be_recorded(q);
+    CHECK(same_loss && differ == 0 && recorded == 2, "gpt on %s: six steps replayed from CUDA "
+          "graphs equal the eager steps bit for bit (%zu gradient values differ; %d records, "
+          "expected 2)", g->name, differ, recorded);
+    for (int k = 0; k < 2; k++) {
+        g->mem_free(tok[k]);
+        g->mem_free(tgt[k]);
+    }
+    g->mem_free(p);
+    g->mem_free(da);
+    g->mem_free(dq);
+    gpt_be_free(a);
+    gpt_be_free(q);
+    free(hp);
+    free(ga);
+    free(gq);
+    free(ht);
 }
 
 #endif
@@ -502,6 +566,8 @@ int main(void)
     test_graphs(gpu, "mnist_cnn", 1, 28, 32);
     test_graphs(gpu, "resnet20_gn", 3, 32, 16);
     test_graphs(g16, "mnist_cnn", 1, 28, 32);
+    test_gpt_graphs(gpu);
+    test_gpt_graphs(g16);
     cuda_device_close();
     return tap_done();
 #endif

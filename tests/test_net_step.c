@@ -1,4 +1,5 @@
-/* A training step queued as one piece (nn/net_step.c):
+/* A training step queued as one piece (nn/net_step.c for the image models,
+ * models/gpt_backend.c for the GPT on a device backend):
  *  - net_train_queue + net_train_result give net_forward + net_backward's
  *    loss, hits and gradient bit for bit, dropout included, on every CPU
  *    backend and the device-memory one (where every tensor is out of the
@@ -9,13 +10,17 @@
  *    launch; a moved scratch (graph_epoch), a bigger batch (net_reserve) or
  *    other pointers record again; a failed record runs eagerly from then on;
  *    every record is freed. The CUDA recording itself runs on a GPU only
- *    (tests/test_gpu.c). */
+ *    (tests/test_gpu.c);
+ *  - the GPT's queued step against gpt_be_forward + gpt_be_backward, bit for
+ *    bit, with and without dropout, and its records: made at dropout 0 only. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "models/gpt_backend.h"
 #include "models/image_nets.h"
 #include "nn/net.h"
 #include "tap.h"
@@ -175,6 +180,123 @@ static void test_records(void)
     free(y);
 }
 
+/* ---- the GPT ---------------------------------------------------------------- */
+static const dt_gpt_config gpt_cfg = { .vocab = 37, .block = 16, .n_layer = 2, .n_head = 2,
+                                       .n_embd = 32 };
+enum { GPT_B = 3 };
+
+typedef struct {
+    float *p, *ga, *gq;
+    int32_t *tok[2], *tgt[2];
+    size_t np;
+} gpt_fixture;
+
+static gpt_fixture gpt_fixture_make(const dt_backend *be, const dt_gpt_be *m)
+{
+    gpt_fixture f = { .np = gpt_nparams(gpt_be_shape(m)) };
+    const size_t N = (size_t)GPT_B * gpt_cfg.block;
+    float *hp = malloc(f.np * sizeof *hp);
+    int32_t *ht = malloc(N * sizeof *ht);
+    gpt_init_params(gpt_be_shape(m), hp, 11);
+    f.p = up(be, hp, f.np * sizeof *hp);
+    f.ga = be->mem_alloc(f.np * sizeof(float));
+    f.gq = be->mem_alloc(f.np * sizeof(float));
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < N; i++)
+            ht[i] = (int32_t)(rng_uniform_d(&rng) * gpt_cfg.vocab) % gpt_cfg.vocab;
+        f.tok[k] = up(be, ht, N * sizeof *ht);
+        for (size_t i = 0; i < N; i++)
+            ht[i] = (int32_t)(rng_uniform_d(&rng) * gpt_cfg.vocab) % gpt_cfg.vocab;
+        f.tgt[k] = up(be, ht, N * sizeof *ht);
+    }
+    free(hp);
+    free(ht);
+    return f;
+}
+
+static void gpt_fixture_free(const dt_backend *be, gpt_fixture *f)
+{
+    be->mem_free(f->p);
+    be->mem_free(f->ga);
+    be->mem_free(f->gq);
+    for (int k = 0; k < 2; k++) {
+        be->mem_free(f->tok[k]);
+        be->mem_free(f->tgt[k]);
+    }
+}
+
+/* Four GPT steps on be, two batch buffers in turn, a key a step: queued
+ * against forward + backward */
+static void test_gpt_equal(const dt_backend *be, float dropout)
+{
+    dt_gpt_config c = gpt_cfg;
+    c.dropout = dropout;
+    c.precision = be->precision;
+    dt_gpt_be *a = gpt_be_create(&c, be), *q = gpt_be_create(&c, be);
+    if (!a || !q) {
+        CHECK(0, "gpt on %s: %s", be->name, dt_err_msg());
+        return;
+    }
+    gpt_fixture f = gpt_fixture_make(be, a);
+    float *ha = malloc(f.np * sizeof *ha), *hq = malloc(f.np * sizeof *hq);
+    int same = 1;
+    for (int s = 0; s < 4; s++) {
+        const uint64_t key = rng_key(5, 0, (uint64_t)s, 0xD0);
+        int64_t ca = -1, cq = -2, nq = 0;
+        const double la = gpt_be_forward(a, f.p, f.tok[s % 2], f.tgt[s % 2], GPT_B, 1, key, &ca);
+        gpt_be_backward(a, f.p, f.ga);
+        gpt_be_train_queue(q, f.p, f.tok[s % 2], f.tgt[s % 2], GPT_B, key, f.gq);
+        const double lq = gpt_be_train_result(q, &cq, &nq);
+        be->to_host(ha, f.ga, f.np * sizeof *ha);
+        be->to_host(hq, f.gq, f.np * sizeof *hq);
+        same &= memcmp(&la, &lq, sizeof la) == 0 && ca == cq && isfinite(la) &&
+                nq == (int64_t)GPT_B * c.block && memcmp(ha, hq, f.np * sizeof *ha) == 0;
+    }
+    CHECK(same, "gpt on %s, dropout %g: four queued steps equal forward + backward bit for bit "
+          "(loss, hits, positions, gradient)", be->name, dropout);
+    gpt_fixture_free(be, &f);
+    free(ha);
+    free(hq);
+    gpt_be_free(a);
+    gpt_be_free(q);
+}
+
+static void test_gpt_records(void)
+{
+    dt_backend be = *backend_cpu_devmem();
+    be.graph_begin = fake_begin;
+    be.graph_end = fake_end;
+    be.graph_launch = fake_launch;
+    be.graph_free = fake_free;
+    be.graph_epoch = fake_epoch;
+    memset(&g, 0, sizeof g);
+    dt_gpt_config c = gpt_cfg;
+    c.dropout = 0.1f;
+    dt_gpt_be *m = gpt_be_create(&c, &be);
+    CHECK(m && gpt_be_use_graphs(m, 1) == 0, "gpt with dropout 0.1: no records (its keys go by "
+          "value)");
+    gpt_fixture f = gpt_fixture_make(&be, m);
+    for (int s = 0; s < 4; s++)
+        gpt_be_train_queue(m, f.p, f.tok[s % 2], f.tgt[s % 2], GPT_B, (uint64_t)s, f.gq);
+    CHECK(g.begins == 0 && g.launches == 0, "gpt with dropout 0.1: four steps, none recorded");
+    gpt_be_free(m);
+    c.dropout = 0.0f;
+    m = gpt_be_create(&c, &be);
+    CHECK(gpt_be_use_graphs(m, 1) == 1, "gpt with dropout 0 on a backend that records: can");
+    for (int s = 0; s < 6; s++)
+        gpt_be_train_queue(m, f.p, f.tok[s % 2], f.tgt[s % 2], GPT_B, (uint64_t)s, f.gq);
+    CHECK(SAW(2, 4), "gpt: six steps over two batch buffers: two eager, two recorded, four "
+          "launched (%d begins, %d launches)", g.begins, g.launches);
+    gpt_be_reserve(m, GPT_B + 1); /* the arena moves */
+    gpt_be_train_queue(m, f.p, f.tok[0], f.tgt[0], GPT_B, 9, f.gq);
+    CHECK(SAW(2, 4), "gpt: after the arena moved, the old record runs no more: eager");
+    gpt_be_train_queue(m, f.p, f.tok[0], f.tgt[0], GPT_B, 10, f.gq);
+    CHECK(SAW(3, 5), "gpt: then recorded again");
+    gpt_be_free(m);
+    CHECK(g.frees == g.ends, "gpt_be_free frees its records (%d of %d)", g.frees, g.ends);
+    gpt_fixture_free(&be, &f);
+}
+
 int main(void)
 {
     rng = rng_make(2026, 11, 29, 0);
@@ -187,5 +309,11 @@ int main(void)
         test_equal(bes[k], "logreg", 1, 28, 8);
     }
     test_records();
+    const dt_backend *gbes[] = { backend_cpu(), backend_cpu_devmem() };
+    for (size_t k = 0; k < 2; k++) {
+        test_gpt_equal(gbes[k], 0.0f);
+        test_gpt_equal(gbes[k], 0.1f);
+    }
+    test_gpt_records();
     return tap_done();
 }

@@ -278,10 +278,12 @@ typedef struct dt_backend {
                                        uint64_t key, const float *g, const float *b, float *xo,
                                        float *y, float *mean, float *rstd);
     /* GELU on n values (y may be x; with its derivative d for the backward;
-     * dy *= d), and the cross-entropy at every position (xent_seq_forward
-     * returns the SUM of -log p(target), lse (N) and the argmax hits;
-     * xent_seq_backward writes d = scale (softmax - onehot), d may be logits):
-     * nn/transformer.h's. targets in [0, V), checked by the caller. */
+     * dy *= d), and the cross-entropy at every position: xent_seq_rows writes
+     * lse (N) and each position's loss and hit into rows as softmax_xent_rows
+     * does (DT_XENT_ROWS_BYTES(N); a NaN loss where a target is outside
+     * [0, V)), softmax_xent_sum(N, V, rows, ..) reads their mean back;
+     * xent_seq_backward writes d = scale (softmax - onehot), d may be logits,
+     * targets in [0, V): nn/transformer.h's. */
     void (*embedding_backward)(int B, int T, int C, const int32_t *tok, const float *dx,
                                float p, uint64_t key, float *dwte, float *dwpe);
     void (*layernorm_apply)(int N, int C, const float *x, const float *mean, const float *rstd,
@@ -298,8 +300,8 @@ typedef struct dt_backend {
     void (*gelu_forward)(size_t n, const float *x, float *y);
     void (*gelu_forward_deriv)(size_t n, const float *x, float *y, float *d);
     void (*gelu_backward_deriv)(size_t n, const float *d, float *dy);
-    double (*xent_seq_forward)(int N, int V, const float *logits, const int32_t *targets,
-                               float *lse, int64_t *correct);
+    void (*xent_seq_rows)(int N, int V, const float *logits, const int32_t *targets, float *lse,
+                          void *rows);
     void (*xent_seq_backward)(int N, int V, const float *logits, const float *lse,
                               const int32_t *targets, float scale, float *d);
     /* g (n) <- g scaled to the global L2 norm max_norm (> 0) where its norm is

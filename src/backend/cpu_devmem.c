@@ -317,12 +317,10 @@ static void dm_gelu_backward_deriv(size_t n, const float *d, float *dy)
 {
     GUARD(CPU->gelu_backward_deriv(n, d, dy));
 }
-static double dm_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
-                                  float *lse, int64_t *correct)
+static void dm_xent_seq_rows(int N, int V, const float *logits, const int32_t *targets,
+                             float *lse, void *rows)
 {
-    double loss;
-    GUARD(loss = CPU->xent_seq_forward(N, V, logits, targets, lse, correct));
-    return loss;
+    GUARD(CPU->xent_seq_rows(N, V, logits, targets, lse, rows));
 }
 static void dm_xent_seq_backward(int N, int V, const float *logits, const float *lse,
                                  const int32_t *targets, float scale, float *d)
@@ -365,7 +363,7 @@ static const dt_backend devmem = {
     .layernorm_backward = dm_layernorm_backward, .attention_forward = dm_attention_forward,
     .attention_backward = dm_attention_backward,
     .gelu_forward = dm_gelu_forward, .gelu_forward_deriv = dm_gelu_forward_deriv,
-    .gelu_backward_deriv = dm_gelu_backward_deriv, .xent_seq_forward = dm_xent_seq_forward,
+    .gelu_backward_deriv = dm_gelu_backward_deriv, .xent_seq_rows = dm_xent_seq_rows,
     .xent_seq_backward = dm_xent_seq_backward,
 };
 

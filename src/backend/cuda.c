@@ -16,7 +16,7 @@
 #include "backend/cuda_device.h"
 #include "backend/cudnn.h"
 #include "nn/cuda/kernels_cuda.h"
-#include "nn/cuda/xent.h" /* softmax_xent_total, softmax_xent_mean */
+#include "nn/cuda/xent.h" /* softmax_xent_mean */
 
 #include <math.h>
 #include <stdlib.h>
@@ -550,13 +550,6 @@ static void cu_gelu_backward_deriv(size_t n, const float *d, float *dy)
     KERNEL_OK(cuda_gelu_backward_deriv(n, d, dy, ST));
 }
 
-static void *xseq_dev;
-static size_t xseq_have;
-
-/* The rows' losses and hits of a cross-entropy kernel (n doubles, then n
- * int32s at d) brought to the host and summed there in row order (the CPU
- * backend's order on one thread): the first row whose loss is NaN (a label
- * outside the classes), or -1 */
 /* The loss rows d (n doubles, then n int32: DT_XENT_ROWS_BYTES(n)) in host
  * memory, for the host to sum them in the CPU's order (nn/cuda/xent.h);
  * the caller frees */
@@ -570,20 +563,11 @@ static double *rows_to_host(const void *d, int n)
     return h;
 }
 
-static double cu_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
-                                  float *lse, int64_t *correct)
+static void cu_xent_seq_rows(int N, int V, const float *logits, const int32_t *targets,
+                             float *lse, void *rows)
 {
-    char *d = scratch(&xseq_dev, &xseq_have, DT_XENT_ROWS_BYTES(N));
-    KERNEL_OK(cuda_xent_seq_forward(N, V, logits, targets, lse, (double *)d,
-                                    (int32_t *)(d + (size_t)N * sizeof(double)), ST));
-    double *h = rows_to_host(d, N);
-    int64_t hits;
-    int bad; /* none: targets in [0, V) are checked by the caller */
-    const double total = softmax_xent_total(N, h, (const int32_t *)(h + N), &hits, &bad);
-    free(h);
-    if (correct)
-        *correct = hits;
-    return total;
+    KERNEL_OK(cuda_xent_seq_rows(N, V, logits, targets, lse, (double *)rows,
+                                 (int32_t *)((char *)rows + (size_t)N * sizeof(double)), ST));
 }
 static void cu_xent_seq_backward(int N, int V, const float *logits, const float *lse,
                                  const int32_t *targets, float scale, float *d)
@@ -645,7 +629,7 @@ static double cu_softmax_xent(int B, int K, const float *logits, const int32_t *
     .layernorm_backward = cu_layernorm_backward, .attention_forward = cu_attention_forward, \
     .attention_backward = cu_attention_backward, \
     .gelu_forward = cu_gelu_forward, .gelu_forward_deriv = cu_gelu_forward_deriv, \
-    .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_forward = cu_xent_seq_forward, \
+    .gelu_backward_deriv = cu_gelu_backward_deriv, .xent_seq_rows = cu_xent_seq_rows, \
     .xent_seq_backward = cu_xent_seq_backward, \
     .layernorm_residual_forward = cu_layernorm_residual_forward, \
     .conv2d_dx_accumulates = cu_conv2d_dx_accumulates, \

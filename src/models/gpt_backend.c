@@ -8,11 +8,18 @@
  * statistics, GELU's output and derivative from the pre-activation, and the
  * attention probabilities (the backend's attention never keeps them). The
  * backend's linear backward ADDS the input gradient (backend/backend.h), so
- * each is zeroed before. */
+ * each is zeroed before.
+ *
+ * A training step queued as one piece (gpt_be_train_queue) reads nothing
+ * back until gpt_be_train_result sums the loss rows, so on a backend that
+ * records (CUDA graphs, backend/step_graphs.h) it is recorded once per batch
+ * buffer and replayed. Only where the training dropout is 0: the dropout
+ * kernels take their keys by value, which a record would keep. */
 #include "models/gpt_backend.h"
 
 #include <stdlib.h>
 
+#include "backend/step_graphs.h"
 #include "core/error.h"
 #include "core/rng.h"
 
@@ -28,6 +35,7 @@ struct dt_gpt_be {
     float **mid, **qkv, **atty, **fch, **lse_att;
     float **ln1m, **ln1r, **ln2m, **ln2r;
     float *lnfm, *lnfr, *logits, *lse;
+    void *rows;          /* the loss rows: DT_XENT_ROWS_BYTES(N) */
     int32_t *tok, *tgt;  /* (N) the batch's copies */
     /* scratch */
     float *ln;           /* (N, C) a LayerNorm output */
@@ -35,6 +43,9 @@ struct dt_gpt_be {
     float *dres, *dtmp, *dln, *dqkv; /* dln then dqkv: (N, 4C) together, GELU's derivative */
     float *work;         /* the linear kernels' scratch (linear_workspace), or NULL */
     int32_t *htok;       /* (N) host copy of the tokens and targets, for the check */
+    int graphs;          /* 1: queued steps recorded and replayed */
+    uint64_t gen;        /* bumped when the arena moves: records name the old one */
+    dt_step_graphs rec;
 };
 
 dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be)
@@ -48,8 +59,8 @@ dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be)
         !be->embedding_backward || !be->layernorm_forward || !be->layernorm_residual_forward ||
         !be->layernorm_apply || !be->layernorm_backward || !be->attention_forward ||
         !be->attention_backward || !be->gelu_forward || !be->gelu_forward_deriv ||
-        !be->gelu_backward_deriv || !be->xent_seq_forward || !be->xent_seq_backward ||
-        !be->branch_dropout_grad) {
+        !be->gelu_backward_deriv || !be->xent_seq_rows || !be->xent_seq_backward ||
+        !be->branch_dropout_grad || !be->softmax_xent_sum) {
         dt_err_set("gpt: the %s backend lacks the GPT's kernels", be->name);
         return NULL;
     }
@@ -104,6 +115,7 @@ static size_t layout(dt_gpt_be *m, int B, float *a)
     m->lnfr = carve(a, &at, N);
     m->logits = carve(a, &at, N * V);
     m->lse = carve(a, &at, N);
+    m->rows = carve(a, &at, (DT_XENT_ROWS_BYTES(N) + sizeof(float) - 1) / sizeof(float));
     m->tok = (int32_t *)carve(a, &at, N);
     m->tgt = (int32_t *)carve(a, &at, N);
     m->ln = carve(a, &at, N * C);
@@ -140,6 +152,7 @@ void gpt_be_reserve(dt_gpt_be *m, int B)
     layout(m, B, m->arena);
     m->htok = m->be->host_alloc((size_t)B * m->c.block * sizeof *m->htok);
     m->Bcap = B;
+    m->gen++;
 }
 
 /* tokens or targets (N, backend memory) inside [0, V), checked on a host copy */
@@ -157,24 +170,17 @@ static const float *tensor(const dt_gpt_be *m, const float *params, int k)
     return params + gpt_tensors(m->shape)[k].offset;
 }
 
-double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
-                      const int32_t *targets, int B, int train, uint64_t key, int64_t *correct)
+/* The forward's kernels from the batch in tok, tgt (m->B, m->train, m->key
+ * set) up to the loss rows */
+static void forward_kernels(dt_gpt_be *m, const float *params)
 {
-    gpt_be_reserve(m, B);
     const dt_backend *be = m->be;
     const int L = m->c.n_layer, T = m->c.block, C = m->c.n_embd, V = m->c.vocab,
-              NH = m->c.n_head, N = B * T;
-    check_vocab(m, tokens, N, "token");
-    check_vocab(m, targets, N, "target");
-    be->mem_copy(m->tok, tokens, (size_t)N * sizeof *tokens);
-    be->mem_copy(m->tgt, targets, (size_t)N * sizeof *targets);
-    m->B = B;
-    m->train = train;
-    m->key = key;
-    const float p = train ? m->c.dropout : 0.0f;
+              NH = m->c.n_head, B = m->B, N = B * T;
+    const float p = m->train ? m->c.dropout : 0.0f;
+    const uint64_t key = m->key;
     const int kf = gpt_ntensors(m->shape) - 2; /* ln_f.weight, then ln_f.bias */
 #define W(l, kind) tensor(m, params, 2 + T_PER_BLOCK * (l) + (kind))
-
     be->embedding_forward(B, T, C, m->tok, tensor(m, params, 0), tensor(m, params, 1), p,
                           rng_key(key, (uint64_t)L, SITE_EMB, 0), m->res[0]);
     be->layernorm_forward(N, C, m->res[0], W(0, T_LN1W), W(0, T_LN1B), m->ln, m->ln1m[0],
@@ -202,8 +208,43 @@ double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
     }
     // logits (N, V) = ln_f(x) wte^T, the head tied to the token embedding
     be->linear_forward(N, C, V, m->ln, tensor(m, params, 0), NULL, m->logits, m->work);
-    return be->xent_seq_forward(N, V, m->logits, m->tgt, m->lse, correct) / N;
+    be->xent_seq_rows(N, V, m->logits, m->tgt, m->lse, m->rows);
 #undef W
+}
+
+/* the batch's mean loss from the rows, and the hits */
+static double loss_mean(dt_gpt_be *m, int64_t *correct)
+{
+    int hits = 0;
+    const int N = m->B * m->c.block;
+    const double loss = m->be->softmax_xent_sum(N, m->c.vocab, m->rows, &hits);
+    if (correct)
+        *correct = hits;
+    return loss;
+}
+
+/* the batch into the model's copies (kernels: may be recorded) */
+static void take_batch(dt_gpt_be *m, const int32_t *tokens, const int32_t *targets, int B,
+                       int train, uint64_t key)
+{
+    const size_t N = (size_t)B * m->c.block;
+    m->be->mem_copy(m->tok, tokens, N * sizeof *tokens);
+    m->be->mem_copy(m->tgt, targets, N * sizeof *targets);
+    m->B = B;
+    m->train = train;
+    m->key = key;
+}
+
+double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
+                      const int32_t *targets, int B, int train, uint64_t key, int64_t *correct)
+{
+    gpt_be_reserve(m, B);
+    const int N = B * m->c.block;
+    check_vocab(m, tokens, N, "token");
+    check_vocab(m, targets, N, "target");
+    take_batch(m, tokens, targets, B, train, key);
+    forward_kernels(m, params);
+    return loss_mean(m, correct);
 }
 
 /* A residual branch's output gradient: dres through the branch's dropout */
@@ -276,10 +317,54 @@ void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads)
 #undef G
 }
 
+int gpt_be_use_graphs(dt_gpt_be *m, int on)
+{
+    const int can = step_graphs_supported(m->be) && m->c.dropout == 0.0f;
+    m->graphs = on && can;
+    return can;
+}
+
+int gpt_be_recorded(const dt_gpt_be *m) { return step_graphs_live(&m->rec); }
+
+typedef struct {
+    dt_gpt_be *m;
+    const float *params;
+    float *grads;
+} step_args;
+
+static void step_kernels(void *ctx)
+{
+    const step_args *a = ctx;
+    forward_kernels(a->m, a->params);
+    gpt_be_backward(a->m, a->params, a->grads);
+}
+
+void gpt_be_train_queue(dt_gpt_be *m, const float *params, const int32_t *tokens,
+                        const int32_t *targets, int B, uint64_t key, float *grads)
+{
+    gpt_be_reserve(m, B);
+    step_args a = { m, params, grads };
+    take_batch(m, tokens, targets, B, 1, key);
+    if (!m->graphs) {
+        step_kernels(&a);
+        return;
+    }
+    const void *ptr[DT_STEP_GRAPH_PTRS] = { params, tokens, targets, grads, NULL };
+    (void)step_graphs_queue(&m->rec, m->be, ptr, B, m->gen, step_kernels, &a);
+}
+
+double gpt_be_train_result(dt_gpt_be *m, int64_t *correct, int64_t *count)
+{
+    if (count)
+        *count = (int64_t)m->B * m->c.block;
+    return loss_mean(m, correct);
+}
+
 void gpt_be_free(dt_gpt_be *m)
 {
     if (!m)
         return;
+    step_graphs_free(&m->rec, m->be);
     if (m->arena) {
         m->be->mem_free(m->arena);
         m->be->host_free(m->htok);

@@ -5,9 +5,10 @@
  * Same parameter vector, equations and dropout masks as models/gpt.c. The
  * precision is the backend's: on a bf16 backend (backend_cuda_bf16) the
  * linear layers and the tied head take bf16 operands with fp32 accumulation,
- * everything else, the attention's products included, stays fp32. Parameters, gradients, tokens, targets and every activation are in
- * the backend's memory; the host sees only the loss, the hit count and a
- * copy of the tokens for the vocabulary check. Each pass is one backend call:
+ * everything else, the attention's products included, stays fp32.
+ * Parameters, gradients, tokens, targets and every activation are in the
+ * backend's memory; the host sees only the loss rows and, in gpt_be_forward,
+ * a copy of the tokens for the vocabulary check. Each pass is one backend call:
  * the linear layers (the tied head included) are the backend's linear
  * kernels, the rest its GPT entries. */
 #ifndef DT_MODELS_GPT_BACKEND_H
@@ -31,6 +32,23 @@ void gpt_be_reserve(dt_gpt_be *m, int B);
 double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
                       const int32_t *targets, int B, int train, uint64_t key, int64_t *correct);
 void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads);
+/* A training step (forward, loss rows, backward into grads) queued with
+ * nothing read back, and then its mean loss, hits and positions (B T):
+ * gpt_be_forward (train)
+ * + gpt_be_backward's results, bit for bit. The tokens are not checked here:
+ * the engine's batches come from sources that checked every token when they
+ * loaded it (data/tokens.c; data/text.c makes only ids of its vocabulary);
+ * a target outside the vocabulary still gives a NaN loss. */
+void gpt_be_train_queue(dt_gpt_be *m, const float *params, const int32_t *tokens,
+                        const int32_t *targets, int B, uint64_t key, float *grads);
+double gpt_be_train_result(dt_gpt_be *m, int64_t *correct, int64_t *count);
+/* Record the queued steps once per batch buffer and replay them where the
+ * backend can (backend/step_graphs.h) and on (compute.cuda_graphs); returns
+ * whether it can: a backend that records, and model dropout 0 (its kernels
+ * take the dropout keys by value). */
+int gpt_be_use_graphs(dt_gpt_be *m, int on);
+/* the records made and live (tests) */
+int gpt_be_recorded(const dt_gpt_be *m);
 void gpt_be_free(dt_gpt_be *m);
 
 #endif

@@ -68,6 +68,20 @@ static void gpt_dev_backward(dt_model *m, const float *params, float *grads)
     gpt_be_backward(m->impl, params, grads);
 }
 
+static void gpt_dev_train_queue(dt_model *m, const float *params, const dt_sample *s,
+                                uint64_t key, float *grads)
+{
+    gpt_be_train_queue(m->impl, params, s->input.data, s->target.data, (int)s->input.shape[0],
+                       key, grads);
+}
+
+static dt_forward_result gpt_dev_train_result(dt_model *m)
+{
+    int64_t correct = 0, count = 0;
+    const double loss = gpt_be_train_result(m->impl, &correct, &count);
+    return (dt_forward_result){ .loss = loss, .correct = correct, .count = count };
+}
+
 static void gpt_dev_init(const dt_model *m, float *params, uint64_t seed)
 {
     gpt_init_params(gpt_be_shape(m->impl), params, seed);
@@ -84,6 +98,8 @@ static const dt_model_ops gpt_dev_ops = {
     .reserve = gpt_dev_reserve,
     .forward = gpt_dev_forward,
     .backward = gpt_dev_backward,
+    .train_queue = gpt_dev_train_queue,
+    .train_result = gpt_dev_train_result,
     .init_params = gpt_dev_init,
     .free = gpt_dev_free,
 };
@@ -119,6 +135,7 @@ dt_model *gpt_model_create(const dt_backend *be, const dt_config *cfg, const dt_
         dt_gpt_be *d = gpt_be_create(&gc, be);
         if (!d)
             return NULL;
+        gpt_be_use_graphs(d, cfg->compute.cuda_graphs);
         const dt_gpt *g = gpt_be_shape(d);
         m = dt_calloc(1, sizeof *m);
         *m = (dt_model){ .ops = &gpt_dev_ops, .be = be, .nparams = gpt_nparams(g),

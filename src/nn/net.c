@@ -625,9 +625,7 @@ const float *net_logits(const dt_net *n) { return n->act[n->nnodes - 1]; }
 static void release_step(dt_net *n)
 {
     dt_net_step *s = &n->step;
-    for (int k = 0; k < DT_NET_GRAPHS; k++)
-        if (s->graph[k].exec)
-            n->be->graph_free(s->graph[k].exec);
+    step_graphs_free(&s->rec, n->be);
     if (s->keys)
         n->be->mem_free(s->keys);
     if (s->keys_host)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/step_graphs.h"
 #include "core/tensor_view.h"
 
 typedef enum dt_op {
@@ -43,29 +44,13 @@ typedef struct dt_node {
     size_t w_n, b_n;
 } dt_node;
 
-/* A training step recorded as a CUDA graph (nn/net_step.c): what it was
- * recorded with; a step with other pointers, batch or memory records anew. */
-typedef struct dt_net_graph {
-    void *exec;            /* the backend's record; NULL: seen once, not recorded yet */
-    const float *params, *x;
-    const int32_t *y;
-    float *grads;
-    int B;
-    int failed;            /* recording failed (the reason printed once): runs eagerly */
-    uint64_t epoch, reserve_gen; /* the backend's graph_epoch and the net's reserve_gen */
-    uint64_t used;         /* the step that last used it (the oldest is replaced) */
-} dt_net_graph;
-
-#define DT_NET_GRAPHS 4
-
 typedef struct dt_net_step {
     int graphs;            /* 1: record and replay the step (compute.cuda_graphs) */
     uint64_t *keys, *keys_host; /* (nnodes) dropout keys: backend memory, host staging */
     void *rows;            /* DT_XENT_ROWS_BYTES(rows_B) of backend memory */
     int rows_B;
     int B;                 /* the queued step's batch */
-    uint64_t count;        /* steps queued */
-    dt_net_graph graph[DT_NET_GRAPHS];
+    dt_step_graphs rec;    /* its records (backend/step_graphs.h) */
 } dt_net_step;
 
 typedef struct dt_net {

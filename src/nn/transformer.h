@@ -158,5 +158,11 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
  * (the gradient then overwrites them in place) */
 void xent_seq_backward(int N, int V, const float *logits, const float *lse,
                        const int32_t *targets, float scale, float *d);
+/* The forward by rows: lse (N), and into rows (DT_XENT_ROWS_BYTES(N) of
+ * backend/backend.h: N doubles, then N int32) each position's -log
+ * p(target) and hit; a target outside [0, V) gives NaN and no hit, nothing
+ * read. Summed in order by cpu_softmax_xent_sum. */
+void xent_seq_rows(int N, int V, const float *logits, const int32_t *targets, float *lse,
+                   void *rows);
 
 #endif

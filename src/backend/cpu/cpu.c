@@ -190,7 +190,7 @@ static void cpu_attention_backward(int B, int T, int C, int NH, const float *qkv
     .layernorm_backward = layernorm_backward, .attention_forward = cpu_attention_forward, \
     .attention_backward = cpu_attention_backward,                                        \
     .gelu_forward = gelu_forward, .gelu_forward_deriv = gelu_forward_deriv,              \
-    .gelu_backward_deriv = gelu_backward_deriv, .xent_seq_forward = xent_seq_forward,    \
+    .gelu_backward_deriv = gelu_backward_deriv, .xent_seq_rows = xent_seq_rows,          \
     .xent_seq_backward = xent_seq_backward,                                              \
     .maxpool_forward = cpu_maxpool_forward, .maxpool_backward = cpu_maxpool_backward,    \
     .avgpool_forward = cpu_avgpool_forward, .avgpool_backward = cpu_avgpool_backward,    \

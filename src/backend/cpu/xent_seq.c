@@ -70,6 +70,22 @@ double xent_seq_forward(int N, int V, const float *logits, const int32_t *target
     return loss;
 }
 
+void xent_seq_rows(int N, int V, const float *logits, const int32_t *targets, float *lse,
+                   void *rows)
+{
+    double *loss = rows;
+    int32_t *hit = (int32_t *)(loss + N);
+    #pragma omp parallel for schedule(static) if ((size_t)N * V > 65536)
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * V;
+        const int32_t t = targets[n];
+        int arg;
+        DT_KERNEL(xent_row)(V, z, lse + n, &arg);
+        loss[n] = t >= 0 && t < V ? (double)lse[n] - (double)z[t] : NAN;
+        hit[n] = t >= 0 && t < V && arg == t;
+    }
+}
+
 DT_KERNEL_BODY void xent_grad_row_body(int narrow, int V, const float *z, float m, float scale,
                                        float *g)
 {

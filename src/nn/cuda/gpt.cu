@@ -90,8 +90,9 @@ __global__ static void xent_forward_k(size_t n, int V, const float *z, const int
         const float *row = z + r * (size_t)V;
         int arg;
         gpt_xent_row(V, row, lse + r, &arg);
-        loss[r] = (double)lse[r] - (double)row[t[r]];
-        hit[r] = arg == t[r];
+        const int ok = t[r] >= 0 && t[r] < V; /* else NaN, nothing read */
+        loss[r] = ok ? (double)lse[r] - (double)row[t[r]] : (double)NAN;
+        hit[r] = ok && arg == t[r];
     }
 }
 
@@ -157,8 +158,8 @@ extern "C" int cuda_gelu_backward_deriv(size_t n, const float *d, float *dy, voi
     return 0;
 }
 
-extern "C" int cuda_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
-                                     float *lse, double *loss, int32_t *hit, void *stream)
+extern "C" int cuda_xent_seq_rows(int N, int V, const float *logits, const int32_t *targets,
+                                  float *lse, double *loss, int32_t *hit, void *stream)
 {
     const size_t n = (size_t)N;
     DT_LAUNCH(xent_forward_k, n, stream, V, logits, targets, lse, loss, hit);

@@ -124,11 +124,11 @@ int cuda_gelu_forward(size_t n, const float *x, float *y, void *stream);
 int cuda_gelu_forward_deriv(size_t n, const float *x, float *y, float *d, void *stream);
 int cuda_gelu_backward_deriv(size_t n, const float *d, float *dy, void *stream);
 /* cross-entropy at every position: logits (N, V), targets (N); forward:
- * lse (N), each row's -log p(target) in loss (N doubles) and its argmax hit
- * (hit, N ints), summed by the caller; backward: d (N, V) = scale
- * (softmax - onehot), d may be logits */
-int cuda_xent_seq_forward(int N, int V, const float *logits, const int32_t *targets,
-                          float *lse, double *loss, int32_t *hit, void *stream);
+ * lse (N), each row's -log p(target) in loss (N doubles; NaN for a target
+ * outside [0, V)) and its argmax hit (hit, N ints), summed by the caller;
+ * backward: d (N, V) = scale (softmax - onehot), d may be logits */
+int cuda_xent_seq_rows(int N, int V, const float *logits, const int32_t *targets, float *lse,
+                       double *loss, int32_t *hit, void *stream);
 int cuda_xent_seq_backward(int N, int V, const float *logits, const float *lse,
                            const int32_t *targets, float scale, float *d, void *stream);
 
