@@ -11,7 +11,8 @@
 # PRECISIONS="fp32 bf16" adds the bf16 rows (dtrain compute.precision = bf16,
 # PyTorch autocast). The image models run twice, without and with
 # compute.cuda_graphs (sides dtrain and dtrain-graphs; GRAPHS="false" for
-# one). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
+# one); the GPT rows with graphs too where GPT_GRAPHS="false true" (side
+# dtrain-graphs-PREC). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
 # eager's rate and >= 1.0x torch.compile's.
 #
 # Needs only what bench/README.md ("Carrying the GPU path") lists: the built
@@ -39,6 +40,7 @@ GPT_STEPS=${GPT_STEPS:-50}   # timed steps of a GPT (after GPT_WARMUP)
 GPT_WARMUP=${GPT_WARMUP:-10}
 PRECISIONS=${PRECISIONS:-fp32}
 GRAPHS=${GRAPHS:-"false true"}   # the image models without and with compute.cuda_graphs
+GPT_GRAPHS=${GPT_GRAPHS:-false}  # the GPT's (dropout 0, so it can be recorded)
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep "CUDA:.*toolkit" >/dev/null ||
@@ -93,14 +95,15 @@ esac
 PEAK_BF16=${PEAK_BF16:-$peak_bf16}
 PEAK_FP32=${PEAK_FP32:-$peak_fp32}
 
-gpt_row() { # model batch precision
-    local model=$1 B=$2 prec=$3 V T L NH C out rate ac line peak=$PEAK_FP32
+gpt_row() { # model batch precision graphs
+    local model=$1 B=$2 prec=$3 graphs=$4 V T L NH C out rate ac line peak=$PEAK_FP32 side=dtrain
     [ "$prec" = bf16 ] && peak=$PEAK_BF16
     case $model in
     gpt_small) V=96 T=256 L=6 NH=6 C=384 ;;
     gpt2) V=50257 T=1024 L=12 NH=12 C=768 ;;
     esac
-    out="$BENCH_OUT/gpu-$model-$B-$prec"
+    [ "$graphs" = true ] && side=dtrain-graphs
+    out="$BENCH_OUT/gpu-$model-$B-$side-$prec"
     rm -rf "$out"
     [ -s "$BENCH_OUT/tokens-$V.bin" ] || token_file "$BENCH_OUT/tokens-$V.bin" "$V" 4000000
     cat >"$BENCH_OUT/gpu.ini" <<DECK
@@ -134,14 +137,16 @@ warmup_steps = 0
 device = cuda
 precision = $prec
 DECK
+    [ "$graphs" = true ] && echo "cuda_graphs = true" >>"$BENCH_OUT/gpu.ini"
     if "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" >"$out.txt" 2>&1; then
         rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) tok\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
-        record "$model" "$B" "dtrain-$prec" "$rate" \
+        record "$model" "$B" "$side-$prec" "$rate" \
             "tok/s (peak device MiB $(dev_mib "$out.txt")$(mfu "$rate" $V $T $L $C "$peak"))"
     else
-        record "$model" "$B" "dtrain-$prec" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
+        record "$model" "$B" "$side-$prec" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
     fi
-    [ $torch_ok -eq 1 ] || return 0
+    # PyTorch once a model and precision
+    [ $torch_ok -eq 1 ] && [ "$graphs" = "${GPT_GRAPHS%% *}" ] || return 0
     ac=none; [ "$prec" = bf16 ] && ac=bf16
     for mode in $TORCH_MODES; do
         flag=; [ $mode = compile ] && flag=--compile
@@ -197,7 +202,9 @@ for cfg in $CONFIGS; do
     model=${cfg%%:*} B=${cfg##*:}
     case $model in
     gpt_small|gpt2)
-        for prec in $PRECISIONS; do gpt_row "$model" "$B" "$prec"; done
+        for prec in $PRECISIONS; do
+            for graphs in $GPT_GRAPHS; do gpt_row "$model" "$B" "$prec" "$graphs"; done
+        done
         continue ;;
     esac
     case $model in
