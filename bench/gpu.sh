@@ -40,7 +40,7 @@ GPT_STEPS=${GPT_STEPS:-50}   # timed steps of a GPT (after GPT_WARMUP)
 GPT_WARMUP=${GPT_WARMUP:-10}
 PRECISIONS=${PRECISIONS:-fp32}
 GRAPHS=${GRAPHS:-"false true"}   # the image models without and with compute.cuda_graphs
-GPT_GRAPHS=${GPT_GRAPHS:-false}  # the GPT's (dropout 0, so it can be recorded)
+GPT_GRAPHS=${GPT_GRAPHS:-false}  # the GPT rows without and/or with compute.cuda_graphs
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep "CUDA:.*toolkit" >/dev/null ||

@@ -180,7 +180,7 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
     const int N = B * T;
     const size_t nc = (size_t)N * C, n3 = 3 * nc, n4 = 4 * nc, nv = (size_t)N * V,
                  nl = (size_t)B * NH * T;
-    const uint64_t key = rng_key(7, (uint64_t)C, 1, 0);
+    const uint64_t key = rng_key(7, (uint64_t)C, 1, 0); /* the CPU's copy; gkey the GPU's */
     char what[64];
     snprintf(what, sizeof what, "gpt B=%d T=%d C=%d NH=%d V=%d p=%g", B, T, C, NH, V, p);
     int32_t *tok = dt_calloc((size_t)N, sizeof *tok);
@@ -193,23 +193,24 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
     fill(bet, C, 0.5), fill(r, nc, 1.0), fill(dy, nc, 1.0), fill(qkv, n3, 1.5);
     fill(dya, nc, 1.0), fill(h4, n4, 6.0), fill(z, nv, 4.0);
     int32_t *dtok = (int32_t *)up(g, tok, (size_t)N * sizeof *tok);
+    uint64_t *gkey = (uint64_t *)up(g, &key, sizeof key);
 
     /* embedding, LayerNorm, residual + LayerNorm, LayerNorm from statistics */
     float *x = dt_falloc(nc), *y = dt_falloc(nc), *m = dt_falloc(N), *s = dt_falloc(N),
           *xo = dt_falloc(nc), *y2 = dt_falloc(nc), *m2 = dt_falloc(N), *s2 = dt_falloc(N),
           *ya = dt_falloc(nc);
-    c->embedding_forward(B, T, C, tok, wte, wpe, p, key, x);
+    c->embedding_forward(B, T, C, tok, wte, wpe, p, &key, x);
     c->layernorm_forward(N, C, x, gam, bet, y, m, s);
-    c->layernorm_residual_forward(N, C, x, r, p, key, gam, bet, xo, y2, m2, s2);
+    c->layernorm_residual_forward(N, C, x, r, p, &key, gam, bet, xo, y2, m2, s2);
     c->layernorm_apply(N, C, xo, m2, s2, gam, bet, ya);
     float *dwte = up(g, wte, (size_t)V * C * 4), *dwpe = up(g, wpe, (size_t)T * C * 4),
           *dgam = up(g, gam, C * 4), *dbet = up(g, bet, C * 4), *dr = up(g, r, nc * 4);
     float *gx = up(g, NULL, nc * 4), *gy = up(g, NULL, nc * 4), *gm = up(g, NULL, N * 4),
           *gs = up(g, NULL, N * 4), *gxo = up(g, NULL, nc * 4), *gy2 = up(g, NULL, nc * 4),
           *gm2 = up(g, NULL, N * 4), *gs2 = up(g, NULL, N * 4), *gya = up(g, NULL, nc * 4);
-    g->embedding_forward(B, T, C, dtok, dwte, dwpe, p, key, gx);
+    g->embedding_forward(B, T, C, dtok, dwte, dwpe, p, gkey, gx);
     g->layernorm_forward(N, C, gx, dgam, dbet, gy, gm, gs);
-    g->layernorm_residual_forward(N, C, gx, dr, p, key, dgam, dbet, gxo, gy2, gm2, gs2);
+    g->layernorm_residual_forward(N, C, gx, dr, p, gkey, dgam, dbet, gxo, gy2, gm2, gs2);
     g->layernorm_apply(N, C, gxo, gm2, gs2, dgam, dbet, gya);
     float *hx = down(g, gx, nc), *hy = down(g, gy, nc), *hm = down(g, gm, N),
           *hs = down(g, gs, N), *hxo = down(g, gxo, nc), *hy2 = down(g, gy2, nc),
@@ -226,17 +227,17 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
           *ep = dt_falloc((size_t)T * C), *bd = dt_falloc(nc);
     memcpy(dx, r, nc * 4), memcpy(ew, wte, (size_t)V * C * 4);
     c->layernorm_backward(N, C, xo, m2, s2, gam, dy, dx, 1, dg, db);
-    c->embedding_backward(B, T, C, tok, dy, p, key, ew, ep);
+    c->embedding_backward(B, T, C, tok, dy, p, &key, ew, ep);
     if (p > 0.0f)
-        c->branch_dropout_grad(nc, dy, p, key, bd);
+        c->branch_dropout_grad(nc, dy, p, &key, bd);
     float *gdy = up(g, dy, nc * 4), *gdx = up(g, r, nc * 4), *gdg = up(g, NULL, C * 4),
           *gdb = up(g, NULL, C * 4), *gew = up(g, wte, (size_t)V * C * 4),
           *gep = up(g, NULL, (size_t)T * C * 4), *gbd = up(g, NULL, nc * 4);
     float *gxo2 = up(g, xo, nc * 4), *gm3 = up(g, m2, N * 4), *gs3 = up(g, s2, N * 4);
     g->layernorm_backward(N, C, gxo2, gm3, gs3, dgam, gdy, gdx, 1, gdg, gdb);
-    g->embedding_backward(B, T, C, dtok, gdy, p, key, gew, gep);
+    g->embedding_backward(B, T, C, dtok, gdy, p, gkey, gew, gep);
     if (p > 0.0f)
-        g->branch_dropout_grad(nc, gdy, p, key, gbd);
+        g->branch_dropout_grad(nc, gdy, p, gkey, gbd);
     float *hdx = down(g, gdx, nc), *hdg = down(g, gdg, C), *hdb = down(g, gdb, C),
           *hew = down(g, gew, (size_t)V * C), *hep = down(g, gep, (size_t)T * C),
           *hbd = down(g, gbd, nc);
@@ -248,12 +249,12 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
 
     /* attention forward and backward */
     float *ay = dt_falloc(nc), *al = dt_falloc(nl), *aq = dt_falloc(n3);
-    c->attention_forward(B, T, C, NH, qkv, ay, al, p, key);
-    c->attention_backward(B, T, C, NH, qkv, al, dya, p, key, aq);
+    c->attention_forward(B, T, C, NH, qkv, ay, al, p, &key);
+    c->attention_backward(B, T, C, NH, qkv, al, dya, p, &key, aq);
     float *gq = up(g, qkv, n3 * 4), *gay = up(g, NULL, nc * 4), *gal = up(g, NULL, nl * 4),
           *gdya = up(g, dya, nc * 4), *gaq = up(g, NULL, n3 * 4);
-    g->attention_forward(B, T, C, NH, gq, gay, gal, p, key);
-    g->attention_backward(B, T, C, NH, gq, gal, gdya, p, key, gaq);
+    g->attention_forward(B, T, C, NH, gq, gay, gal, p, gkey);
+    g->attention_backward(B, T, C, NH, gq, gal, gdya, p, gkey, gaq);
     float *hay = down(g, gay, nc), *hal = down(g, gal, nl), *haq = down(g, gaq, n3);
     const double ea = fmax(fmax(rel_err(hay, ay, nc), rel_err(hal, al, nl)), rel_err(haq, aq, n3));
     CHECK(ea <= 2e-6, "%s: attention (y, lse, dqkv) on the GPU within 2e-6 of the CPU's (%.1e)",
@@ -293,7 +294,8 @@ static void test_gpt_passes(int B, int T, int C, int NH, int V, float p)
           "against %lld, loss %.7g against %.7g", what, el, ez, (long long)ghits,
           (long long)hits, gloss, loss);
 
-    g->mem_free(dtok), g->mem_free(dwte), g->mem_free(dwpe), g->mem_free(dgam);
+    g->mem_free(gkey), g->mem_free(dtok), g->mem_free(dwte), g->mem_free(dwpe);
+    g->mem_free(dgam);
     g->mem_free(dbet), g->mem_free(dr), g->mem_free(gdy), g->mem_free(gxo2), g->mem_free(gm3);
     g->mem_free(gs3), g->mem_free(gq), g->mem_free(gdya);
     free(tok), free(wte), free(wpe), free(gam), free(bet), free(r), free(dy), free(qkv);
@@ -421,13 +423,14 @@ static void test_graphs(const dt_backend *g, const char *name, int c, int hw, in
     free(hy);
 }
 
-/* compute.cuda_graphs for the GPT (dropout 0): six steps over two batch
- * buffers recorded and replayed (models/gpt_backend.c) against the same
- * steps queued without graphs, bit for bit, and both buffers recorded */
+/* compute.cuda_graphs for the GPT, with dropout: six steps over two batch
+ * buffers, a key each, recorded and replayed (models/gpt_backend.c) against
+ * the same steps queued without graphs, bit for bit (a key kept in a record
+ * would repeat a mask), and both buffers recorded */
 static void test_gpt_graphs(const dt_backend *g)
 {
     const dt_gpt_config c = { .vocab = 65, .block = 64, .n_layer = 2, .n_head = 4, .n_embd = 64,
-                              .precision = g->precision };
+                              .dropout = 0.1f, .precision = g->precision };
     const int B = 4, N = B * c.block;
     dt_gpt_be *a = gpt_be_create(&c, g), *q = gpt_be_create(&c, g);
     CHECK(a && q && gpt_be_use_graphs(q, 1), "gpt on %s: the CUDA backend can record it",
@@ -453,9 +456,10 @@ static void test_gpt_graphs(const dt_backend *g)
     int same_loss = 1;
     for (int s = 0; s < 6; s++) {
         int64_t ca = -1, cq = -2;
-        gpt_be_train_queue(a, p, tok[s % 2], tgt[s % 2], B, (uint64_t)s, da);
+        const uint64_t key = rng_key(9, 0, (uint64_t)s, 0xD0);
+        gpt_be_train_queue(a, p, tok[s % 2], tgt[s % 2], B, key, da);
         const double la = gpt_be_train_result(a, &ca, NULL);
-        gpt_be_train_queue(q, p, tok[s % 2], tgt[s % 2], B, (uint64_t)s, dq);
+        gpt_be_train_queue(q, p, tok[s % 2], tgt[s % 2], B, key, dq);
         const double lq = gpt_be_train_result(q, &cq, NULL);
         g->to_host(ga, da, np * sizeof *ga);
         g->to_host(gq, dq, np * sizeof *gq);

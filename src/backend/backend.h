@@ -269,14 +269,17 @@ typedef struct dt_backend {
      * residual add fused with the LayerNorm after it, the embeddings'
      * gradients, LayerNorm from kept statistics and its backward, a residual
      * branch's dropout gradient, the causal attention (the probabilities recomputed in the backward,
-     * never kept), GELU and the cross-entropy. */
+     * never kept), GELU and the cross-entropy. A dropout key is read from
+     * backend memory when the kernel runs (so a recorded step takes the key
+     * written before each launch), and only where p > 0 (else key may be
+     * NULL). */
     void (*embedding_forward)(int B, int T, int C, const int32_t *tok, const float *wte,
-                              const float *wpe, float p, uint64_t key, float *x);
+                              const float *wpe, float p, const uint64_t *key, float *x);
     void (*layernorm_forward)(int N, int C, const float *x, const float *g, const float *b,
                               float *y, float *mean, float *rstd);
     void (*layernorm_residual_forward)(int N, int C, const float *x, const float *r, float p,
-                                       uint64_t key, const float *g, const float *b, float *xo,
-                                       float *y, float *mean, float *rstd);
+                                       const uint64_t *key, const float *g, const float *b,
+                                       float *xo, float *y, float *mean, float *rstd);
     /* GELU on n values (y may be x; with its derivative d for the backward;
      * dy *= d), and the cross-entropy at every position: xent_seq_rows writes
      * lse (N) and each position's loss and hit into rows as softmax_xent_rows
@@ -285,18 +288,19 @@ typedef struct dt_backend {
      * xent_seq_backward writes d = scale (softmax - onehot), d may be logits,
      * targets in [0, V): nn/transformer.h's. */
     void (*embedding_backward)(int B, int T, int C, const int32_t *tok, const float *dx,
-                               float p, uint64_t key, float *dwte, float *dwpe);
+                               float p, const uint64_t *key, float *dwte, float *dwpe);
     void (*layernorm_apply)(int N, int C, const float *x, const float *mean, const float *rstd,
                             const float *g, const float *b, float *y);
     /* d (n) = dres times the dropout factor of element i (p > 0) */
-    void (*branch_dropout_grad)(size_t n, const float *dres, float p, uint64_t key, float *d);
+    void (*branch_dropout_grad)(size_t n, const float *dres, float p, const uint64_t *key,
+                                float *d);
     void (*layernorm_backward)(int N, int C, const float *x, const float *mean,
                                const float *rstd, const float *g, const float *dy, float *dx,
                                int accumulate, float *dg, float *db);
     void (*attention_forward)(int B, int T, int C, int NH, const float *qkv, float *y,
-                              float *lse, float p, uint64_t key);
+                              float *lse, float p, const uint64_t *key);
     void (*attention_backward)(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                               const float *dy, float p, uint64_t key, float *dqkv);
+                               const float *dy, float p, const uint64_t *key, float *dqkv);
     void (*gelu_forward)(size_t n, const float *x, float *y);
     void (*gelu_forward_deriv)(size_t n, const float *x, float *y, float *d);
     void (*gelu_backward_deriv)(size_t n, const float *d, float *dy);

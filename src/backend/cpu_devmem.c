@@ -258,7 +258,7 @@ static void dm_flat_clip(size_t n, double max_norm, float *g)
 }
 
 static void dm_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
-                                 const float *wpe, float p, uint64_t key, float *x)
+                                 const float *wpe, float p, const uint64_t *key, float *x)
 {
     GUARD(CPU->embedding_forward(B, T, C, tok, wte, wpe, p, key, x));
 }
@@ -268,14 +268,14 @@ static void dm_layernorm_forward(int N, int C, const float *x, const float *g, c
     GUARD(CPU->layernorm_forward(N, C, x, g, b, y, mean, rstd));
 }
 static void dm_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
-                                          uint64_t key, const float *g, const float *b,
+                                          const uint64_t *key, const float *g, const float *b,
                                           float *xo, float *y, float *mean, float *rstd)
 {
     GUARD(CPU->layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd));
 }
 
 static void dm_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx,
-                                  float p, uint64_t key, float *dwte, float *dwpe)
+                                  float p, const uint64_t *key, float *dwte, float *dwpe)
 {
     GUARD(CPU->embedding_backward(B, T, C, tok, dx, p, key, dwte, dwpe));
 }
@@ -284,7 +284,8 @@ static void dm_layernorm_apply(int N, int C, const float *x, const float *mean,
 {
     GUARD(CPU->layernorm_apply(N, C, x, mean, rstd, g, b, y));
 }
-static void dm_branch_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d)
+static void dm_branch_dropout_grad(size_t n, const float *dres, float p, const uint64_t *key,
+                                   float *d)
 {
     GUARD(CPU->branch_dropout_grad(n, dres, p, key, d));
 }
@@ -295,12 +296,12 @@ static void dm_layernorm_backward(int N, int C, const float *x, const float *mea
     GUARD(CPU->layernorm_backward(N, C, x, mean, rstd, g, dy, dx, accumulate, dg, db));
 }
 static void dm_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
-                                 float *lse, float p, uint64_t key)
+                                 float *lse, float p, const uint64_t *key)
 {
     GUARD(CPU->attention_forward(B, T, C, NH, qkv, y, lse, p, key));
 }
 static void dm_attention_backward(int B, int T, int C, int NH, const float *qkv,
-                                  const float *lse, const float *dy, float p, uint64_t key,
+                                  const float *lse, const float *dy, float p, const uint64_t *key,
                                   float *dqkv)
 {
     GUARD(CPU->attention_backward(B, T, C, NH, qkv, lse, dy, p, key, dqkv));

@@ -486,7 +486,7 @@ static void cu_flat_clip(size_t n, double max_norm, float *g)
 /* ---- the GPT's layers (nn/cuda/gpt.h) ------------------------------------- */
 
 static void cu_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
-                                 const float *wpe, float p, uint64_t key, float *x)
+                                 const float *wpe, float p, const uint64_t *key, float *x)
 {
     KERNEL_OK(cuda_embedding_forward(B, T, C, tok, wte, wpe, p, key, x, ST));
 }
@@ -496,14 +496,14 @@ static void cu_layernorm_forward(int N, int C, const float *x, const float *g, c
     KERNEL_OK(cuda_layernorm_forward(N, C, x, g, b, y, mean, rstd, ST));
 }
 static void cu_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
-                                          uint64_t key, const float *g, const float *b,
+                                          const uint64_t *key, const float *g, const float *b,
                                           float *xo, float *y, float *mean, float *rstd)
 {
     KERNEL_OK(cuda_layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, mean, rstd, ST));
 }
 
 static void cu_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx,
-                                  float p, uint64_t key, float *dwte, float *dwpe)
+                                  float p, const uint64_t *key, float *dwte, float *dwpe)
 {
     KERNEL_OK(cuda_embedding_backward(B, T, C, tok, dx, p, key, dwte, dwpe, ST));
 }
@@ -512,7 +512,8 @@ static void cu_layernorm_apply(int N, int C, const float *x, const float *mean,
 {
     KERNEL_OK(cuda_layernorm_apply(N, C, x, mean, rstd, g, b, y, ST));
 }
-static void cu_branch_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d)
+static void cu_branch_dropout_grad(size_t n, const float *dres, float p, const uint64_t *key,
+                                   float *d)
 {
     KERNEL_OK(cuda_dropout_grad(n, dres, p, key, d, ST));
 }
@@ -526,12 +527,12 @@ static void *att_D;
 static size_t att_D_have;
 
 static void cu_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
-                                 float *lse, float p, uint64_t key)
+                                 float *lse, float p, const uint64_t *key)
 {
     KERNEL_OK(cuda_attention_forward(B, T, C, NH, qkv, y, lse, p, key, ST));
 }
 static void cu_attention_backward(int B, int T, int C, int NH, const float *qkv,
-                                  const float *lse, const float *dy, float p, uint64_t key,
+                                  const float *lse, const float *dy, float p, const uint64_t *key,
                                   float *dqkv)
 {
     float *D = scratch(&att_D, &att_D_have, (size_t)B * NH * T * sizeof(float));

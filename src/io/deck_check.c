@@ -61,10 +61,6 @@ int deck_check_config(const dt_config *cfg, const bool *given, const char *where
         deck_sb_printf(notes, "%s: note: compute.cuda_graphs applies to compute.device = cuda "
                        "only; ignored\n", where);
     bool gpt = strcmp(cfg->model.name, "gpt") == 0;
-    if (gpt && cfg->compute.cuda_graphs && cfg->model.dropout > 0)
-        deck_sb_printf(notes, "%s: note: compute.cuda_graphs: the GPT records its steps only "
-                       "with model.dropout = 0 (here %g); its steps run without graphs\n", where,
-                       cfg->model.dropout);
     if (gpt && cfg->model.n_embd % cfg->model.n_head != 0)
         return dt_err_set("%s: model.n_embd = %lld, model.n_head = %lld: expected n_embd "
                           "divisible by n_head (each head takes n_embd / n_head channels)",

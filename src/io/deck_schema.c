@@ -311,8 +311,9 @@ static const deck_key keys_table[] = {
      .doc = "cuda: fp32 GEMMs on TF32 tensor cores (10-bit mantissas in the products, "
             "fp32 sums); false: full fp32"},
     {"compute", "cuda_graphs", KT_BOOL, "false", AT(compute.cuda_graphs, bool),
-     .doc = "cuda: a training step's forward and backward (image models; the GPT at "
-            "dropout 0) recorded once as a CUDA graph and replayed; off until measured on a GPU"},
+     .doc = "cuda: each training step's forward and backward recorded once as a CUDA graph "
+            "and replayed (one launch a step instead of one a kernel); off until measured on a "
+            "GPU"},
     {"compute", "test_device_memory", KT_BOOL, "false", AT(compute.test_device_memory, bool),
      .doc = "tests only: native CPU kernels behind a backend that acts as a GPU (memory the "
             "host cannot touch outside its calls): the GPU path's host logic on a CPU"},

@@ -13,8 +13,9 @@
  * A training step queued as one piece (gpt_be_train_queue) reads nothing
  * back until gpt_be_train_result sums the loss rows, so on a backend that
  * records (CUDA graphs, backend/step_graphs.h) it is recorded once per batch
- * buffer and replayed. Only where the training dropout is 0: the dropout
- * kernels take their keys by value, which a record would keep. */
+ * buffer and replayed. The dropout kernels read their keys from the
+ * backend's memory (keys, written before each step), so a record takes each
+ * step's masks. */
 #include "models/gpt_backend.h"
 
 #include <stdlib.h>
@@ -28,8 +29,8 @@ struct dt_gpt_be {
     const dt_backend *be;
     dt_gpt *shape;       /* the tensor table (models/gpt.c) */
     int Bcap, B, train;
-    uint64_t key;
     float *arena;        /* one backend allocation */
+    uint64_t *keys, *keys_host; /* the step's dropout keys (key_of): arena, host staging */
     /* kept by the forward */
     float **res;         /* n_layer + 1 of (N, C) */
     float **mid, **qkv, **atty, **fch, **lse_att;
@@ -47,6 +48,15 @@ struct dt_gpt_be {
     uint64_t gen;        /* bumped when the arena moves: records name the old one */
     dt_step_graphs rec;
 };
+
+/* the dropout keys of a step: four sites (models/gpt.h's SITE_*) for each
+ * block and one more row, whose SITE_EMB is the embeddings' */
+static size_t nkeys(const dt_gpt_be *m) { return 4 * ((size_t)m->c.n_layer + 1); }
+
+static const uint64_t *key_of(const dt_gpt_be *m, int l, int site)
+{
+    return m->keys + 4 * (size_t)l + (size_t)site;
+}
 
 dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be)
 {
@@ -75,6 +85,7 @@ dt_gpt_be *gpt_be_create(const dt_gpt_config *c, const dt_backend *be)
     m->be = be;
     m->shape = shape;
     const size_t L = (size_t)c->n_layer;
+    m->keys_host = be->host_alloc(nkeys(m) * sizeof *m->keys_host);
     m->res = dt_calloc(L + 1, sizeof *m->res);
     float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att,
                          &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
@@ -115,6 +126,7 @@ static size_t layout(dt_gpt_be *m, int B, float *a)
     m->lnfr = carve(a, &at, N);
     m->logits = carve(a, &at, N * V);
     m->lse = carve(a, &at, N);
+    m->keys = (uint64_t *)carve(a, &at, 2 * nkeys(m));
     m->rows = carve(a, &at, (DT_XENT_ROWS_BYTES(N) + sizeof(float) - 1) / sizeof(float));
     m->tok = (int32_t *)carve(a, &at, N);
     m->tgt = (int32_t *)carve(a, &at, N);
@@ -170,29 +182,28 @@ static const float *tensor(const dt_gpt_be *m, const float *params, int k)
     return params + gpt_tensors(m->shape)[k].offset;
 }
 
-/* The forward's kernels from the batch in tok, tgt (m->B, m->train, m->key
- * set) up to the loss rows */
+/* The forward's kernels from the batch in tok, tgt (m->B, m->train and the
+ * keys set) up to the loss rows */
 static void forward_kernels(dt_gpt_be *m, const float *params)
 {
     const dt_backend *be = m->be;
     const int L = m->c.n_layer, T = m->c.block, C = m->c.n_embd, V = m->c.vocab,
               NH = m->c.n_head, B = m->B, N = B * T;
     const float p = m->train ? m->c.dropout : 0.0f;
-    const uint64_t key = m->key;
     const int kf = gpt_ntensors(m->shape) - 2; /* ln_f.weight, then ln_f.bias */
 #define W(l, kind) tensor(m, params, 2 + T_PER_BLOCK * (l) + (kind))
     be->embedding_forward(B, T, C, m->tok, tensor(m, params, 0), tensor(m, params, 1), p,
-                          rng_key(key, (uint64_t)L, SITE_EMB, 0), m->res[0]);
+                          key_of(m, L, SITE_EMB), m->res[0]);
     be->layernorm_forward(N, C, m->res[0], W(0, T_LN1W), W(0, T_LN1B), m->ln, m->ln1m[0],
                           m->ln1r[0]);
     for (int l = 0; l < L; l++) {
         // x after the attention branch: mid = res + dropout(c_proj(attn(c_attn(ln_1(res)))))
         be->linear_forward(N, C, 3 * C, m->ln, W(l, T_QKVW), W(l, T_QKVB), m->qkv[l], m->work);
         be->attention_forward(B, T, C, NH, m->qkv[l], m->atty[l], m->lse_att[l], p,
-                              rng_key(key, (uint64_t)l, SITE_ATT, 0));
+                              key_of(m, l, SITE_ATT));
         be->linear_forward(N, C, C, m->atty[l], W(l, T_APW), W(l, T_APB), m->mid[l], m->work);
         be->layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
-                                       rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(l, T_LN2W),
+                                       key_of(m, l, SITE_ATT_RES), W(l, T_LN2W),
                                        W(l, T_LN2B), m->mid[l], m->ln, m->ln2m[l], m->ln2r[l]);
         // the MLP branch: res[l+1] = mid + dropout(c_proj(gelu(c_fc(ln_2(mid)))))
         be->linear_forward(N, C, 4 * C, m->ln, W(l, T_FCW), W(l, T_FCB), m->fch[l], m->work);
@@ -201,7 +212,7 @@ static void forward_kernels(dt_gpt_be *m, const float *params)
         // then the next LayerNorm: the next block's ln_1, or ln_f
         const int last = l == L - 1;
         be->layernorm_residual_forward(
-            N, C, m->mid[l], m->res[l + 1], p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0),
+            N, C, m->mid[l], m->res[l + 1], p, key_of(m, l, SITE_MLP_RES),
             last ? tensor(m, params, kf) : W(l + 1, T_LN1W),
             last ? tensor(m, params, kf + 1) : W(l + 1, T_LN1B), m->res[l + 1], m->ln,
             last ? m->lnfm : m->ln1m[l + 1], last ? m->lnfr : m->ln1r[l + 1]);
@@ -223,7 +234,9 @@ static double loss_mean(dt_gpt_be *m, int64_t *correct)
     return loss;
 }
 
-/* the batch into the model's copies (kernels: may be recorded) */
+/* The batch into the model's copies (kernels: may be recorded), and a
+ * training step's dropout keys into the backend's memory (a copy that waits,
+ * outside any record) */
 static void take_batch(dt_gpt_be *m, const int32_t *tokens, const int32_t *targets, int B,
                        int train, uint64_t key)
 {
@@ -232,7 +245,12 @@ static void take_batch(dt_gpt_be *m, const int32_t *tokens, const int32_t *targe
     m->be->mem_copy(m->tgt, targets, N * sizeof *targets);
     m->B = B;
     m->train = train;
-    m->key = key;
+    if (train && m->c.dropout > 0.0f) {
+        for (int l = 0; l <= m->c.n_layer; l++)
+            for (int site = 0; site < 4; site++)
+                m->keys_host[4 * l + site] = rng_key(key, (uint64_t)l, (uint64_t)site, 0);
+        m->be->to_backend(m->keys, m->keys_host, nkeys(m) * sizeof *m->keys);
+    }
 }
 
 double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
@@ -248,7 +266,7 @@ double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
 }
 
 /* A residual branch's output gradient: dres through the branch's dropout */
-static const float *branch_grad(dt_gpt_be *m, size_t n, float p, uint64_t key)
+static const float *branch_grad(dt_gpt_be *m, size_t n, float p, const uint64_t *key)
 {
     if (p <= 0.0f)
         return m->dres;
@@ -263,7 +281,6 @@ void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads)
               NH = m->c.n_head, B = m->B, N = B * T;
     const size_t NC = (size_t)N * C;
     const float p = m->train ? m->c.dropout : 0.0f;
-    const uint64_t key = m->key;
     const dt_tensor_view *tv = gpt_tensors(m->shape);
     const int kf = gpt_ntensors(m->shape) - 2;
     float *dwte = grads + tv[0].offset, *dwpe = grads + tv[1].offset;
@@ -283,7 +300,7 @@ void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads)
                            m->dres, 0, grads + tv[kf].offset, grads + tv[kf + 1].offset);
     for (int l = L - 1; l >= 0; l--) {
         // the MLP branch
-        const float *dbr = branch_grad(m, NC, p, rng_key(key, (uint64_t)l, SITE_MLP_RES, 0));
+        const float *dbr = branch_grad(m, NC, p, key_of(m, l, SITE_MLP_RES));
         be->gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
         be->mem_zero(m->dh4, 4 * NC * sizeof(float));
         be->linear_backward(N, 4 * C, C, m->h4, W(l, T_FPW), dbr, m->dh4, G(l, T_FPW),
@@ -297,12 +314,12 @@ void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads)
         be->layernorm_backward(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(l, T_LN2W), m->dln,
                                m->dres, 1, G(l, T_LN2W), G(l, T_LN2B));
         // the attention branch
-        dbr = branch_grad(m, NC, p, rng_key(key, (uint64_t)l, SITE_ATT_RES, 0));
+        dbr = branch_grad(m, NC, p, key_of(m, l, SITE_ATT_RES));
         be->mem_zero(m->dln, NC * sizeof(float));
         be->linear_backward(N, C, C, m->atty[l], W(l, T_APW), dbr, m->dln, G(l, T_APW),
                             G(l, T_APB), m->work);
         be->attention_backward(B, T, C, NH, m->qkv[l], m->lse_att[l], m->dln, p,
-                               rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv);
+                               key_of(m, l, SITE_ATT), m->dqkv);
         be->layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(l, T_LN1W), W(l, T_LN1B),
                             m->ln);
         be->mem_zero(m->dln, NC * sizeof(float));
@@ -311,7 +328,7 @@ void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads)
         be->layernorm_backward(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(l, T_LN1W), m->dln,
                                m->dres, 1, G(l, T_LN1W), G(l, T_LN1B));
     }
-    be->embedding_backward(B, T, C, m->tok, m->dres, p, rng_key(key, (uint64_t)L, SITE_EMB, 0),
+    be->embedding_backward(B, T, C, m->tok, m->dres, p, key_of(m, L, SITE_EMB),
                            dwte, dwpe);
 #undef W
 #undef G
@@ -319,7 +336,7 @@ void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads)
 
 int gpt_be_use_graphs(dt_gpt_be *m, int on)
 {
-    const int can = step_graphs_supported(m->be) && m->c.dropout == 0.0f;
+    const int can = step_graphs_supported(m->be);
     m->graphs = on && can;
     return can;
 }
@@ -365,6 +382,7 @@ void gpt_be_free(dt_gpt_be *m)
     if (!m)
         return;
     step_graphs_free(&m->rec, m->be);
+    m->be->host_free(m->keys_host);
     if (m->arena) {
         m->be->mem_free(m->arena);
         m->be->host_free(m->htok);

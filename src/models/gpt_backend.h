@@ -44,8 +44,7 @@ void gpt_be_train_queue(dt_gpt_be *m, const float *params, const int32_t *tokens
 double gpt_be_train_result(dt_gpt_be *m, int64_t *correct, int64_t *count);
 /* Record the queued steps once per batch buffer and replay them where the
  * backend can (backend/step_graphs.h) and on (compute.cuda_graphs); returns
- * whether it can: a backend that records, and model dropout 0 (its kernels
- * take the dropout keys by value). */
+ * whether the backend can. */
 int gpt_be_use_graphs(dt_gpt_be *m, int on);
 /* the records made and live (tests) */
 int gpt_be_recorded(const dt_gpt_be *m);

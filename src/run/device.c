@@ -72,8 +72,7 @@ int device_open(const dt_config *cfg, MPI_Comm world, dt_device *d)
             const size_t l = strlen(d->name);
             snprintf(d->name + l, sizeof d->name - l, " tf32");
         }
-        if (!why[0] && d->gpu >= 0 && cfg->compute.cuda_graphs &&
-            (strcmp(cfg->model.name, "gpt") != 0 || cfg->model.dropout == 0)) {
+        if (!why[0] && d->gpu >= 0 && cfg->compute.cuda_graphs) {
             const size_t l = strlen(d->name);
             snprintf(d->name + l, sizeof d->name - l, " graphs");
         }

@@ -114,16 +114,29 @@ static void cpu_flat_clip(size_t n, double max_norm, float *g)
     clip_grad_norm(g, n, max_norm);
 }
 
+/* the dropout key the GPT's passes take: read where p > 0 (backend/backend.h) */
+static uint64_t key_at(float p, const uint64_t *key) { return p > 0.0f ? *key : 0; }
+
+static void cpu_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
+                                  const float *wpe, float p, const uint64_t *key, float *x)
+{
+    embedding_forward(B, T, C, tok, wte, wpe, p, key_at(p, key), x);
+}
+static void cpu_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx,
+                                   float p, const uint64_t *key, float *dwte, float *dwpe)
+{
+    embedding_backward(B, T, C, tok, dx, p, key_at(p, key), dwte, dwpe);
+}
 static void cpu_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
                                   float *y, float *mean, float *rstd)
 {
     layernorm_forward(N, C, x, g, b, y, NULL, mean, rstd);
 }
 static void cpu_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
-                                           uint64_t key, const float *g, const float *b,
+                                           const uint64_t *key, const float *g, const float *b,
                                            float *xo, float *y, float *mean, float *rstd)
 {
-    layernorm_residual_forward(N, C, x, r, p, key, g, b, xo, y, NULL, mean, rstd);
+    layernorm_residual_forward(N, C, x, r, p, key_at(p, key), g, b, xo, y, NULL, mean, rstd);
 }
 
 static void cpu_layernorm_apply(int N, int C, const float *x, const float *mean,
@@ -131,10 +144,12 @@ static void cpu_layernorm_apply(int N, int C, const float *x, const float *mean,
 {
     layernorm_apply(N, C, x, mean, rstd, g, b, y, NULL);
 }
-static void cpu_branch_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d)
+static void cpu_branch_dropout_grad(size_t n, const float *dres, float p, const uint64_t *key,
+                                    float *d)
 {
+    const uint64_t k = key_at(p, key);
     for (size_t i = 0; i < n; i++)
-        d[i] = dres[i] * dropout_factor(key, i, p);
+        d[i] = dres[i] * dropout_factor(k, i, p);
 }
 
 /* The attention's scratch (attention_work per thread), grown to the largest
@@ -158,19 +173,19 @@ static float *attention_scratch(int T, int *nwork)
     return att_work;
 }
 static void cpu_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
-                                  float *lse, float p, uint64_t key)
+                                  float *lse, float p, const uint64_t *key)
 {
     int nwork;
     float *work = attention_scratch(T, &nwork);
-    attention_forward(B, T, C, NH, qkv, y, lse, NULL, p, key, work, nwork);
+    attention_forward(B, T, C, NH, qkv, y, lse, NULL, p, key_at(p, key), work, nwork);
 }
 static void cpu_attention_backward(int B, int T, int C, int NH, const float *qkv,
-                                   const float *lse, const float *dy, float p, uint64_t key,
-                                   float *dqkv)
+                                   const float *lse, const float *dy, float p,
+                                   const uint64_t *key, float *dqkv)
 {
     int nwork;
     float *work = attention_scratch(T, &nwork);
-    attention_backward(B, T, C, NH, qkv, lse, NULL, dy, p, key, dqkv, work, nwork);
+    attention_backward(B, T, C, NH, qkv, lse, NULL, dy, p, key_at(p, key), dqkv, work, nwork);
 }
 
 #define CPU_KERNELS                                                                      \
@@ -183,9 +198,10 @@ static void cpu_attention_backward(int B, int T, int C, int NH, const float *qkv
     .flat_add = cpu_flat_add, .flat_div = cpu_flat_div,                                  \
     .flat_sum_slots = cpu_flat_sum_slots, .flat_ax_plus = cpu_flat_ax_plus,              \
     .flat_adamw = cpu_flat_adamw, .flat_clip = cpu_flat_clip,                            \
-    .embedding_forward = embedding_forward, .layernorm_forward = cpu_layernorm_forward,  \
+    .embedding_forward = cpu_embedding_forward,                                         \
+    .layernorm_forward = cpu_layernorm_forward,                                          \
     .layernorm_residual_forward = cpu_layernorm_residual_forward,                        \
-    .embedding_backward = embedding_backward, .layernorm_apply = cpu_layernorm_apply,    \
+    .embedding_backward = cpu_embedding_backward, .layernorm_apply = cpu_layernorm_apply, \
     .branch_dropout_grad = cpu_branch_dropout_grad,                                      \
     .layernorm_backward = layernorm_backward, .attention_forward = cpu_attention_forward, \
     .attention_backward = cpu_attention_backward,                                        \

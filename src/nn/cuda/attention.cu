@@ -20,11 +20,12 @@
 template <int HS>
 __global__ static void __launch_bounds__(GPT_ATT_TILE)
     attention_k(int T, int C, int NH, const float *__restrict__ qkv, float *__restrict__ y,
-                float *__restrict__ lse, float p, uint64_t key)
+                float *__restrict__ lse, float p, const uint64_t *key)
 {
     __shared__ float ks[GPT_ATT_TILE * GPT_ATT_HS_MAX], vs[GPT_ATT_TILE * GPT_ATT_HS_MAX];
     const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
     const float scale = 1.0f / sqrtf((float)hs);
+    const uint64_t k = gpt_key_at(p, key);
     int bh, i0;
     gpt_att_tile_rows(blockIdx.x, T, &bh, &i0);
     const int b = bh / NH, h = bh % NH, i = i0 + t, end = min(i0 + GPT_ATT_TILE, T);
@@ -40,7 +41,7 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
         gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
         __syncthreads();
         if (own)
-            gpt_att_fwd_tile(hs, scale, bh, T, i, j0, n, q, ks, vs, p, key, &mx, &l, acc);
+            gpt_att_fwd_tile(hs, scale, bh, T, i, j0, n, q, ks, vs, p, k, &mx, &l, acc);
         __syncthreads();
     }
     if (!own)
@@ -56,11 +57,12 @@ template <int HS>
 __global__ static void __launch_bounds__(GPT_ATT_TILE)
     attention_dq_k(int T, int C, int NH, const float *__restrict__ qkv,
                    const float *__restrict__ lse, const float *__restrict__ dy, float p,
-                   uint64_t key, float *__restrict__ dqkv, float *__restrict__ D)
+                   const uint64_t *key, float *__restrict__ dqkv, float *__restrict__ D)
 {
     __shared__ float ks[GPT_ATT_TILE * GPT_ATT_HS_MAX], vs[GPT_ATT_TILE * GPT_ATT_HS_MAX];
     const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
     const float scale = 1.0f / sqrtf((float)hs);
+    const uint64_t k = gpt_key_at(p, key);
     int bh, i0;
     gpt_att_tile_rows(blockIdx.x, T, &bh, &i0);
     const int b = bh / NH, h = bh % NH, i = i0 + t, end = min(i0 + GPT_ATT_TILE, T);
@@ -81,7 +83,7 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
             gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
             __syncthreads();
             if (own)
-                gpt_att_dq_tile(sweep, hs, scale, bh, T, i, j0, n, q, dyr, li, ks, vs, p, key,
+                gpt_att_dq_tile(sweep, hs, scale, bh, T, i, j0, n, q, dyr, li, ks, vs, p, k,
                                 &di, acc);
             __syncthreads();
         }
@@ -100,21 +102,24 @@ template <int HS>
 __global__ static void __launch_bounds__(GPT_ATT_TILE)
     attention_dkv_k(int T, int C, int NH, const float *__restrict__ qkv,
                     const float *__restrict__ lse, const float *__restrict__ dy,
-                    const float *__restrict__ D, float p, uint64_t key, float *__restrict__ dqkv)
+                    const float *__restrict__ D, float p, const uint64_t *key,
+                    float *__restrict__ dqkv)
 {
     __shared__ float qs[GPT_ATT_TILE * GPT_ATT_HS_MAX], dys[GPT_ATT_TILE * GPT_ATT_HS_MAX];
     __shared__ float ls[GPT_ATT_TILE], Ds[GPT_ATT_TILE];
     const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
     const float scale = 1.0f / sqrtf((float)hs);
+    const uint64_t k = gpt_key_at(p, key);
     int bh, j0;
     gpt_att_tile_rows(blockIdx.x, T, &bh, &j0);
     const int b = bh / NH, h = bh % NH, j = j0 + t;
     const bool own = j < T;
-    const float *k = qkv + gpt_att_qkv(b, own ? j : 0, h, T, C, NH) + C, *v = k + C;
+    const float *kr = qkv + gpt_att_qkv(b, own ? j : 0, h, T, C, NH) + C, *vr = kr + C;
     float ak[GPT_ATT_HS_MAX], av[GPT_ATT_HS_MAX];
     gpt_att_zero(hs, ak);
     gpt_att_zero(hs, av);
-    const float *q0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH), *dy0 = dy + gpt_att_out(b, 0, h, T, C, NH);
+    const float *q0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH);
+    const float *dy0 = dy + gpt_att_out(b, 0, h, T, C, NH);
     const float *l0 = lse + (size_t)bh * T, *D0 = D + (size_t)bh * T;
     for (int i0 = j0; i0 < T; i0 += GPT_ATT_TILE) {
         const int n = min(GPT_ATT_TILE, T - i0);
@@ -124,7 +129,7 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
         gpt_att_stage_vec(D0, i0, n, Ds, t, GPT_ATT_TILE);
         __syncthreads();
         if (own)
-            gpt_att_dkv_tile(hs, scale, bh, T, j, i0, n, k, v, qs, dys, ls, Ds, p, key, ak, av);
+            gpt_att_dkv_tile(hs, scale, bh, T, j, i0, n, kr, vr, qs, dys, ls, Ds, p, k, ak, av);
         __syncthreads();
     }
     if (!own)
@@ -163,7 +168,7 @@ static long long att_blocks(int B, int T, int C, int NH)
     } while (0)
 
 extern "C" int cuda_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y,
-                                      float *lse, float p, uint64_t key, void *stream)
+                                      float *lse, float p, const uint64_t *key, void *stream)
 {
     const long long g = att_blocks(B, T, C, NH);
     if (g < 0)
@@ -174,8 +179,8 @@ extern "C" int cuda_attention_forward(int B, int T, int C, int NH, const float *
 }
 
 extern "C" int cuda_attention_backward(int B, int T, int C, int NH, const float *qkv,
-                                       const float *lse, const float *dy, float p, uint64_t key,
-                                       float *dqkv, float *D, void *stream)
+                                       const float *lse, const float *dy, float p,
+                                       const uint64_t *key, float *dqkv, float *D, void *stream)
 {
     const long long g = att_blocks(B, T, C, NH);
     if (g < 0)

@@ -11,9 +11,10 @@
 #include "nn/cuda/kernels_cuda.h"
 
 __global__ static void embedding_k(size_t n, int T, int C, const int32_t *tok, const float *wte,
-                                   const float *wpe, float p, uint64_t key, float *x)
+                                   const float *wpe, float p, const uint64_t *key, float *x)
 {
-    GRID_STRIDE(i, n) gpt_embedding_at(i, T, C, tok, wte, wpe, p, key, x);
+    const uint64_t k = gpt_key_at(p, key);
+    GRID_STRIDE(i, n) gpt_embedding_at(i, T, C, tok, wte, wpe, p, k, x);
 }
 
 __global__ static void layernorm_k(size_t n, int C, const float *x, const float *g,
@@ -24,12 +25,13 @@ __global__ static void layernorm_k(size_t n, int C, const float *x, const float 
 }
 
 __global__ static void layernorm_residual_k(size_t n, int C, const float *x, const float *r,
-                                            float p, uint64_t key, const float *g,
+                                            float p, const uint64_t *key, const float *g,
                                             const float *b, float *xo, float *y, float *mean,
                                             float *rstd)
 {
+    const uint64_t k = gpt_key_at(p, key);
     GRID_STRIDE(row, n)
-    gpt_layernorm_residual_row(row, C, x, r, p, key, g, b, xo, y, mean, rstd);
+    gpt_layernorm_residual_row(row, C, x, r, p, k, g, b, xo, y, mean, rstd);
 }
 
 __global__ static void layernorm_backward_rows_k(size_t n, int C, const float *x,
@@ -48,10 +50,11 @@ __global__ static void layernorm_backward_cols_k(size_t n, int N, const float *x
 }
 
 __global__ static void embedding_backward_k(size_t n, int B, int T, const int32_t *tok,
-                                            const float *dx, float p, uint64_t key, float *dwte,
-                                            float *dwpe)
+                                            const float *dx, float p, const uint64_t *key,
+                                            float *dwte, float *dwpe)
 {
-    GRID_STRIDE(i, n) gpt_embedding_backward_col(i, B, T, (int)n, tok, dx, p, key, dwte, dwpe);
+    const uint64_t k = gpt_key_at(p, key);
+    GRID_STRIDE(i, n) gpt_embedding_backward_col(i, B, T, (int)n, tok, dx, p, k, dwte, dwpe);
 }
 
 __global__ static void layernorm_apply_k(size_t n, int C, const float *x, const float *mean,
@@ -61,10 +64,11 @@ __global__ static void layernorm_apply_k(size_t n, int C, const float *x, const 
     GRID_STRIDE(r, n) gpt_layernorm_apply_row(r, C, x, mean, rstd, g, b, y);
 }
 
-__global__ static void dropout_grad_k(size_t n, const float *dres, float p, uint64_t key,
+__global__ static void dropout_grad_k(size_t n, const float *dres, float p, const uint64_t *key,
                                       float *d)
 {
-    GRID_STRIDE(i, n) gpt_dropout_grad_at(i, dres, p, key, d);
+    const uint64_t k = gpt_key_at(p, key);
+    GRID_STRIDE(i, n) gpt_dropout_grad_at(i, dres, p, k, d);
 }
 
 __global__ static void gelu_k(size_t n, const float *x, float *y)
@@ -115,7 +119,7 @@ extern "C" int cuda_layernorm_backward(int N, int C, const float *x, const float
 }
 
 extern "C" int cuda_embedding_backward(int B, int T, int C, const int32_t *tok,
-                                       const float *dx, float p, uint64_t key, float *dwte,
+                                       const float *dx, float p, const uint64_t *key, float *dwte,
                                        float *dwpe, void *stream)
 {
     const size_t n = (size_t)C;
@@ -132,8 +136,8 @@ extern "C" int cuda_layernorm_apply(int N, int C, const float *x, const float *m
     return 0;
 }
 
-extern "C" int cuda_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d,
-                                 void *stream)
+extern "C" int cuda_dropout_grad(size_t n, const float *dres, float p, const uint64_t *key,
+                                 float *d, void *stream)
 {
     DT_LAUNCH(dropout_grad_k, n, stream, dres, p, key, d);
     return 0;
@@ -176,7 +180,7 @@ extern "C" int cuda_xent_seq_backward(int N, int V, const float *logits, const f
 }
 
 extern "C" int cuda_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
-                                      const float *wpe, float p, uint64_t key, float *x,
+                                      const float *wpe, float p, const uint64_t *key, float *x,
                                       void *stream)
 {
     const size_t n = (size_t)B * T * C;
@@ -194,7 +198,7 @@ extern "C" int cuda_layernorm_forward(int N, int C, const float *x, const float 
 }
 
 extern "C" int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r,
-                                               float p, uint64_t key, const float *g,
+                                               float p, const uint64_t *key, const float *g,
                                                const float *b, float *xo, float *y,
                                                float *mean, float *rstd, void *stream)
 {

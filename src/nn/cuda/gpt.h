@@ -17,6 +17,13 @@
 #include "core/hd.h"
 #include "core/rng.h"
 
+/* a dropout key the kernels read from device memory when they run (so a
+ * recorded step takes the key written before each launch); only where p > 0 */
+static inline DT_HD uint64_t gpt_key_at(float p, const uint64_t *key)
+{
+    return p > 0.0f ? *key : 0;
+}
+
 /* dropout_factor of nn/transformer.h */
 static inline DT_HD float gpt_dropout_factor(uint64_t key, uint64_t i, float p)
 {

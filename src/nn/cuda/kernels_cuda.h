@@ -90,21 +90,21 @@ int cuda_clip(size_t n, double max_norm, float *g, double *lanes, float *factor,
  * sums: tok (B, T), wte (V, C), wpe (>= T, C), x (B, T, C); LayerNorm: x, r,
  * xo, y (N, C), g, b (C), mean, rstd (N) */
 int cuda_embedding_forward(int B, int T, int C, const int32_t *tok, const float *wte,
-                           const float *wpe, float p, uint64_t key, float *x, void *stream);
+                           const float *wpe, float p, const uint64_t *key, float *x, void *stream);
 int cuda_layernorm_forward(int N, int C, const float *x, const float *g, const float *b,
                            float *y, float *mean, float *rstd, void *stream);
 int cuda_layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
-                                    uint64_t key, const float *g, const float *b, float *xo,
+                                    const uint64_t *key, const float *g, const float *b, float *xo,
                                     float *y, float *mean, float *rstd, void *stream);
 /* the embeddings' gradients: dwte (V, C) added to, dwpe (T, C) written, from
  * dx (B, T, C) through the embedding's dropout */
 int cuda_embedding_backward(int B, int T, int C, const int32_t *tok, const float *dx, float p,
-                            uint64_t key, float *dwte, float *dwpe, void *stream);
+                            const uint64_t *key, float *dwte, float *dwpe, void *stream);
 /* y (N, C) = LayerNorm of x from the forward's mean and rstd */
 int cuda_layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
                          const float *g, const float *b, float *y, void *stream);
 /* d (n) = dres through a residual branch's dropout p (mask index i) */
-int cuda_dropout_grad(size_t n, const float *dres, float p, uint64_t key, float *d,
+int cuda_dropout_grad(size_t n, const float *dres, float p, const uint64_t *key, float *d,
                       void *stream);
 /* LayerNorm's backward: dx (N, C) written or added to (accumulate), dg, db (C) */
 int cuda_layernorm_backward(int N, int C, const float *x, const float *mean, const float *rstd,
@@ -114,9 +114,9 @@ int cuda_layernorm_backward(int N, int C, const float *x, const float *mean, con
  * C), lse (B, NH, T); the backward writes dqkv (B, T, 3C) and takes D (B NH
  * T floats) of device scratch */
 int cuda_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
-                           float p, uint64_t key, void *stream);
+                           float p, const uint64_t *key, void *stream);
 int cuda_attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                            const float *dy, float p, uint64_t key, float *dqkv, float *D,
+                            const float *dy, float p, const uint64_t *key, float *dqkv, float *D,
                             void *stream);
 /* GELU (tanh form) on n values: y = gelu(x) (y may be x); with its
  * derivative d; dy *= d */
