@@ -998,41 +998,6 @@ static double rel_max(const float *a, const float *b, size_t n)
     return m > 0 ? e / m : e;
 }
 
-/* The causal attention (nn/cuda/gpt.h: a query row at a time with an online
- * softmax; the backward's query and key passes) against the CPU's
- * (backend/cpu/attention.c: blocks of query rows, tiled or through sgemm),
- * with and without dropout on the probabilities. The two sum the same terms
- * in other orders (and the CPU's tiles fuse multiply-adds), so the bound is
- * 2e-6 of the largest |y|, |lse| and |dqkv| (measured below 5e-7). */
-static void test_gpt_attention(int B, int T, int C, int NH, float p)
-{
-    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T;
-    float *qkv = vec_new(nq), *dy = vec_new(ny);
-    for (size_t i = 0; i < nq; i++)
-        qkv[i] = 1.5f * (float)(2.0 * rng_uniform_d(&rng) - 1.0);
-    for (size_t i = 0; i < ny; i++)
-        dy[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
-    const uint64_t key = 0xa77e + (uint64_t)T;
-    float *work = vec_new(attention_work(T));
-    float *y_cpu = vec_new(ny), *y_dev = vec_new(ny), *l_cpu = vec_new(nl), *l_dev = vec_new(nl);
-    float *dq_cpu = vec_new(nq), *dq_dev = vec_new(nq), *D = vec_new(nl);
-    attention_forward(B, T, C, NH, qkv, y_cpu, l_cpu, NULL, p, key, work, 1);
-    attention_backward(B, T, C, NH, qkv, l_cpu, NULL, dy, p, key, dq_cpu, work, 1);
-    for (size_t r = 0; r < nl; r++)
-        gpt_attention_row(r, T, C, NH, qkv, y_dev, l_dev, p, key);
-    for (size_t r = 0; r < nl; r++)
-        gpt_attention_backward_q(r, T, C, NH, qkv, l_dev, dy, p, key, dq_dev, D);
-    for (size_t r = 0; r < nl; r++)
-        gpt_attention_backward_kv(r, T, C, NH, qkv, l_dev, dy, D, p, key, dq_dev);
-    const double ey = rel_max(y_dev, y_cpu, ny), el = rel_max(l_dev, l_cpu, nl),
-                 eg = rel_max(dq_dev, dq_cpu, nq);
-    CHECK(ey <= 2e-6 && el <= 2e-6 && eg <= 2e-6,
-          "gpt attention B=%d T=%d C=%d NH=%d p=%g: y, lse and dqkv within 2e-6 of the CPU's "
-          "(%.1e, %.1e, %.1e)", B, T, C, NH, p, ey, el, eg);
-    free(qkv); free(dy); free(work); free(y_cpu); free(y_dev); free(l_cpu); free(l_dev);
-    free(dq_cpu); free(dq_dev); free(D);
-}
-
 /* The tiled kernels of nn/cuda/attention.cu, block by block: every thread of
  * a block stages its share of a tile, then each thread takes its pairs, as
  * the kernels do between their two waits. */
@@ -1045,33 +1010,33 @@ static void tiled_forward(int B, int T, int C, int NH, const float *qkv, float *
     const float scale = 1.0f / sqrtf((float)hs);
     static float ks[TILE * HSM], vs[TILE * HSM], q[TILE][HSM], acc[TILE][HSM];
     float mx[TILE], l[TILE];
+    gpt_att_thread a[TILE];
     for (size_t g = 0; g < (size_t)B * NH * nt; g++) {
-        int bh, i0;
-        gpt_att_tile_rows(g, T, &bh, &i0);
-        const int b = bh / NH, h = bh % NH, end = i0 + TILE < T ? i0 + TILE : T;
-        const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
         for (int t = 0; t < TILE; t++) {
-            if (i0 + t < T)
-                gpt_att_copy(hs, qkv + gpt_att_qkv(b, i0 + t, h, T, C, NH), q[t]);
+            a[t] = gpt_att_thread_at(g, t, T, NH);
+            if (a[t].own)
+                gpt_att_copy(hs, qkv + gpt_att_qkv(a[t].b, a[t].r, a[t].h, T, C, NH), q[t]);
             gpt_att_zero(hs, acc[t]);
             mx[t] = -INFINITY;
             l[t] = 0.0f;
         }
-        for (int j0 = 0; j0 < end; j0 += TILE) {
-            const int n = end - j0 < TILE ? end - j0 : TILE;
+        const float *k0 = qkv + gpt_att_qkv(a[0].b, 0, a[0].h, T, C, NH) + C;
+        for (int j0 = 0; j0 < a[0].end; j0 += TILE) {
+            const int n = a[0].end - j0 < TILE ? a[0].end - j0 : TILE;
             for (int t = 0; t < TILE; t++) {
                 gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, TILE);
                 gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, TILE);
             }
-            for (int t = 0; t < TILE && i0 + t < T; t++)
-                gpt_att_fwd_tile(hs, scale, bh, T, i0 + t, j0, n, q[t], ks, vs, p, key, &mx[t],
-                                 &l[t], acc[t]);
+            for (int t = 0; t < TILE; t++)
+                if (a[t].own)
+                    gpt_att_fwd_tile(hs, scale, a[t].bh, T, a[t].r, j0, n, q[t], ks, vs, p, key,
+                                     &mx[t], &l[t], acc[t]);
         }
-        for (int t = 0; t < TILE && i0 + t < T; t++) {
-            float *yr = y + gpt_att_out(b, i0 + t, h, T, C, NH);
+        for (int t = 0; t < TILE && a[t].own; t++) {
+            float *yr = y + gpt_att_out(a[t].b, a[t].r, a[t].h, T, C, NH);
             for (int d = 0; d < hs; d++)
                 yr[d] = acc[t][d] / l[t];
-            lse[(size_t)bh * T + (size_t)(i0 + t)] = mx[t] + logf(l[t]);
+            lse[(size_t)a[t].bh * T + (size_t)a[t].r] = mx[t] + logf(l[t]);
         }
     }
 }
@@ -1084,66 +1049,67 @@ static void tiled_backward(int B, int T, int C, int NH, const float *qkv, const 
     static float s1[TILE * HSM], s2[TILE * HSM], q[TILE][HSM], dyr[TILE][HSM], a1[TILE][HSM],
         a2[TILE][HSM];
     float di[TILE], ls[TILE], Ds[TILE];
+    gpt_att_thread a[TILE];
     /* the queries' kernel */
     for (size_t g = 0; g < (size_t)B * NH * nt; g++) {
-        int bh, i0;
-        gpt_att_tile_rows(g, T, &bh, &i0);
-        const int b = bh / NH, h = bh % NH, end = i0 + TILE < T ? i0 + TILE : T;
-        const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
         for (int t = 0; t < TILE; t++) {
-            if (i0 + t < T) {
-                gpt_att_copy(hs, qkv + gpt_att_qkv(b, i0 + t, h, T, C, NH), q[t]);
-                gpt_att_copy(hs, dy + gpt_att_out(b, i0 + t, h, T, C, NH), dyr[t]);
+            a[t] = gpt_att_thread_at(g, t, T, NH);
+            if (a[t].own) {
+                gpt_att_copy(hs, qkv + gpt_att_qkv(a[t].b, a[t].r, a[t].h, T, C, NH), q[t]);
+                gpt_att_copy(hs, dy + gpt_att_out(a[t].b, a[t].r, a[t].h, T, C, NH), dyr[t]);
             }
             gpt_att_zero(hs, a1[t]);
             di[t] = 0.0f;
         }
+        const float *k0 = qkv + gpt_att_qkv(a[0].b, 0, a[0].h, T, C, NH) + C;
         for (int sweep = 0; sweep < 2; sweep++)
-            for (int j0 = 0; j0 < end; j0 += TILE) {
-                const int n = end - j0 < TILE ? end - j0 : TILE;
+            for (int j0 = 0; j0 < a[0].end; j0 += TILE) {
+                const int n = a[0].end - j0 < TILE ? a[0].end - j0 : TILE;
                 for (int t = 0; t < TILE; t++) {
                     gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, s1, t, TILE);
                     gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, s2, t, TILE);
                 }
-                for (int t = 0; t < TILE && i0 + t < T; t++)
-                    gpt_att_dq_tile(sweep, hs, scale, bh, T, i0 + t, j0, n, q[t], dyr[t],
-                                    lse[(size_t)bh * T + (size_t)(i0 + t)], s1, s2, p, key,
-                                    &di[t], a1[t]);
+                for (int t = 0; t < TILE; t++)
+                    if (a[t].own)
+                        gpt_att_dq_tile(sweep, hs, scale, a[t].bh, T, a[t].r, j0, n, q[t],
+                                        dyr[t], lse[(size_t)a[t].bh * T + (size_t)a[t].r], s1,
+                                        s2, p, key, &di[t], a1[t]);
             }
-        for (int t = 0; t < TILE && i0 + t < T; t++) {
-            float *dq = dqkv + gpt_att_qkv(b, i0 + t, h, T, C, NH);
+        for (int t = 0; t < TILE && a[t].own; t++) {
+            float *dq = dqkv + gpt_att_qkv(a[t].b, a[t].r, a[t].h, T, C, NH);
             for (int d = 0; d < hs; d++)
                 dq[d] = scale * a1[t][d];
-            D[(size_t)bh * T + (size_t)(i0 + t)] = di[t];
+            D[(size_t)a[t].bh * T + (size_t)a[t].r] = di[t];
         }
     }
     /* the keys' kernel */
     for (size_t g = 0; g < (size_t)B * NH * nt; g++) {
-        int bh, j0;
-        gpt_att_tile_rows(g, T, &bh, &j0);
-        const int b = bh / NH, h = bh % NH;
-        const float *q0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH);
-        const float *dy0 = dy + gpt_att_out(b, 0, h, T, C, NH);
         for (int t = 0; t < TILE; t++) {
+            a[t] = gpt_att_thread_at(g, t, T, NH);
             gpt_att_zero(hs, a1[t]);
             gpt_att_zero(hs, a2[t]);
         }
-        for (int i0 = j0; i0 < T; i0 += TILE) {
+        const float *q0 = qkv + gpt_att_qkv(a[0].b, 0, a[0].h, T, C, NH);
+        const float *dy0 = dy + gpt_att_out(a[0].b, 0, a[0].h, T, C, NH);
+        const size_t o = (size_t)a[0].bh * T;
+        for (int i0 = a[0].r0; i0 < T; i0 += TILE) {
             const int n = T - i0 < TILE ? T - i0 : TILE;
             for (int t = 0; t < TILE; t++) {
                 gpt_att_stage(q0, 3 * (size_t)C, i0, n, hs, s1, t, TILE);
                 gpt_att_stage(dy0, (size_t)C, i0, n, hs, s2, t, TILE);
-                gpt_att_stage_vec(lse + (size_t)bh * T, i0, n, ls, t, TILE);
-                gpt_att_stage_vec(D + (size_t)bh * T, i0, n, Ds, t, TILE);
+                gpt_att_stage_vec(lse + o, i0, n, ls, t, TILE);
+                gpt_att_stage_vec(D + o, i0, n, Ds, t, TILE);
             }
-            for (int t = 0; t < TILE && j0 + t < T; t++) {
-                const float *k = qkv + gpt_att_qkv(b, j0 + t, h, T, C, NH) + C;
-                gpt_att_dkv_tile(hs, scale, bh, T, j0 + t, i0, n, k, k + C, s1, s2, ls, Ds, p,
-                                 key, a1[t], a2[t]);
+            for (int t = 0; t < TILE; t++) {
+                if (!a[t].own)
+                    continue;
+                const float *k = qkv + gpt_att_qkv(a[t].b, a[t].r, a[t].h, T, C, NH) + C;
+                gpt_att_dkv_tile(hs, scale, a[t].bh, T, a[t].r, i0, n, k, k + C, s1, s2, ls, Ds,
+                                 p, key, a1[t], a2[t]);
             }
         }
-        for (int t = 0; t < TILE && j0 + t < T; t++) {
-            float *dk = dqkv + gpt_att_qkv(b, j0 + t, h, T, C, NH) + C, *dv = dk + C;
+        for (int t = 0; t < TILE && a[t].own; t++) {
+            float *dk = dqkv + gpt_att_qkv(a[t].b, a[t].r, a[t].h, T, C, NH) + C, *dv = dk + C;
             for (int d = 0; d < hs; d++) {
                 dk[d] = scale * a1[t][d];
                 dv[d] = a2[t][d];
@@ -1152,11 +1118,17 @@ static void tiled_backward(int B, int T, int C, int NH, const float *qkv, const 
     }
 }
 
-/* The tiled form against the row form: the same pairs in the same order, so
- * the same bits (y, lse, dqkv, D), over sequences shorter than a tile,
- * several tiles and a part tile, head sizes of both instances and of the
- * generic one */
-static void test_gpt_attention_tiled(int B, int T, int C, int NH, float p)
+/* The causal attention of nn/cuda/attention.h, with and without dropout on
+ * the probabilities: its row form (a query row at a time with an online
+ * softmax; the backward's query and key passes) against the CPU's
+ * (backend/cpu/attention.c: blocks of query rows, tiled or through sgemm),
+ * which sums the same terms in other orders (and fuses multiply-adds in its
+ * tiles), so the bound is 2e-6 of the largest |y|, |lse| and |dqkv|
+ * (measured below 5e-7); and the kernels' tiled form against the row form:
+ * the same pairs in the same order, so the same bits (y, lse, dqkv, D), over
+ * sequences shorter than a tile, several tiles and a part tile, head sizes
+ * of every instance (16, 32, 64) and of the generic one. */
+static void test_gpt_attention(int B, int T, int C, int NH, float p)
 {
     const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T;
     float *qkv = vec_new(nq), *dy = vec_new(ny);
@@ -1164,23 +1136,37 @@ static void test_gpt_attention_tiled(int B, int T, int C, int NH, float p)
         qkv[i] = 1.5f * (float)(2.0 * rng_uniform_d(&rng) - 1.0);
     for (size_t i = 0; i < ny; i++)
         dy[i] = (float)(2.0 * rng_uniform_d(&rng) - 1.0);
-    const uint64_t key = 0x7113 + (uint64_t)T;
-    float *y_row = vec_new(ny), *y_tile = vec_new(ny), *l_row = vec_new(nl), *l_tile = vec_new(nl);
-    float *dq_row = vec_new(nq), *dq_tile = vec_new(nq), *D_row = vec_new(nl), *D_tile = vec_new(nl);
+    const uint64_t key = 0xa77e + (uint64_t)T;
+    float *work = vec_new(attention_work(T));
+    float *y_cpu = vec_new(ny), *y_row = vec_new(ny), *y_tile = vec_new(ny);
+    float *l_cpu = vec_new(nl), *l_row = vec_new(nl), *l_tile = vec_new(nl);
+    float *dq_cpu = vec_new(nq), *dq_row = vec_new(nq), *dq_tile = vec_new(nq);
+    float *D_row = vec_new(nl), *D_tile = vec_new(nl);
+    attention_forward(B, T, C, NH, qkv, y_cpu, l_cpu, NULL, p, key, work, 1);
+    attention_backward(B, T, C, NH, qkv, l_cpu, NULL, dy, p, key, dq_cpu, work, 1);
     for (size_t r = 0; r < nl; r++)
         gpt_attention_row(r, T, C, NH, qkv, y_row, l_row, p, key);
     for (size_t r = 0; r < nl; r++)
         gpt_attention_backward_q(r, T, C, NH, qkv, l_row, dy, p, key, dq_row, D_row);
     for (size_t r = 0; r < nl; r++)
         gpt_attention_backward_kv(r, T, C, NH, qkv, l_row, dy, D_row, p, key, dq_row);
+    const double ey = rel_max(y_row, y_cpu, ny), el = rel_max(l_row, l_cpu, nl),
+                 eg = rel_max(dq_row, dq_cpu, nq);
+    CHECK(ey <= 2e-6 && el <= 2e-6 && eg <= 2e-6,
+          "gpt attention B=%d T=%d C=%d NH=%d p=%g: y, lse and dqkv within 2e-6 of the CPU's "
+          "(%.1e, %.1e, %.1e)", B, T, C, NH, p, ey, el, eg);
     tiled_forward(B, T, C, NH, qkv, y_tile, l_tile, p, key);
     tiled_backward(B, T, C, NH, qkv, l_tile, dy, p, key, dq_tile, D_tile);
-    CHECK(!memcmp(y_row, y_tile, ny * sizeof(float)) && !memcmp(l_row, l_tile, nl * sizeof(float)) &&
-          !memcmp(dq_row, dq_tile, nq * sizeof(float)) && !memcmp(D_row, D_tile, nl * sizeof(float)),
-          "gpt attention tiled B=%d T=%d C=%d NH=%d p=%g: y, lse, dqkv and D equal the row "
-          "form's bit for bit", B, T, C, NH, p);
-    free(qkv); free(dy); free(y_row); free(y_tile); free(l_row); free(l_tile);
-    free(dq_row); free(dq_tile); free(D_row); free(D_tile);
+    const int same = !memcmp(y_row, y_tile, ny * sizeof(float)) &&
+                     !memcmp(l_row, l_tile, nl * sizeof(float)) &&
+                     !memcmp(dq_row, dq_tile, nq * sizeof(float)) &&
+                     !memcmp(D_row, D_tile, nl * sizeof(float));
+    CHECK(same,
+          "gpt attention B=%d T=%d C=%d NH=%d p=%g: the tiled kernels' y, lse, dqkv and D equal "
+          "the row form's bit for bit", B, T, C, NH, p);
+    free(qkv); free(dy); free(work);
+    free(y_cpu); free(y_row); free(y_tile); free(l_cpu); free(l_row); free(l_tile);
+    free(dq_cpu); free(dq_row); free(dq_tile); free(D_row); free(D_tile);
 }
 
 /* GELU and the sequence cross-entropy (nn/cuda/gpt.h) against the CPU's
@@ -1343,17 +1329,16 @@ int main(void)
     test_gpt_layers(3, 5, 100, 7, 0.2f);
     test_gpt_layers(1, 3, 7, 5, 0.0f);
     // attention: baby's heads (T 64, hs 32) and small's width per head (hs 64),
-    // hs 48, and a shape off the CPU's tiles (T 7, hs 4: its sgemm blocks)
+    // hs 48, a shape off the CPU's tiles (T 7, hs 4: its sgemm blocks), and
+    // sequences over several of the kernels' tiles (T 100, 130, 200; hs 16)
     test_gpt_attention(2, 64, 128, 4, 0.0f);
     test_gpt_attention(2, 64, 128, 4, 0.1f);
     test_gpt_attention(1, 32, 384, 6, 0.0f);
     test_gpt_attention(2, 48, 96, 2, 0.2f);
     test_gpt_attention(2, 7, 12, 3, 0.1f);
-    test_gpt_attention_tiled(2, 64, 128, 4, 0.0f);
-    test_gpt_attention_tiled(1, 130, 128, 2, 0.1f);
-    test_gpt_attention_tiled(2, 200, 128, 8, 0.2f);
-    test_gpt_attention_tiled(1, 7, 12, 3, 0.1f);
-    test_gpt_attention_tiled(1, 100, 96, 2, 0.0f);
+    test_gpt_attention(1, 130, 128, 2, 0.1f);
+    test_gpt_attention(2, 200, 128, 8, 0.2f);
+    test_gpt_attention(1, 100, 96, 2, 0.0f);
     // GELU over baby's MLP (768 x 512), a size with a tail and one of the tail
     // alone; cross-entropy at baby's and GPT-2's vocabulary widths and a tail
     test_gpt_gelu_xent(768 * 512, 768, 96);

@@ -16,6 +16,13 @@
 #include "nn/cuda/check.h"
 #include "nn/cuda/kernels_cuda.h"
 
+/* the opening of every kernel: head size, scale, key and the thread's rows */
+#define ATT_THREAD                                                                       \
+    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;                               \
+    const float scale = 1.0f / sqrtf((float)hs);                                         \
+    const uint64_t k = gpt_key_at(p, key);                                               \
+    const gpt_att_thread a = gpt_att_thread_at(blockIdx.x, t, T, NH)
+
 /* the queries' pass: y and lse */
 template <int HS>
 __global__ static void __launch_bounds__(GPT_ATT_TILE)
@@ -23,33 +30,27 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
                 float *__restrict__ lse, float p, const uint64_t *key)
 {
     __shared__ float ks[GPT_ATT_TILE * GPT_ATT_HS_MAX], vs[GPT_ATT_TILE * GPT_ATT_HS_MAX];
-    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const uint64_t k = gpt_key_at(p, key);
-    int bh, i0;
-    gpt_att_tile_rows(blockIdx.x, T, &bh, &i0);
-    const int b = bh / NH, h = bh % NH, i = i0 + t, end = min(i0 + GPT_ATT_TILE, T);
-    const bool own = i < T;
+    ATT_THREAD;
     float q[GPT_ATT_HS_MAX], acc[GPT_ATT_HS_MAX], mx = -INFINITY, l = 0.0f;
-    if (own)
-        gpt_att_copy(hs, qkv + gpt_att_qkv(b, i, h, T, C, NH), q);
+    if (a.own)
+        gpt_att_copy(hs, qkv + gpt_att_qkv(a.b, a.r, a.h, T, C, NH), q);
     gpt_att_zero(hs, acc);
-    const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
-    for (int j0 = 0; j0 < end; j0 += GPT_ATT_TILE) {
-        const int n = min(GPT_ATT_TILE, end - j0);
+    const float *k0 = qkv + gpt_att_qkv(a.b, 0, a.h, T, C, NH) + C;
+    for (int j0 = 0; j0 < a.end; j0 += GPT_ATT_TILE) {
+        const int n = min(GPT_ATT_TILE, a.end - j0);
         gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, GPT_ATT_TILE);
         gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
         __syncthreads();
-        if (own)
-            gpt_att_fwd_tile(hs, scale, bh, T, i, j0, n, q, ks, vs, p, k, &mx, &l, acc);
+        if (a.own)
+            gpt_att_fwd_tile(hs, scale, a.bh, T, a.r, j0, n, q, ks, vs, p, k, &mx, &l, acc);
         __syncthreads();
     }
-    if (!own)
+    if (!a.own)
         return;
-    float *yr = y + gpt_att_out(b, i, h, T, C, NH);
+    float *yr = y + gpt_att_out(a.b, a.r, a.h, T, C, NH);
     for (int d = 0; d < hs; d++)
         yr[d] = acc[d] / l;
-    lse[(size_t)bh * T + (size_t)i] = mx + logf(l);
+    lse[(size_t)a.bh * T + (size_t)a.r] = mx + logf(l);
 }
 
 /* the backward's queries: D, then dq (two sweeps over the keys) */
@@ -60,36 +61,30 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
                    const uint64_t *key, float *__restrict__ dqkv, float *__restrict__ D)
 {
     __shared__ float ks[GPT_ATT_TILE * GPT_ATT_HS_MAX], vs[GPT_ATT_TILE * GPT_ATT_HS_MAX];
-    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const uint64_t k = gpt_key_at(p, key);
-    int bh, i0;
-    gpt_att_tile_rows(blockIdx.x, T, &bh, &i0);
-    const int b = bh / NH, h = bh % NH, i = i0 + t, end = min(i0 + GPT_ATT_TILE, T);
-    const bool own = i < T;
-    const size_t r = (size_t)bh * T + (size_t)i;
+    ATT_THREAD;
+    const size_t r = (size_t)a.bh * T + (size_t)a.r;
     float q[GPT_ATT_HS_MAX], dyr[GPT_ATT_HS_MAX], acc[GPT_ATT_HS_MAX], di = 0.0f, li = 0.0f;
-    if (own) {
-        gpt_att_copy(hs, qkv + gpt_att_qkv(b, i, h, T, C, NH), q);
-        gpt_att_copy(hs, dy + gpt_att_out(b, i, h, T, C, NH), dyr);
+    if (a.own) {
+        gpt_att_copy(hs, qkv + gpt_att_qkv(a.b, a.r, a.h, T, C, NH), q);
+        gpt_att_copy(hs, dy + gpt_att_out(a.b, a.r, a.h, T, C, NH), dyr);
         li = lse[r];
     }
     gpt_att_zero(hs, acc);
-    const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
+    const float *k0 = qkv + gpt_att_qkv(a.b, 0, a.h, T, C, NH) + C;
     for (int sweep = 0; sweep < 2; sweep++)
-        for (int j0 = 0; j0 < end; j0 += GPT_ATT_TILE) {
-            const int n = min(GPT_ATT_TILE, end - j0);
+        for (int j0 = 0; j0 < a.end; j0 += GPT_ATT_TILE) {
+            const int n = min(GPT_ATT_TILE, a.end - j0);
             gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, GPT_ATT_TILE);
             gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
             __syncthreads();
-            if (own)
-                gpt_att_dq_tile(sweep, hs, scale, bh, T, i, j0, n, q, dyr, li, ks, vs, p, k,
+            if (a.own)
+                gpt_att_dq_tile(sweep, hs, scale, a.bh, T, a.r, j0, n, q, dyr, li, ks, vs, p, k,
                                 &di, acc);
             __syncthreads();
         }
-    if (!own)
+    if (!a.own)
         return;
-    float *dq = dqkv + gpt_att_qkv(b, i, h, T, C, NH);
+    float *dq = dqkv + gpt_att_qkv(a.b, a.r, a.h, T, C, NH);
     for (int d = 0; d < hs; d++)
         dq[d] = scale * acc[d];
     D[r] = di;
@@ -107,34 +102,29 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
 {
     __shared__ float qs[GPT_ATT_TILE * GPT_ATT_HS_MAX], dys[GPT_ATT_TILE * GPT_ATT_HS_MAX];
     __shared__ float ls[GPT_ATT_TILE], Ds[GPT_ATT_TILE];
-    const int hs = HS ? HS : C / NH, t = (int)threadIdx.x;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const uint64_t k = gpt_key_at(p, key);
-    int bh, j0;
-    gpt_att_tile_rows(blockIdx.x, T, &bh, &j0);
-    const int b = bh / NH, h = bh % NH, j = j0 + t;
-    const bool own = j < T;
-    const float *kr = qkv + gpt_att_qkv(b, own ? j : 0, h, T, C, NH) + C, *vr = kr + C;
+    ATT_THREAD;
+    const float *kr = qkv + gpt_att_qkv(a.b, a.own ? a.r : 0, a.h, T, C, NH) + C, *vr = kr + C;
     float ak[GPT_ATT_HS_MAX], av[GPT_ATT_HS_MAX];
     gpt_att_zero(hs, ak);
     gpt_att_zero(hs, av);
-    const float *q0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH);
-    const float *dy0 = dy + gpt_att_out(b, 0, h, T, C, NH);
-    const float *l0 = lse + (size_t)bh * T, *D0 = D + (size_t)bh * T;
-    for (int i0 = j0; i0 < T; i0 += GPT_ATT_TILE) {
+    const float *q0 = qkv + gpt_att_qkv(a.b, 0, a.h, T, C, NH);
+    const float *dy0 = dy + gpt_att_out(a.b, 0, a.h, T, C, NH);
+    const float *l0 = lse + (size_t)a.bh * T, *D0 = D + (size_t)a.bh * T;
+    for (int i0 = a.r0; i0 < T; i0 += GPT_ATT_TILE) {
         const int n = min(GPT_ATT_TILE, T - i0);
         gpt_att_stage(q0, 3 * (size_t)C, i0, n, hs, qs, t, GPT_ATT_TILE);
         gpt_att_stage(dy0, (size_t)C, i0, n, hs, dys, t, GPT_ATT_TILE);
         gpt_att_stage_vec(l0, i0, n, ls, t, GPT_ATT_TILE);
         gpt_att_stage_vec(D0, i0, n, Ds, t, GPT_ATT_TILE);
         __syncthreads();
-        if (own)
-            gpt_att_dkv_tile(hs, scale, bh, T, j, i0, n, kr, vr, qs, dys, ls, Ds, p, k, ak, av);
+        if (a.own)
+            gpt_att_dkv_tile(hs, scale, a.bh, T, a.r, i0, n, kr, vr, qs, dys, ls, Ds, p, k, ak,
+                             av);
         __syncthreads();
     }
-    if (!own)
+    if (!a.own)
         return;
-    float *dk = dqkv + gpt_att_qkv(b, j, h, T, C, NH) + C, *dv = dk + C;
+    float *dk = dqkv + gpt_att_qkv(a.b, a.r, a.h, T, C, NH) + C, *dv = dk + C;
     for (int d = 0; d < hs; d++) {
         dk[d] = scale * ak[d];
         dv[d] = av[d];

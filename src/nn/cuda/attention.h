@@ -207,19 +207,32 @@ static inline DT_HD void gpt_attention_backward_kv(size_t r, int T, int C, int N
 }
 
 /* ---- the tiled form ----------------------------------------------------------
- * Block g of the B NH ceil(T / GPT_ATT_TILE) blocks owns the rows
- * gpt_att_tile_rows(g) of head bh; thread t of it row r0 + t (none past T - 1:
- * such a thread still stages and waits with the others). A kernel runs, for
+ * Block g of the B NH ceil(T / GPT_ATT_TILE) blocks owns GPT_ATT_TILE rows of
+ * one head, thread t of it one row (gpt_att_thread_at; a thread past T - 1
+ * still stages and waits with the others). A kernel runs, for
  * each tile of the other side's rows the block's rows need: stage (every
  * thread), wait, then each thread's pairs in the tile, then wait again before
  * the next stage. */
 
-/* the head bh and first row r0 of block g */
-static inline DT_HD void gpt_att_tile_rows(size_t g, int T, int *bh, int *r0)
+/* What thread t of block g takes: head bh = b NH + h, the block's rows r0
+ * .. end - 1 (GPT_ATT_TILE of them, or fewer at T), its own row r (own:
+ * r < T) */
+typedef struct {
+    int bh, b, h, r0, end, r, own;
+} gpt_att_thread;
+
+static inline DT_HD gpt_att_thread gpt_att_thread_at(size_t g, int t, int T, int NH)
 {
     const int nt = (T + GPT_ATT_TILE - 1) / GPT_ATT_TILE;
-    *bh = (int)(g / (size_t)nt);
-    *r0 = (int)(g % (size_t)nt) * GPT_ATT_TILE;
+    gpt_att_thread a;
+    a.bh = (int)(g / (size_t)nt);
+    a.b = a.bh / NH;
+    a.h = a.bh % NH;
+    a.r0 = (int)(g % (size_t)nt) * GPT_ATT_TILE;
+    a.end = a.r0 + GPT_ATT_TILE < T ? a.r0 + GPT_ATT_TILE : T;
+    a.r = a.r0 + t;
+    a.own = a.r < T;
+    return a;
 }
 
 /* Thread t of nt stages rows j0 .. j0 + n - 1 (hs floats from row0 + j
