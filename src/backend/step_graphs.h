@@ -45,7 +45,7 @@ int step_graphs_queue(dt_step_graphs *g, const dt_backend *be,
                       const void *const ptr[DT_STEP_GRAPH_PTRS], int B, uint64_t gen,
                       void (*run)(void *ctx), void *ctx);
 
-/* the records made and live */
+/* the records held (made, not yet freed) */
 int step_graphs_live(const dt_step_graphs *g);
 
 /* the records freed, g emptied */

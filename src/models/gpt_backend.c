@@ -12,8 +12,8 @@
  *
  * A training step queued as one piece (gpt_be_train_queue) reads nothing
  * back until gpt_be_train_result sums the loss rows, so on a backend that
- * records (CUDA graphs, backend/step_graphs.h) it is recorded once per batch
- * buffer and replayed. The dropout kernels read their keys from the
+ * records (CUDA graphs, backend/step_graphs.h) it is recorded once and
+ * replayed. The dropout kernels read their keys from the
  * backend's memory (keys, written before each step), so a record takes each
  * step's masks. */
 #include "models/gpt_backend.h"
@@ -234,9 +234,9 @@ static double loss_mean(dt_gpt_be *m, int64_t *correct)
     return loss;
 }
 
-/* The batch into the model's copies (kernels: may be recorded), and a
- * training step's dropout keys into the backend's memory (a copy that waits,
- * outside any record) */
+/* The batch into the model's copies, and a training step's dropout keys into
+ * the backend's memory (a copy that waits): outside any record, whose kernels
+ * read the copies and the keys, so one record serves every batch buffer */
 static void take_batch(dt_gpt_be *m, const int32_t *tokens, const int32_t *targets, int B,
                        int train, uint64_t key)
 {
@@ -366,7 +366,7 @@ void gpt_be_train_queue(dt_gpt_be *m, const float *params, const int32_t *tokens
         step_kernels(&a);
         return;
     }
-    const void *ptr[DT_STEP_GRAPH_PTRS] = { params, tokens, targets, grads, NULL };
+    const void *ptr[DT_STEP_GRAPH_PTRS] = { params, grads, NULL, NULL, NULL };
     (void)step_graphs_queue(&m->rec, m->be, ptr, B, m->gen, step_kernels, &a);
 }
 

@@ -34,19 +34,19 @@ double gpt_be_forward(dt_gpt_be *m, const float *params, const int32_t *tokens,
 void gpt_be_backward(dt_gpt_be *m, const float *params, float *grads);
 /* A training step (forward, loss rows, backward into grads) queued with
  * nothing read back, and then its mean loss, hits and positions (B T):
- * gpt_be_forward (train)
- * + gpt_be_backward's results, bit for bit. The tokens are not checked here:
- * the engine's batches come from sources that checked every token when they
- * loaded it (data/tokens.c; data/text.c makes only ids of its vocabulary);
- * a target outside the vocabulary still gives a NaN loss. */
+ * gpt_be_forward (train) + gpt_be_backward's results, bit for bit. Tokens
+ * and targets are not checked here (that would be a copy to the host that
+ * waits, each step): they must lie in [0, vocab), as the engine's batches do,
+ * whose sources check every token when they load it (data/tokens.c;
+ * data/text.c makes only ids of its vocabulary). */
 void gpt_be_train_queue(dt_gpt_be *m, const float *params, const int32_t *tokens,
                         const int32_t *targets, int B, uint64_t key, float *grads);
 double gpt_be_train_result(dt_gpt_be *m, int64_t *correct, int64_t *count);
-/* Record the queued steps once per batch buffer and replay them where the
- * backend can (backend/step_graphs.h) and on (compute.cuda_graphs); returns
- * whether the backend can. */
+/* Record the queued step once and replay it where the backend can
+ * (backend/step_graphs.h) and on (compute.cuda_graphs); returns whether the
+ * backend can. */
 int gpt_be_use_graphs(dt_gpt_be *m, int on);
-/* the records made and live (tests) */
+/* the records held (tests) */
 int gpt_be_recorded(const dt_gpt_be *m);
 void gpt_be_free(dt_gpt_be *m);
 

@@ -12,7 +12,6 @@
  * again (backend/step_graphs.h). */
 #include "nn/net.h"
 
-
 int net_use_graphs(dt_net *n, int on)
 {
     const int can = step_graphs_supported(n->be);

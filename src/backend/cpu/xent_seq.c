@@ -112,6 +112,7 @@ void xent_seq_backward(int N, int V, const float *logits, const float *lse,
     for (int n = 0; n < N; n++) {
         float *g = d + (size_t)n * V;
         DT_KERNEL(xent_grad_row)(V, logits + (size_t)n * V, lse[n], scale, g);
-        g[targets[n]] -= scale;
+        if (targets[n] >= 0 && targets[n] < V) /* else the loss row is NaN */
+            g[targets[n]] -= scale;
     }
 }

@@ -2,13 +2,15 @@
  * nn/cuda/attention.h: a block of GPT_ATT_TILE threads per (batch x head,
  * tile of rows), the other side's rows staged a tile at a time in shared
  * memory and read by every thread of the block (the same address at once: a
- * broadcast), each thread's own row and sums in registers. The kernels are
+ * broadcast), each thread's own query row and sums in registers (the keys'
+ * kernel reads its own k and v rows where they lie). The kernels are
  * instantiated for the head sizes 16, 32 and 64, so the per-row arrays are
  * indexed by constants once unrolled; other head sizes (<= 64) run the
  * generic instance. ptxas for sm_90: the head-64 instances take all 255
  * registers a thread may have, and the keys' kernel spills about 1 KiB a
- * thread (the compiler keeps its k and v rows beside the two sums): the first
- * place to look in a profile. */
+ * thread (the compiler keeps its k and v rows beside the two sums); with 32
+ * to 32.5 KiB of shared memory a block of 64 threads, an SM holds at most 7
+ * blocks (448 threads): the first places to look in a profile. */
 #include "nn/cuda/attention.h"
 
 #include <limits.h>

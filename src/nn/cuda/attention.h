@@ -14,11 +14,13 @@
  * Two forms of each pass, one arithmetic: the row form (a query or key row
  * reading the other rows where they lie) and the tiled form the kernels run
  * (a block of GPT_ATT_TILE threads per (bh, tile of rows), the other side's
- * rows staged a tile at a time in shared memory, each thread's own row in
- * registers). Both call the same per-pair step in the same order, so they give
- * the same bits; the test holds the tiled form to the row form bit for bit and
- * the row form to the CPU's (backend/cpu/attention.c, which sums in blocks and
- * tiles) within a bound. */
+ * rows staged a tile at a time in shared memory, each thread's own query row
+ * in registers; the keys' kernel reads its own k and v rows where they lie).
+ * Both call the same per-pair step in the same order, so they give the same
+ * bits (every product an add reads rounded on its own, DT_FMUL, so the device
+ * contracts none of them differently); the test holds the tiled form to the
+ * row form bit for bit and the row form to the CPU's (backend/cpu/attention.c,
+ * which sums in blocks and tiles) within a bound. */
 #ifndef DT_NN_CUDA_ATTENTION_H
 #define DT_NN_CUDA_ATTENTION_H
 
@@ -72,7 +74,7 @@ static inline DT_HD void gpt_att_fwd_pair(int hs, float scale, const float *q, c
                                           const float *v, float m, float *mx, float *l,
                                           float *acc)
 {
-    const float sc = scale * gpt_dot(hs, q, k);
+    const float sc = DT_FMUL(scale, gpt_dot(hs, q, k));
     const float mn = sc > *mx ? sc : *mx;
     const float corr = gpt_expf(*mx - mn), e = gpt_expf(sc - mn);
     const float w = e * m;
@@ -88,7 +90,7 @@ static inline DT_HD void gpt_att_d_pair(int hs, float scale, const float *q, con
                                         float lse, const float *k, const float *v, float m,
                                         float *di)
 {
-    const float pij = gpt_expf(scale * gpt_dot(hs, q, k) - lse);
+    const float pij = gpt_expf(DT_FMUL(scale, gpt_dot(hs, q, k)) - lse);
     *di += DT_FMUL(pij * m, gpt_dot(hs, dy, v));
 }
 
@@ -97,7 +99,7 @@ static inline DT_HD void gpt_att_dq_pair(int hs, float scale, const float *q, co
                                          float lse, float di, const float *k, const float *v,
                                          float m, float *acc)
 {
-    const float pij = gpt_expf(scale * gpt_dot(hs, q, k) - lse);
+    const float pij = gpt_expf(DT_FMUL(scale, gpt_dot(hs, q, k)) - lse);
     const float ds = pij * (DT_FMUL(m, gpt_dot(hs, dy, v)) - di);
     DT_UNROLL
     for (int d = 0; d < hs; d++)
@@ -109,7 +111,7 @@ static inline DT_HD void gpt_att_dkv_pair(int hs, float scale, const float *k, c
                                           const float *q, const float *dy, float lse, float di,
                                           float m, float *ak, float *av)
 {
-    const float pij = gpt_expf(scale * gpt_dot(hs, q, k) - lse);
+    const float pij = gpt_expf(DT_FMUL(scale, gpt_dot(hs, q, k)) - lse);
     const float pm = pij * m;
     const float ds = pij * (DT_FMUL(m, gpt_dot(hs, dy, v)) - di);
     DT_UNROLL

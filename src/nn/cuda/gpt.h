@@ -299,13 +299,15 @@ static inline DT_HD void gpt_xent_row(int V, const float *z, float *lse, int *ar
 }
 
 /* Row n of the cross-entropy's gradient: g (V) = scale (softmax(z) - onehot(t))
- * from the forward's lse, as xent_seq_backward (g may be z) */
+ * from the forward's lse, as xent_seq_backward (g may be z; a target outside
+ * [0, V), whose loss row is NaN, writes nothing outside the row) */
 static inline DT_HD void gpt_xent_grad_row(int V, const float *z, float lse, int32_t t,
                                            float scale, float *g)
 {
     for (int v = 0; v < V; v++)
         g[v] = scale * gpt_expf(z[v] - lse);
-    g[t] -= scale;
+    if (t >= 0 && t < V)
+        g[t] -= scale;
 }
 
 #endif
