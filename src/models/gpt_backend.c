@@ -13,9 +13,8 @@
  * A training step queued as one piece (gpt_be_train_queue) reads nothing
  * back until gpt_be_train_result sums the loss rows, so on a backend that
  * records (CUDA graphs, backend/step_graphs.h) it is recorded once and
- * replayed. The dropout kernels read their keys from the
- * backend's memory (keys, written before each step), so a record takes each
- * step's masks. */
+ * replayed. The dropout kernels read their keys from the backend's memory
+ * (keys, written before each step), so a replay draws each step's masks. */
 #include "models/gpt_backend.h"
 
 #include <stdlib.h>
