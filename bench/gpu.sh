@@ -12,7 +12,9 @@
 # PyTorch autocast). The image models run twice, without and with
 # compute.cuda_graphs (sides dtrain and dtrain-graphs; GRAPHS="false" for
 # one); the GPT rows with graphs too where GPT_GRAPHS="false true" (side
-# dtrain-graphs-PREC). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
+# dtrain-graphs-PREC), and with the attention's row-form kernels where
+# GPT_ATTENTION="tiles rows" (DTRAIN_CUDA_ATTENTION=rows; side
+# dtrain-rows-PREC). Goal (bench/RESULTS.md §11): dtrain >= 1.5x PyTorch
 # eager's rate and >= 1.0x torch.compile's.
 #
 # Needs only what bench/README.md ("Carrying the GPU path") lists: the built
@@ -41,6 +43,7 @@ GPT_WARMUP=${GPT_WARMUP:-10}
 PRECISIONS=${PRECISIONS:-fp32}
 GRAPHS=${GRAPHS:-"false true"}   # the image models without and with compute.cuda_graphs
 GPT_GRAPHS=${GPT_GRAPHS:-false}  # the GPT rows without and/or with compute.cuda_graphs
+GPT_ATTENTION=${GPT_ATTENTION:-tiles}  # and with the attention's tiled and/or row kernels
 mkdir -p "$BENCH_OUT"
 [ -x "$DTRAIN" ] || { echo "bench/gpu.sh: $DTRAIN not found (set DTRAIN)" >&2; exit 1; }
 "$DTRAIN" --version | grep "CUDA:.*toolkit" >/dev/null ||
@@ -95,14 +98,16 @@ esac
 PEAK_BF16=${PEAK_BF16:-$peak_bf16}
 PEAK_FP32=${PEAK_FP32:-$peak_fp32}
 
-gpt_row() { # model batch precision graphs
-    local model=$1 B=$2 prec=$3 graphs=$4 V T L NH C out rate ac line peak=$PEAK_FP32 side=dtrain
+gpt_row() { # model batch precision graphs attention
+    local model=$1 B=$2 prec=$3 graphs=$4 att=$5 V T L NH C out rate ac line peak=$PEAK_FP32
+    local side=dtrain
     [ "$prec" = bf16 ] && peak=$PEAK_BF16
     case $model in
     gpt_small) V=96 T=256 L=6 NH=6 C=384 ;;
     gpt2) V=50257 T=1024 L=12 NH=12 C=768 ;;
     esac
-    [ "$graphs" = true ] && side=dtrain-graphs
+    [ "$graphs" = true ] && side=$side-graphs
+    [ "$att" = rows ] && side=$side-rows
     out="$BENCH_OUT/gpu-$model-$B-$side-$prec"
     rm -rf "$out"
     [ -s "$BENCH_OUT/tokens-$V.bin" ] || token_file "$BENCH_OUT/tokens-$V.bin" "$V" 4000000
@@ -138,7 +143,7 @@ device = cuda
 precision = $prec
 DECK
     [ "$graphs" = true ] && echo "cuda_graphs = true" >>"$BENCH_OUT/gpu.ini"
-    if "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" >"$out.txt" 2>&1; then
+    if DTRAIN_CUDA_ATTENTION=$att "$MPIEXEC" -n 1 "$DTRAIN" "$BENCH_OUT/gpu.ini" >"$out.txt" 2>&1; then
         rate=$(sed -n 's/^step [0-9]*\/.*  \([0-9.]*\) tok\/s.*/\1/p' "$out.txt" | tail -n +2 | median)
         record "$model" "$B" "$side-$prec" "$rate" \
             "tok/s (peak device MiB $(dev_mib "$out.txt")$(mfu "$rate" $V $T $L $C "$peak"))"
@@ -146,7 +151,8 @@ DECK
         record "$model" "$B" "$side-$prec" "failed" "($out.txt: $(tail -n 1 "$out.txt" | cut -c1-100))"
     fi
     # PyTorch once a model and precision
-    [ $torch_ok -eq 1 ] && [ "$graphs" = "${GPT_GRAPHS%% *}" ] || return 0
+    [ $torch_ok -eq 1 ] && [ "$graphs" = "${GPT_GRAPHS%% *}" ] &&
+        [ "$att" = "${GPT_ATTENTION%% *}" ] || return 0
     ac=none; [ "$prec" = bf16 ] && ac=bf16
     for mode in $TORCH_MODES; do
         flag=; [ $mode = compile ] && flag=--compile
@@ -203,7 +209,9 @@ for cfg in $CONFIGS; do
     case $model in
     gpt_small|gpt2)
         for prec in $PRECISIONS; do
-            for graphs in $GPT_GRAPHS; do gpt_row "$model" "$B" "$prec" "$graphs"; done
+            for graphs in $GPT_GRAPHS; do
+                for att in $GPT_ATTENTION; do gpt_row "$model" "$B" "$prec" "$graphs" "$att"; done
+            done
         done
         continue ;;
     esac

@@ -12,6 +12,8 @@
  *    (models/gpt_backend.c) against models/gpt.c;
  *  - compute.precision = bf16 (backend_cuda_bf16): conv and linear layers,
  *    mnist_cnn and the GPT against the CPU's fp32 to bf16's bounds;
+ *  - the GPT attention's tiled kernels against its row-form kernels, bit for
+ *    bit;
  *  - compute.cuda_graphs: training steps (image models, and the GPT with
  *    dropout) replayed from CUDA graphs against the same steps run eagerly,
  *    bit for bit.
@@ -30,6 +32,7 @@
 #include "tap.h"
 #ifdef HAVE_CUDA
 #include "backend/cuda_device.h"
+#include "nn/cuda/kernels_cuda.h"
 #endif
 
 #include <math.h>
@@ -363,6 +366,44 @@ static void test_gpt_model(const dt_backend *g, const char *what, float p, doubl
     free(tgt);
 }
 
+/* The attention's tiled kernels against its row form's (cuda_attention_rows)
+ * on the GPU: one per-pair step in the same order, every product an add
+ * reads rounded on its own, so y, lse and dqkv bit for bit; sequences
+ * shorter than a tile, several tiles and a part tile, the head sizes of
+ * every instance and a generic one, with dropout */
+static void test_attention_forms(const dt_backend *g, int B, int T, int C, int NH, float p)
+{
+    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    float *hq = dt_falloc(nq), *hdy = dt_falloc(ny);
+    fill(hq, nq, 1.5);
+    fill(hdy, ny, 1.0);
+    const uint64_t key = 0x5eed + (uint64_t)T;
+    uint64_t *gkey = (uint64_t *)up(g, &key, sizeof key);
+    float *q = up(g, hq, nq * 4), *dy = up(g, hdy, ny * 4), *out[2][3];
+    for (int form = 0; form < 2; form++) {
+        cuda_attention_rows(form);
+        float *y = up(g, NULL, ny * 4), *l = up(g, NULL, nl * 4), *dq = up(g, NULL, nq * 4);
+        g->attention_forward(B, T, C, NH, q, y, l, p, gkey);
+        g->attention_backward(B, T, C, NH, q, l, dy, p, gkey, dq);
+        out[form][0] = down(g, y, ny);
+        out[form][1] = down(g, l, nl);
+        out[form][2] = down(g, dq, nq);
+        g->mem_free(y), g->mem_free(l), g->mem_free(dq);
+    }
+    cuda_attention_rows(0);
+    const size_t differ = bits_differ(out[0][0], out[1][0], ny) +
+                          bits_differ(out[0][1], out[1][1], nl) +
+                          bits_differ(out[0][2], out[1][2], nq);
+    CHECK(differ == 0, "attention B=%d T=%d C=%d NH=%d p=%g on the GPU: the tiled kernels' y, "
+          "lse and dqkv equal the row form's bit for bit (%zu values differ)", B, T, C, NH, p,
+          differ);
+    for (int form = 0; form < 2; form++)
+        for (int k = 0; k < 3; k++)
+            free(out[form][k]);
+    g->mem_free(gkey), g->mem_free(q), g->mem_free(dy);
+    free(hq), free(hdy);
+}
+
 /* compute.cuda_graphs: model `name` on g, six training steps over two batch
  * buffers taken in turn with a new dropout key each, recorded and replayed
  * (nn/net_step.c) against the same steps queued without graphs: loss, hits
@@ -572,6 +613,12 @@ int main(void)
     test_graphs(g16, "mnist_cnn", 1, 28, 32);
     test_gpt_graphs(gpu);
     test_gpt_graphs(g16);
+    /* the GPT attention's two kernel forms */
+    test_attention_forms(gpu, 2, 64, 128, 4, 0.1f);
+    test_attention_forms(gpu, 1, 256, 384, 6, 0.0f);
+    test_attention_forms(gpu, 2, 200, 128, 8, 0.2f);
+    test_attention_forms(gpu, 1, 100, 96, 2, 0.1f);
+    test_attention_forms(gpu, 2, 7, 12, 3, 0.1f);
     cuda_device_close();
     return tap_done();
 #endif

@@ -4,6 +4,7 @@
 #include "backend/cuda_device.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda_check.h"
@@ -45,6 +46,12 @@ int cuda_device_count(const char **why)
 
 int cuda_device_open(int d, char *name, size_t len)
 {
+    // the GPT attention's kernels: tiles (the default) or the row form, to measure them against
+    const char *att = getenv("DTRAIN_CUDA_ATTENTION");
+    if (att && strcmp(att, "tiles") != 0 && strcmp(att, "rows") != 0)
+        return dt_err_set("DTRAIN_CUDA_ATTENTION = '%s': expected tiles or rows", att);
+    const int rows = att && strcmp(att, "rows") == 0;
+    cuda_attention_rows(rows);
     struct cudaDeviceProp p;
     cudaError_t e = cudaSetDevice(d);
     if (e == cudaSuccess)
@@ -66,8 +73,11 @@ int cuda_device_open(int d, char *name, size_t len)
     CUBLAS_OK(cublasSetMathMode(dev.blas, CUBLAS_PEDANTIC_MATH));
     // the convolutions by cuDNN where the node has it
     const int have = cudnn_open(dev.compute, dev.cudnn, sizeof dev.cudnn);
-    const size_t l = strlen(name);
+    size_t l = strlen(name);
     snprintf(name + l, len - l, have ? " %s" : " no cuDNN", dev.cudnn);
+    l = strlen(name);
+    if (rows)
+        snprintf(name + l, len - l, " attention-rows");
     dev.open = 1;
     return 0;
 }

@@ -14,7 +14,10 @@ int cuda_device_count(const char **why);
 /* Selects device dev for this process and creates its compute stream, copy
  * stream and cuBLAS handle, and loads cuDNN where the node has it
  * (backend/cudnn.h); name gets the GPU's name and "cuDNN 9.x.y" or "no
- * cuDNN". Returns 0, or -1 after dt_err_set(). */
+ * cuDNN". DTRAIN_CUDA_ATTENTION = tiles (unset: the same) or rows picks the
+ * GPT attention's kernels (nn/cuda/attention.cu; rows: name ends in
+ * "attention-rows"), for measuring one against the other. Returns 0, or -1
+ * after dt_err_set(). */
 int cuda_device_open(int dev, char *name, size_t len);
 void cuda_device_close(void);
 /* compute.tf32: the cuBLAS handle's fp32 GEMMs on TF32 tensor cores (1) or

@@ -133,6 +133,36 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
     }
 }
 
+/* The row form's kernels, a thread per query or key row (nn/cuda/attention.h),
+ * run instead of the tiles where cuda_attention_rows(1) asked: the same bits,
+ * for measuring the tiles against */
+__global__ static void attention_rows_k(size_t n, int T, int C, int NH, const float *qkv,
+                                        float *y, float *lse, float p, const uint64_t *key)
+{
+    const uint64_t k = gpt_key_at(p, key);
+    GRID_STRIDE(r, n) gpt_attention_row(r, T, C, NH, qkv, y, lse, p, k);
+}
+
+__global__ static void attention_rows_dq_k(size_t n, int T, int C, int NH, const float *qkv,
+                                           const float *lse, const float *dy, float p,
+                                           const uint64_t *key, float *dqkv, float *D)
+{
+    const uint64_t k = gpt_key_at(p, key);
+    GRID_STRIDE(r, n) gpt_attention_backward_q(r, T, C, NH, qkv, lse, dy, p, k, dqkv, D);
+}
+
+__global__ static void attention_rows_dkv_k(size_t n, int T, int C, int NH, const float *qkv,
+                                            const float *lse, const float *dy, const float *D,
+                                            float p, const uint64_t *key, float *dqkv)
+{
+    const uint64_t k = gpt_key_at(p, key);
+    GRID_STRIDE(r, n) gpt_attention_backward_kv(r, T, C, NH, qkv, lse, dy, D, p, k, dqkv);
+}
+
+static int att_rows;
+
+extern "C" void cuda_attention_rows(int on) { att_rows = on; }
+
 /* the blocks of a launch, or -1 after dt_err_set() */
 static long long att_blocks(int B, int T, int C, int NH)
 {
@@ -165,7 +195,9 @@ extern "C" int cuda_attention_forward(int B, int T, int C, int NH, const float *
     const long long g = att_blocks(B, T, C, NH);
     if (g < 0)
         return -1;
-    if (g > 0)
+    if (att_rows)
+        DT_LAUNCH(attention_rows_k, (size_t)B * NH * T, stream, T, C, NH, qkv, y, lse, p, key);
+    else if (g > 0)
         ATT_LAUNCH(attention_k, C / NH, g, stream, T, C, NH, qkv, y, lse, p, key);
     return 0;
 }
@@ -177,7 +209,11 @@ extern "C" int cuda_attention_backward(int B, int T, int C, int NH, const float 
     const long long g = att_blocks(B, T, C, NH);
     if (g < 0)
         return -1;
-    if (g > 0) {
+    const size_t n = (size_t)B * NH * T;
+    if (att_rows) {
+        DT_LAUNCH(attention_rows_dq_k, n, stream, T, C, NH, qkv, lse, dy, p, key, dqkv, D);
+        DT_LAUNCH(attention_rows_dkv_k, n, stream, T, C, NH, qkv, lse, dy, D, p, key, dqkv);
+    } else if (g > 0) {
         ATT_LAUNCH(attention_dq_k, C / NH, g, stream, T, C, NH, qkv, lse, dy, p, key, dqkv, D);
         ATT_LAUNCH(attention_dkv_k, C / NH, g, stream, T, C, NH, qkv, lse, dy, D, p, key, dqkv);
     }

@@ -113,6 +113,9 @@ int cuda_layernorm_backward(int N, int C, const float *x, const float *mean, con
 /* causal attention over qkv (B, T, 3C), NH heads of C / NH <= 64: y (B, T,
  * C), lse (B, NH, T); the backward writes dqkv (B, T, 3C) and takes D (B NH
  * T floats) of device scratch */
+/* the row form's kernels (a thread per row) instead of the tiles from now on
+ * (on), for measuring one against the other: the same bits */
+void cuda_attention_rows(int on);
 int cuda_attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, float *lse,
                            float p, const uint64_t *key, void *stream);
 int cuda_attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
