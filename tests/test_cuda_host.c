@@ -1020,13 +1020,11 @@ static void tiled_forward(int B, int T, int C, int NH, const float *qkv, float *
             mx[t] = -INFINITY;
             l[t] = 0.0f;
         }
-        const float *k0 = qkv + gpt_att_qkv(a[0].b, 0, a[0].h, T, C, NH) + C;
         for (int j0 = 0; j0 < a[0].end; j0 += TILE) {
-            const int n = a[0].end - j0 < TILE ? a[0].end - j0 : TILE;
-            for (int t = 0; t < TILE; t++) {
-                gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, TILE);
-                gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, TILE);
-            }
+            int n = 0;
+            for (int t = 0; t < TILE; t++)
+                n = gpt_att_stage_kv(qkv, a[0].b, a[0].h, T, C, NH, j0, a[0].end, hs, ks, vs, t,
+                                     TILE);
             for (int t = 0; t < TILE; t++)
                 if (a[t].own)
                     gpt_att_fwd_tile(hs, scale, a[t].bh, T, a[t].r, j0, n, q[t], ks, vs, p, key,
@@ -1061,14 +1059,12 @@ static void tiled_backward(int B, int T, int C, int NH, const float *qkv, const 
             gpt_att_zero(hs, a1[t]);
             di[t] = 0.0f;
         }
-        const float *k0 = qkv + gpt_att_qkv(a[0].b, 0, a[0].h, T, C, NH) + C;
         for (int sweep = 0; sweep < 2; sweep++)
             for (int j0 = 0; j0 < a[0].end; j0 += TILE) {
-                const int n = a[0].end - j0 < TILE ? a[0].end - j0 : TILE;
-                for (int t = 0; t < TILE; t++) {
-                    gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, s1, t, TILE);
-                    gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, s2, t, TILE);
-                }
+                int n = 0;
+                for (int t = 0; t < TILE; t++)
+                    n = gpt_att_stage_kv(qkv, a[0].b, a[0].h, T, C, NH, j0, a[0].end, hs, s1, s2,
+                                         t, TILE);
                 for (int t = 0; t < TILE; t++)
                     if (a[t].own)
                         gpt_att_dq_tile(sweep, hs, scale, a[t].bh, T, a[t].r, j0, n, q[t],

@@ -126,14 +126,22 @@ static void fake_free(void *x)
 }
 static uint64_t fake_epoch(void) { return g.epoch; }
 
-static void test_records(void)
+/* base with the counting graph_* members, the counts cleared */
+static dt_backend counting(const dt_backend *base)
 {
-    dt_backend be = *backend_cpu();
+    dt_backend be = *base;
     be.graph_begin = fake_begin;
     be.graph_end = fake_end;
     be.graph_launch = fake_launch;
     be.graph_free = fake_free;
     be.graph_epoch = fake_epoch;
+    memset(&g, 0, sizeof g);
+    return be;
+}
+
+static void test_records(void)
+{
+    dt_backend be = counting(backend_cpu());
     dt_net *n = model_build(&be, "mlp", "16", "relu", 4, 1, 6, 6, 10);
     CHECK(net_use_graphs(n, 1) == 1, "a backend with graph_* members can record");
     const int B = 4;
@@ -263,13 +271,7 @@ static void test_gpt_equal(const dt_backend *be, float dropout)
 
 static void test_gpt_records(void)
 {
-    dt_backend be = *backend_cpu_devmem();
-    be.graph_begin = fake_begin;
-    be.graph_end = fake_end;
-    be.graph_launch = fake_launch;
-    be.graph_free = fake_free;
-    be.graph_epoch = fake_epoch;
-    memset(&g, 0, sizeof g);
+    dt_backend be = counting(backend_cpu_devmem());
     dt_gpt_config c = gpt_cfg;
     c.dropout = 0.1f; /* its keys are read from backend memory: recorded as well */
     dt_gpt_be *m = gpt_be_create(&c, &be);

@@ -37,11 +37,9 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
     if (a.own)
         gpt_att_copy(hs, qkv + gpt_att_qkv(a.b, a.r, a.h, T, C, NH), q);
     gpt_att_zero(hs, acc);
-    const float *k0 = qkv + gpt_att_qkv(a.b, 0, a.h, T, C, NH) + C;
     for (int j0 = 0; j0 < a.end; j0 += GPT_ATT_TILE) {
-        const int n = min(GPT_ATT_TILE, a.end - j0);
-        gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, GPT_ATT_TILE);
-        gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
+        const int n =
+            gpt_att_stage_kv(qkv, a.b, a.h, T, C, NH, j0, a.end, hs, ks, vs, t, GPT_ATT_TILE);
         __syncthreads();
         if (a.own)
             gpt_att_fwd_tile(hs, scale, a.bh, T, a.r, j0, n, q, ks, vs, p, k, &mx, &l, acc);
@@ -72,12 +70,10 @@ __global__ static void __launch_bounds__(GPT_ATT_TILE)
         li = lse[r];
     }
     gpt_att_zero(hs, acc);
-    const float *k0 = qkv + gpt_att_qkv(a.b, 0, a.h, T, C, NH) + C;
     for (int sweep = 0; sweep < 2; sweep++)
         for (int j0 = 0; j0 < a.end; j0 += GPT_ATT_TILE) {
-            const int n = min(GPT_ATT_TILE, a.end - j0);
-            gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, GPT_ATT_TILE);
-            gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, GPT_ATT_TILE);
+            const int n =
+                gpt_att_stage_kv(qkv, a.b, a.h, T, C, NH, j0, a.end, hs, ks, vs, t, GPT_ATT_TILE);
             __syncthreads();
             if (a.own)
                 gpt_att_dq_tile(sweep, hs, scale, a.bh, T, a.r, j0, n, q, dyr, li, ks, vs, p, k,

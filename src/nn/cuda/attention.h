@@ -253,6 +253,19 @@ static inline DT_HD void gpt_att_stage_vec(const float *v, int j0, int n, float 
         s[e] = v[j0 + e];
 }
 
+/* Thread t of nt stages the keys and values of head (b, h) from row j0 on,
+ * a tile's worth or up to end, into ks and vs (n, hs); returns n */
+static inline DT_HD int gpt_att_stage_kv(const float *qkv, int b, int h, int T, int C, int NH,
+                                         int j0, int end, int hs, float *ks, float *vs, int t,
+                                         int nt)
+{
+    const int n = end - j0 < GPT_ATT_TILE ? end - j0 : GPT_ATT_TILE;
+    const float *k0 = qkv + gpt_att_qkv(b, 0, h, T, C, NH) + C;
+    gpt_att_stage(k0, 3 * (size_t)C, j0, n, hs, ks, t, nt);
+    gpt_att_stage(k0 + C, 3 * (size_t)C, j0, n, hs, vs, t, nt);
+    return n;
+}
+
 /* forward: query row i (q in registers) over staged keys j0 .. j0 + n - 1,
  * those <= i */
 static inline DT_HD void gpt_att_fwd_tile(int hs, float scale, int bh, int T, int i, int j0,
