@@ -445,6 +445,112 @@ static void test_attention_paths(int T, int hs, float p, int keep)
     free(qkv); free(dy); free(work);
 }
 
+/* The passes that add the bias of the product before them on the way in
+ * (models/gpt.c runs those products without it): each equals its plain
+ * counterpart on the sum formed first, bit for bit. */
+static void test_bias_folds(void)
+{
+    /* GELU over rows of F features: F 64 (vectors only) and 40 (a scalar tail a row) */
+    for (int F = 64; F >= 40; F -= 24) {
+        const int N = 5;
+        const size_t n = (size_t)N * F;
+        float *x = vec_new(n), *b = vec_new(F), *xb = vec_new(n), *y = vec_new(n),
+              *y2 = vec_new(n), *d = vec_new(n), *d2 = vec_new(n), *y3 = vec_new(n);
+        vec_normal(x, n, 2.0);
+        vec_normal(b, F, 1.0);
+        for (size_t i = 0; i < n; i++)
+            xb[i] = x[i] + b[i % F];
+        gelu_bias_forward(N, F, x, b, y);
+        gelu_bias_forward_deriv(N, F, x, b, y2, d);
+        gelu_forward_deriv(n, xb, y3, d2);
+        double e = fmax(max_rel_f(y, y3, n), fmax(max_rel_f(y2, y3, n), max_rel_f(d, d2, n)));
+        const int same = memcmp(y, y2, n * sizeof *y) == 0;
+        if (F % 16 == 0)
+            CHECK(same && e == 0.0, "gelu with the bias (F %d) = gelu of x + b bit for bit "
+                  "(forward and the backward's pair)", F);
+        else
+            CHECK(same && e < 1e-6, "gelu with the bias (F %d, scalar tails) = gelu of x + b "
+                  "(%.1e), its forward = its backward's pair bit for bit", F, e);
+        free(x); free(b); free(xb); free(y); free(y2); free(d); free(d2); free(y3);
+    }
+    /* the residual add with the branch's bias: xo = x + dropout(r + rb), C 37 (tails) */
+    for (int k = 0; k < 2; k++) {
+        const int N = 6, C = 37;
+        const size_t n = (size_t)N * C;
+        const float p = k ? 0.3f : 0.0f;
+        float *x = vec_new(n), *r = vec_new(n), *rb = vec_new(C), *g = vec_new(C),
+              *bb = vec_new(C), *xo[2], *y[2], *mean[2], *rstd[2];
+        vec_normal(x, n, 1.0);
+        vec_normal(r, n, 1.0);
+        vec_normal(rb, C, 1.0);
+        vec_normal(g, C, 1.0);
+        vec_normal(bb, C, 1.0);
+        for (int j = 0; j < 2; j++) {
+            xo[j] = vec_new(n);
+            y[j] = vec_new(n);
+            mean[j] = vec_new(N);
+            rstd[j] = vec_new(N);
+        }
+        layernorm_bias_residual_forward(N, C, x, r, rb, p, 91, g, bb, xo[0], y[0], NULL, mean[0],
+                                        rstd[0]);
+        for (size_t i = 0; i < n; i++)
+            r[i] += rb[i % C];
+        layernorm_residual_forward(N, C, x, r, p, 91, g, bb, xo[1], y[1], NULL, mean[1], rstd[1]);
+        CHECK(memcmp(xo[0], xo[1], n * sizeof *x) == 0 && memcmp(y[0], y[1], n * sizeof *x) == 0 &&
+                  memcmp(mean[0], mean[1], N * sizeof *x) == 0 &&
+                  memcmp(rstd[0], rstd[1], N * sizeof *x) == 0,
+              "residual add with the branch's bias (dropout %.1f) = the plain one on r + rb, bit "
+              "for bit", (double)p);
+        for (int j = 0; j < 2; j++) {
+            free(xo[j]); free(y[j]); free(mean[j]); free(rstd[j]);
+        }
+        free(x); free(r); free(rb); free(g); free(bb);
+    }
+    /* the attention with c_attn's bias, at tiled shapes, kept and recomputed
+     * probabilities, with and without dropout */
+    static const int shapes[][2] = { { 64, 32 }, { 48, 48 }, { 32, 16 } };
+    for (int c = 0; c < 12; c++) {
+        const int T = shapes[c % 3][0], hs = shapes[c % 3][1], keep = (c / 3) % 2;
+        const float p = c / 6 ? 0.3f : 0.0f;
+        const int B = 2, NH = 3, C = NH * hs, nwork = 2;
+        const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * NH * T,
+                     np = (size_t)B * NH * T * T;
+        float *qkv = vec_new(nq), *qkvb = vec_new(nq), *b = vec_new(3 * (size_t)C),
+              *dy = vec_new(ny), *work = vec_new(nwork * attention_work(T));
+        float *y[2], *lse[2], *probs[2], *dqkv[2];
+        vec_normal(qkv, nq, 1.0);
+        vec_normal(b, 3 * (size_t)C, 1.0);
+        vec_normal(dy, ny, 1.0);
+        for (size_t i = 0; i < nq; i++)
+            qkvb[i] = qkv[i] + b[i % (3 * (size_t)C)];
+        for (int k = 0; k < 2; k++) {
+            y[k] = vec_new(ny);
+            lse[k] = vec_new(nl);
+            dqkv[k] = vec_new(nq);
+            probs[k] = keep ? vec_new(np) : NULL;
+        }
+        const int takes = attention_takes_bias(T, C, NH);
+        attention_bias_forward(B, T, C, NH, qkv, b, y[0], lse[0], probs[0], p, 77, work, nwork);
+        attention_bias_backward(B, T, C, NH, qkv, b, lse[0], probs[0], dy, p, 77, dqkv[0], work,
+                                nwork);
+        attention_forward(B, T, C, NH, qkvb, y[1], lse[1], probs[1], p, 77, work, nwork);
+        attention_backward(B, T, C, NH, qkvb, lse[1], probs[1], dy, p, 77, dqkv[1], work, nwork);
+        CHECK(takes && memcmp(y[0], y[1], ny * sizeof *qkv) == 0 &&
+                  memcmp(lse[0], lse[1], nl * sizeof *qkv) == 0 &&
+                  (!keep || memcmp(probs[0], probs[1], np * sizeof *qkv) == 0) &&
+                  memcmp(dqkv[0], dqkv[1], nq * sizeof *qkv) == 0,
+              "attention with c_attn's bias (T %d, hs %d, dropout %.1f, %s) = attention of "
+              "qkv + b bit for bit: y, lse, probabilities, dqkv", T, hs, (double)p,
+              keep ? "kept probabilities" : "recomputed");
+        for (int k = 0; k < 2; k++) {
+            free(y[k]); free(lse[k]); free(dqkv[k]); free(probs[k]);
+        }
+        free(qkv); free(qkvb); free(b); free(dy); free(work);
+    }
+    CHECK(!attention_takes_bias(75, 96, 3) && !attention_takes_bias(64, 120, 3),
+          "the attention takes the bias at the tiled shapes only (T 75 or head size 40: no)");
+}
+
 /* ---- embedding ---------------------------------------------------------------- */
 
 typedef struct emb_ctx {
@@ -975,5 +1081,6 @@ int main(int argc, char **argv)
         }
     test_backend_path(6, 0.0f);
     test_backend_path(20, 0.2f);
+    test_bias_folds();
     return tap_done();
 }

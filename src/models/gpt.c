@@ -78,12 +78,14 @@ struct dt_gpt {
     float **qkv;      /* (N, 3C) */
     float **atty;     /* (N, C): attention output before c_proj (fp32 only) */
     dt_bf16 **atty16; /* (N, C): the same rounded to bf16 (bf16 only) */
-    float **fch;      /* (N, 4C): MLP pre-activation (fp32 only) */
+    float **fch;      /* (N, 4C): MLP pre-activation without c_fc's bias (fp32 only) */
     dt_bf16 **fch16;  /* (N, 4C): the same rounded to bf16 (bf16 only) */
     dt_bf16 **gelu16; /* (N, 4C): gelu of fch16, rounded: c_proj's operand (bf16 only) */
     float **lse_att;  /* (B, NH, T) */
     float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
     int keep_probs;   /* NH T <= 2 C: they cost at most two (N, C) buffers a layer */
+    int qkv_bias;     /* fp32 at the attention's tiled shapes: qkv holds c_attn's output
+                       * without its bias, which the attention adds */
     float **ln1m, **ln1r, **ln2m, **ln2r; /* (N) LayerNorm mean and 1/std */
     float *lnfm, *lnfr;                   /* (N) */
     float *logits;    /* (N, V); its gradient after backward */
@@ -293,6 +295,8 @@ void gpt_reserve(dt_gpt *m, int B)
     if (!m->res) {
         m->res = dt_calloc((size_t)L + 1, sizeof *m->res);
         m->keep_probs = (int64_t)m->c.n_head * m->c.block <= 2 * (int64_t)m->c.n_embd;
+        m->qkv_bias = m->c.precision == DT_PREC_FP32 &&
+                      attention_takes_bias(m->c.block, m->c.n_embd, m->c.n_head);
         float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att, &m->probs,
                              &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
@@ -392,42 +396,54 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
                       m->ln, ln16, m->ln1m[0], m->ln1r[0]);
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
-        linear_fwd(m, N, C, 3 * C, lnx, W(T_QKVW), W(T_QKVB), m->qkv[l]);
+        // c_attn's bias is added by the attention as it copies each head's q, k
+        // and v, where it can (qkv_bias: fp32 at the tiled path's shapes)
+        linear_fwd(m, N, C, 3 * C, lnx, W(T_QKVW), m->qkv_bias ? NULL : W(T_QKVB), m->qkv[l]);
         // in bf16 the output passes through ln (free until ln_2) into atty16
         float *att_out = m->w16 ? m->ln : m->atty[l];
-        (m->w16 ? attention_forward_bf16 : attention_forward)(
-            B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
-            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
-        // the branch's output lands in mid[l], then mid[l] = res[l] + dropout(branch)
+        if (m->qkv_bias)
+            attention_bias_forward(B, T, C, NH, m->qkv[l], W(T_QKVB), att_out, m->lse_att[l],
+                                   m->probs[l], p, rng_key(key, (uint64_t)l, SITE_ATT, 0),
+                                   m->attw, m->nwork);
+        else
+            (m->w16 ? attention_forward_bf16 : attention_forward)(
+                B, T, C, NH, m->qkv[l], att_out, m->lse_att[l], m->probs[l], p,
+                rng_key(key, (uint64_t)l, SITE_ATT, 0), m->attw, m->nwork);
+        // the branch's output lands in mid[l] without c_proj's bias, then
+        // mid[l] = res[l] + dropout(branch + bias) on the way into ln_2
         if (m->w16) {
             bf16_from_f32((size_t)N * C, att_out, m->atty16[l]);
-            matmul_forward_bf16(N, C, C, NULL, w16_of(m, W(T_APW), C, C), W(T_APB), m->mid[l],
+            matmul_forward_bf16(N, C, C, NULL, w16_of(m, W(T_APW), C, C), NULL, m->mid[l],
                                 m->atty16[l]);
         } else
-            matmul_forward(N, C, C, att_out, W(T_APW), W(T_APB), m->mid[l]);
-        layernorm_residual_forward(N, C, m->res[l], m->mid[l], p,
-                                   rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
-                                   W(T_LN2B), m->mid[l], m->ln, ln16, m->ln2m[l], m->ln2r[l]);
+            matmul_forward(N, C, C, att_out, W(T_APW), NULL, m->mid[l]);
+        layernorm_bias_residual_forward(N, C, m->res[l], m->mid[l], W(T_APB), p,
+                                        rng_key(key, (uint64_t)l, SITE_ATT_RES, 0), W(T_LN2W),
+                                        W(T_LN2B), m->mid[l], m->ln, ln16, m->ln2m[l],
+                                        m->ln2r[l]);
         if (m->w16) {
             // c_fc's output rounded is kept (fch16), and gelu of it, rounded: c_proj's
             // operand in the forward and in its weight gradient (gelu16)
             linear_fwd(m, N, C, 4 * C, lnx, W(T_FCW), W(T_FCB), m->h4);
             gelu_forward_bf16((size_t)N * 4 * C, m->h4, m->fch16[l], m->gelu16[l]);
-            matmul_forward_bf16(N, 4 * C, C, NULL, w16_of(m, W(T_FPW), 4 * C, C), W(T_FPB),
+            matmul_forward_bf16(N, 4 * C, C, NULL, w16_of(m, W(T_FPW), 4 * C, C), NULL,
                                 m->res[l + 1], m->gelu16[l]);
         } else {
-            linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), W(T_FCB), m->fch[l]);
-            gelu_forward((size_t)N * 4 * C, m->fch[l], m->h4);
-            linear_fwd(m, N, 4 * C, C, m->h4, W(T_FPW), W(T_FPB), m->res[l + 1]);
+            // c_fc's bias is added by GELU, which reads c_fc's output once anyway
+            linear_fwd(m, N, C, 4 * C, m->ln, W(T_FCW), NULL, m->fch[l]);
+            gelu_bias_forward(N, 4 * C, m->fch[l], W(T_FCB), m->h4);
+            linear_fwd(m, N, 4 * C, C, m->h4, W(T_FPW), NULL, m->res[l + 1]);
         }
-        // the next LayerNorm: the next block's ln_1, or ln_f
+        // the next LayerNorm (the next block's ln_1, or ln_f), c_proj's bias added
+        // on the way in as above
         const int last = l == L - 1;
         const float *g = last ? tensor(m, params, m->ntensors - 2) : blockp(m, params, l + 1, T_LN1W);
         const float *b = last ? tensor(m, params, m->ntensors - 1) : blockp(m, params, l + 1, T_LN1B);
-        layernorm_residual_forward(N, C, m->mid[l], m->res[l + 1], p,
-                                   rng_key(key, (uint64_t)l, SITE_MLP_RES, 0), g, b, m->res[l + 1],
-                                   m->ln, ln16, last ? m->lnfm : m->ln1m[l + 1],
-                                   last ? m->lnfr : m->ln1r[l + 1]);
+        layernorm_bias_residual_forward(N, C, m->mid[l], m->res[l + 1], W(T_FPB), p,
+                                        rng_key(key, (uint64_t)l, SITE_MLP_RES, 0), g, b,
+                                        m->res[l + 1], m->ln, ln16,
+                                        last ? m->lnfm : m->ln1m[l + 1],
+                                        last ? m->lnfr : m->ln1r[l + 1]);
 #undef W
     }
     // logits (N, V) = ln_f(x) (N, C) wte^T (C, V)
@@ -486,7 +502,7 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                        m->gelu16[l], (dt_bf16 *)m->ln);
             gelu_backward_bf16(4 * NC, m->fch16[l], m->h4, m->h4, (dt_bf16 *)m->dqkv);
         } else {
-            gelu_forward_deriv(4 * NC, m->fch[l], m->h4, gd);
+            gelu_bias_forward_deriv(N, 4 * C, m->fch[l], W(T_FCB), m->h4, gd);
             // dW first, then the input gradient overwrites the GELU output in h4
             linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB), NULL,
                        NULL);
@@ -512,9 +528,14 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                                  G(T_APW), G(T_APB), m->atty16[l], (dt_bf16 *)m->h4);
         else
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
-        (m->w16 ? attention_backward_bf16 : attention_backward)(
-            B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
-            rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
+        if (m->qkv_bias)
+            attention_bias_backward(B, T, C, NH, m->qkv[l], W(T_QKVB), m->lse_att[l],
+                                    m->probs[l], m->dln, p, rng_key(key, (uint64_t)l, SITE_ATT, 0),
+                                    m->dqkv, m->attw, m->nwork);
+        else
+            (m->w16 ? attention_backward_bf16 : attention_backward)(
+                B, T, C, NH, m->qkv[l], m->lse_att[l], m->probs[l], m->dln, p,
+                rng_key(key, (uint64_t)l, SITE_ATT, 0), m->dqkv, m->attw, m->nwork);
         layernorm_apply(N, C, m->res[l], m->ln1m[l], m->ln1r[l], W(T_LN1W), W(T_LN1B), m->ln,
                         m->w16 ? b16_at(m->h4, 2 * NC) : NULL);
         // bf16: dqkv rounded into h4 (free until the next block's MLP), ln after it

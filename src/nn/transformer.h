@@ -47,6 +47,13 @@ void layernorm_forward(int N, int C, const float *x, const float *g, const float
 void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                 uint64_t key, const float *g, const float *b, float *xo,
                                 float *y, dt_bf16 *y16, float *mean, float *rstd);
+/* The same with the bias rb (C) of the product that wrote r added on the way
+ * in, xo = x + dropout(r + rb): that product runs without it (no pass of bias
+ * rows before it); rb NULL: layernorm_residual_forward. */
+void layernorm_bias_residual_forward(int N, int C, const float *x, const float *r,
+                                     const float *rb, float p, uint64_t key, const float *g,
+                                     const float *b, float *xo, float *y, dt_bf16 *y16,
+                                     float *mean, float *rstd);
 /* y from the statistics a forward kept (backward recomputes instead of
  * storing the output). x, y (N, C); mean, rstd (N) */
 void layernorm_apply(int N, int C, const float *x, const float *mean, const float *rstd,
@@ -93,6 +100,12 @@ void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
  * output's gradient dy is known, dy *= d in place. x, y, d, dy (n) */
 void gelu_forward_deriv(size_t n, const float *x, float *y, float *d); /* y may be x */
 void gelu_backward_deriv(size_t n, const float *d, float *dy);
+/* With the bias of the product before it added on the way in, x (N, F) that
+ * product's output without its bias b (F): y = gelu(x + b), and the pair
+ * y, d = gelu'(x + b) for gelu_backward_deriv; the functions above on x + b
+ * rounded to float, bit for bit where F is a multiple of 16. */
+void gelu_bias_forward(int N, int F, const float *x, const float *b, float *y);
+void gelu_bias_forward_deriv(int N, int F, const float *x, const float *b, float *y, float *d);
 /* The same on a pre-activation kept in bf16 (compute.precision = bf16), the
  * results bit for bit those of rounding, widening and the float functions:
  * forward, x16 (n) = x rounded (x NULL: x16 already holds it) and y16 (n) =
@@ -121,6 +134,19 @@ void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, 
 void attention_backward(int B, int T, int C, int NH, const float *qkv, const float *lse,
                         const float *probs, const float *dy, float p, uint64_t key, float *dqkv,
                         float *work, int nwork);
+/* The same with the bias bqkv (3C) of the product that wrote qkv added on
+ * the way in: q, k and v are copied per head with their bias into the
+ * scratch the products read, so that product runs without it (no pass of
+ * bias rows before it). Bit for bit the functions above on qkv + bqkv
+ * rounded to float. Only where attention_takes_bias (the tiled path's
+ * shapes); the bias gradient is the column sums of dqkv, as without. */
+int attention_takes_bias(int T, int C, int NH);
+void attention_bias_forward(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                            float *y, float *lse, float *probs, float p, uint64_t key,
+                            float *work, int nwork);
+void attention_bias_backward(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                             const float *lse, const float *probs, const float *dy, float p,
+                             uint64_t key, float *dqkv, float *work, int nwork);
 /* The same with the products in bf16 and fp32 sums (compute.precision =
  * bf16): q, k, v, dy, the probabilities after dropout and the softmax's
  * gradient dS are rounded to bf16 where they enter q k^T, P v, dy v^T,

@@ -48,19 +48,21 @@
 #include <omp.h>
 #endif
 
+#include "core/error.h"
 #include "core/simd.h"
 #include "backend/cpu/attention_int.h"
 #include "backend/cpu/fast_exp.h"
 
-/* Three (TB, T) float blocks, then k^T and v^T (hs, T) for the fp32 tiled
- * path, or in the same place the bf16 path's: dk^T and dv^T (hs, T) floats,
+/* Three (TB, T) float blocks, then for the fp32 tiled path k^T and v^T (hs,
+ * T) and q, k, v with their bias (T, hs) (the forward: k^T, q, v; the
+ * backward: v^T, k^T, q, k), or in the same place the bf16 path's: dk^T and dv^T (hs, T) floats,
  * seven packs of (T, hs) bf16 (q, k, v and dy in the layouts its products
  * read) and a (TB, T) bf16 block twice (P or dS as rows and as row pairs),
  * counted in floats. */
 #define ATT_W16 (2 * ATT_HS_MAX + 7 * ATT_HS_MAX / 2 + ATT_TB)
 size_t attention_work(int T)
 {
-    return (size_t)(3 * ATT_TB + (2 * ATT_HS_MAX > ATT_W16 ? 2 * ATT_HS_MAX : ATT_W16)) *
+    return (size_t)(3 * ATT_TB + (4 * ATT_HS_MAX > ATT_W16 ? 4 * ATT_HS_MAX : ATT_W16)) *
            (size_t)T;
 }
 
@@ -523,7 +525,7 @@ void attention_forward(int B, int T, int C, int NH, const float *qkv, float *y, 
                        float *probs, float p, uint64_t key, float *work, int nwork)
 {
     if (tiled_fits(T, C / NH))
-        attention_forward_tiled(B, T, C, NH, qkv, y, lse, probs, p, key, work, nwork);
+        attention_forward_tiled(B, T, C, NH, qkv, NULL, y, lse, probs, p, key, work, nwork);
     else
         attention_forward_blocked(B, T, C, NH, qkv, y, lse, probs, p, key, work, nwork);
 }
@@ -533,7 +535,30 @@ void attention_backward(int B, int T, int C, int NH, const float *qkv, const flo
                         float *work, int nwork)
 {
     if (tiled_fits(T, C / NH))
-        attention_backward_tiled(B, T, C, NH, qkv, lse, probs, dy, p, key, dqkv, work, nwork);
+        attention_backward_tiled(B, T, C, NH, qkv, NULL, lse, probs, dy, p, key, dqkv, work,
+                                 nwork);
     else
         attention_backward_blocked(B, T, C, NH, qkv, lse, probs, dy, p, key, dqkv, work, nwork);
+}
+
+int attention_takes_bias(int T, int C, int NH) { return tiled_fits(T, C / NH); }
+
+void attention_bias_forward(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                            float *y, float *lse, float *probs, float p, uint64_t key,
+                            float *work, int nwork)
+{
+    if (!attention_takes_bias(T, C, NH))
+        DT_FATAL("attention_bias_forward: T %d, head size %d: not a shape of the tiled path", T,
+                 C / NH);
+    attention_forward_tiled(B, T, C, NH, qkv, bqkv, y, lse, probs, p, key, work, nwork);
+}
+
+void attention_bias_backward(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                             const float *lse, const float *probs, const float *dy, float p,
+                             uint64_t key, float *dqkv, float *work, int nwork)
+{
+    if (!attention_takes_bias(T, C, NH))
+        DT_FATAL("attention_bias_backward: T %d, head size %d: not a shape of the tiled path", T,
+                 C / NH);
+    attention_backward_tiled(B, T, C, NH, qkv, bqkv, lse, probs, dy, p, key, dqkv, work, nwork);
 }

@@ -74,12 +74,13 @@ void att_block_dropout_grad(int bh, int T, int r0, const float *P, float *dP, fl
 /* backward: dP becomes dS, the gradient of the scores */
 void att_block_softmax_backward(int T, int r0, const float *P, float *dP);
 
-/* attention_tiled.c: attention_forward / attention_backward where tiled_fits */
-void attention_forward_tiled(int B, int T, int C, int NH, const float *qkv, float *y,
-                             float *lse, float *probs, float p, uint64_t key, float *work,
-                             int nwork);
-void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv, const float *lse,
-                              const float *probs, const float *dy, float p, uint64_t key,
-                              float *dqkv, float *work, int nwork);
+/* attention_tiled.c: attention_forward / attention_backward where tiled_fits,
+ * and attention_bias_forward / attention_bias_backward (bqkv NULL: no bias) */
+void attention_forward_tiled(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                             float *y, float *lse, float *probs, float p, uint64_t key,
+                             float *work, int nwork);
+void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                              const float *lse, const float *probs, const float *dy, float p,
+                              uint64_t key, float *dqkv, float *work, int nwork);
 
 #endif

@@ -10,7 +10,6 @@
  * variants walk the columns sixteen at a time in eight-float vectors
  * (tile_mm8): 4 x 2 accumulators in AVX2's 16 registers. */
 #include <math.h>
-#include <string.h>
 
 #include "core/simd.h"
 #include "backend/cpu/attention_int.h"
@@ -231,20 +230,59 @@ DT_KERNEL_BODY void block_ptd_body(int narrow, int r0, int hs, float alpha, cons
 }
 DT_KERNEL_VARIANTS_NARROW_FMA(block_ptd, (int r0, int hs, float alpha, const float *p, int ldp, const float *a, int lda, float *out, int ldo), (r0, hs, alpha, p, ldp, a, lda, out, ldo));
 
-/* xt (hs, T) = x (T, hs) stride ld, transposed, sixteen rows of x at a time
- * (T a multiple of 16): each d writes one 64-byte line of xt, and the
- * sixteen rows read stay in L1 across d. */
-static void pack_t(int T, int hs, const float *x, int ld, float *xt)
+/* A head's q, k or v (T, hs) stride ld, plus its bias b (hs) where b is not
+ * NULL, into xh (T, hs) contiguous and, transposed, into xt (hs, T); either
+ * may be NULL. Eight rows by eight columns at a time (T and hs multiples of
+ * 8), the transpose in registers: unpack pairs of rows, then pairs of pairs,
+ * then the two 128-bit halves. */
+#define ATT_SHUF(a, b, ...) __builtin_shuffle(a, b, (vi8){ __VA_ARGS__ })
+DT_KERNEL_BODY void att_pack_body(int T, int hs, const float *x, int ld, const float *b,
+                                  float *xh, float *xt)
 {
-    for (int t0 = 0; t0 < T; t0 += 16)
+    for (int t0 = 0; t0 < T; t0 += 8)
+        for (int d0 = 0; d0 < hs; d0 += 8) {
+            vf8 r[8];
+            const vf8 bb = b ? vf8_ld(b + d0) : (vf8){ 0 };
+            for (int t = 0; t < 8; t++) {
+                r[t] = vf8_ld(x + (size_t)(t0 + t) * ld + d0);
+                if (b)
+                    r[t] = r[t] + bb;
+                if (xh)
+                    vf8_st(xh + (size_t)(t0 + t) * hs + d0, r[t]);
+            }
+            if (!xt)
+                continue;
+            vf8 u[8], w[8];
+            for (int t = 0; t < 8; t += 2) {
+                u[t] = ATT_SHUF(r[t], r[t + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+                u[t + 1] = ATT_SHUF(r[t], r[t + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+            }
+            for (int t = 0; t < 8; t += 4)
+                for (int h = 0; h < 2; h++) {
+                    w[t + 2 * h] = ATT_SHUF(u[t + h], u[t + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+                    w[t + 2 * h + 1] = ATT_SHUF(u[t + h], u[t + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+                }
+            /* w[0..3]: columns (0, 4), (1, 5), (2, 6), (3, 7) of rows 0-3; w[4..7] of rows 4-7 */
+            for (int d = 0; d < 4; d++) {
+                vf8_st(xt + (size_t)(d0 + d) * T + t0, ATT_SHUF(w[d], w[d + 4], 0, 1, 2, 3, 8, 9, 10, 11));
+                vf8_st(xt + (size_t)(d0 + d + 4) * T + t0,
+                       ATT_SHUF(w[d], w[d + 4], 4, 5, 6, 7, 12, 13, 14, 15));
+            }
+        }
+}
+DT_KERNEL_VARIANTS(att_pack, (int T, int hs, const float *x, int ld, const float *b, float *xh, float *xt), (T, hs, x, ld, b, xh, xt));
+
+/* dx (T, hs) stride ld = 0 */
+static void zero_head(int T, int hs, float *dx, int ld)
+{
+    for (int t = 0; t < T; t++)
         for (int d = 0; d < hs; d++)
-            for (int t = 0; t < 16; t++)
-                xt[(size_t)d * T + t0 + t] = x[(size_t)(t0 + t) * ld + d];
+            dx[(size_t)t * ld + d] = 0.0f;
 }
 
-void attention_forward_tiled(int B, int T, int C, int NH, const float *qkv, float *y,
-                                    float *lse, float *probs, float p, uint64_t key, float *work,
-                                    int nwork)
+void attention_forward_tiled(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                             float *y, float *lse, float *probs, float p, uint64_t key,
+                             float *work, int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -252,20 +290,30 @@ void attention_forward_tiled(int B, int T, int C, int NH, const float *qkv, floa
     for (int bh = 0; bh < B * NH; bh++) {
         float *P = work + (size_t)att_thread_id() * attention_work(T); // (TB, T)
         float *kt = P + (size_t)3 * ATT_TB * T;                    // (hs, T)
+        float *qh = kt + (size_t)ATT_HS_MAX * T, *vh = qh + (size_t)ATT_HS_MAX * T; // (T, hs)
         const float *q = qkv + head_qkv(bh, T, C, NH), *k = q + C, *v = q + 2 * C;
         float *yh = y + head_out(bh, T, C, NH), *l = lse + (size_t)bh * T;
-        pack_t(T, hs, k, C3, kt);
+        int ldq = C3, ldv = C3;
+        const float *bq = bqkv ? bqkv + (bh % NH) * hs : NULL;
+        DT_KERNEL(att_pack)(T, hs, k, C3, bq ? bq + C : NULL, NULL, kt);
+        if (bq) { // q and v with their bias, (T, hs) each
+            DT_KERNEL(att_pack)(T, hs, q, C3, bq, qh, NULL);
+            DT_KERNEL(att_pack)(T, hs, v, C3, bq + 2 * C, vh, NULL);
+            q = qh;
+            v = vh;
+            ldq = ldv = hs;
+        }
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
-            DT_KERNEL(block_dot)(r0, hs, scale, q, C3, kt, T, P, T); // S (TB, r0 + TB), causal tiles
+            DT_KERNEL(block_dot)(r0, hs, scale, q, ldq, kt, T, P, T); // S (TB, r0 + TB), causal tiles
             att_block_softmax(bh, T, r0, P, l, probs, p, key);
-            DT_KERNEL(block_pv)(r0, hs, 1.0f, P, T, v, C3, yh, C); // y[r0..] = P v
+            DT_KERNEL(block_pv)(r0, hs, 1.0f, P, T, v, ldv, yh, C); // y[r0..] = P v
         }
     }
 }
 
-void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv,
-                                     const float *lse, const float *probs, const float *dy,
-                                     float p, uint64_t key, float *dqkv, float *work, int nwork)
+void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv, const float *bqkv,
+                              const float *lse, const float *probs, const float *dy, float p,
+                              uint64_t key, float *dqkv, float *work, int nwork)
 {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -274,24 +322,31 @@ void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv,
         float *Pw = work + (size_t)att_thread_id() * attention_work(T); // (TB, T) each
         float *dP = Pw + (size_t)ATT_TB * T, *Pd = Pw + (size_t)2 * ATT_TB * T;
         float *vt = Pw + (size_t)3 * ATT_TB * T, *kt = vt + (size_t)ATT_HS_MAX * T; // (hs, T)
+        float *qh = kt + (size_t)ATT_HS_MAX * T, *kh = qh + (size_t)ATT_HS_MAX * T; // (T, hs)
         const size_t o = head_qkv(bh, T, C, NH);
         const float *q = qkv + o, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + o, *dk = dq + C, *dv = dq + 2 * C;
         const float *dyh = dy + head_out(bh, T, C, NH); // (T, hs), stride C
         const float *l = lse + (size_t)bh * T;
-        for (int t = 0; t < T; t++) {
-            memset(dk + (size_t)t * C3, 0, (size_t)hs * sizeof *dk);
-            memset(dv + (size_t)t * C3, 0, (size_t)hs * sizeof *dv);
-        }
-        pack_t(T, hs, v, C3, vt);
-        if (!probs)
-            pack_t(T, hs, k, C3, kt);
+        zero_head(T, hs, dk, C3);
+        zero_head(T, hs, dv, C3);
+        const float *bq = bqkv ? bqkv + (bh % NH) * hs : NULL;
+        int ldq = C3, ldk = C3;
+        DT_KERNEL(att_pack)(T, hs, v, C3, bq ? bq + 2 * C : NULL, NULL, vt);
+        if (bq) { // q and k with their bias, (T, hs) each, and k^T
+            DT_KERNEL(att_pack)(T, hs, q, C3, bq, qh, NULL);
+            DT_KERNEL(att_pack)(T, hs, k, C3, bq + C, kh, probs ? NULL : kt);
+            q = qh;
+            k = kh;
+            ldq = ldk = hs;
+        } else if (!probs)
+            DT_KERNEL(att_pack)(T, hs, k, C3, NULL, NULL, kt);
         for (int r0 = 0; r0 < T; r0 += ATT_TB) {
             const float *P = Pw; // (TB, r0 + TB) of the probabilities, stride T
             if (probs)
                 P = probs + ((size_t)bh * T + r0) * T;
             else {
-                DT_KERNEL(block_dot)(r0, hs, scale, q, C3, kt, T, Pw, T);
+                DT_KERNEL(block_dot)(r0, hs, scale, q, ldq, kt, T, Pw, T);
                 att_block_softmax_again(T, r0, l, Pw);
             }
             DT_KERNEL(block_dot)(r0, hs, 1.0f, dyh, C, vt, T, dP, T); // dP = dy v^T, causal tiles
@@ -302,8 +357,8 @@ void attention_backward_tiled(int B, int T, int C, int NH, const float *qkv,
             }
             DT_KERNEL(block_ptd)(r0, hs, 1.0f, Pv, T, dyh, C, dv, C3); // dv += Pv^T dy[r0..]
             att_block_softmax_backward(T, r0, P, dP);
-            DT_KERNEL(block_pv)(r0, hs, scale, dP, T, k, C3, dq, C3);  // dq[r0..] = scale dS k
-            DT_KERNEL(block_ptd)(r0, hs, scale, dP, T, q, C3, dk, C3); // dk += scale dS^T q[r0..]
+            DT_KERNEL(block_pv)(r0, hs, scale, dP, T, k, ldk, dq, C3);  // dq[r0..] = scale dS k
+            DT_KERNEL(block_ptd)(r0, hs, scale, dP, T, q, ldq, dk, C3); // dk += scale dS^T q[r0..]
         }
     }
 }

@@ -125,16 +125,26 @@ void layernorm_forward(int N, int C, const float *x, const float *g, const float
         DT_KERNEL(ln_rows)(n0, n0 + R < N ? n0 + R : N, C, x, g, b, y, y16, mean, rstd);
 }
 
-DT_KERNEL_BODY void ln_res_rows_body(int narrow, int n0, int n1, int C, const float *x, const float *r, float p,
-                                  uint64_t key, const float *g, const float *b, float *xo,
-                                  float *y, dt_bf16 *y16, float *mean, float *rstd)
+DT_KERNEL_BODY void ln_res_rows_body(int narrow, int n0, int n1, int C, const float *x, const float *r,
+                                  const float *rb, float p, uint64_t key, const float *g,
+                                  const float *b, float *xo, float *y, dt_bf16 *y16, float *mean,
+                                  float *rstd)
 {
     for (int n = n0; n < n1; n++) {
         const size_t o = (size_t)n * C;
         if (p > 0.0f)
             for (int i = 0; i < C; i++)
-                xo[o + i] = x[o + i] + r[o + i] * dropout_factor(key, o + i, p);
-        else {
+                xo[o + i] = x[o + i] + (rb ? r[o + i] + rb[i] : r[o + i]) *
+                                           dropout_factor(key, o + i, p);
+        else if (rb) {
+            int i = 0;
+            for (; narrow && i + 8 <= C; i += 8)
+                vf8_st(xo + o + i, vf8_ld(x + o + i) + (vf8_ld(r + o + i) + vf8_ld(rb + i)));
+            for (; !narrow && i + 16 <= C; i += 16)
+                v16_st(xo + o + i, v16_ld(x + o + i) + (v16_ld(r + o + i) + v16_ld(rb + i)));
+            for (; i < C; i++)
+                xo[o + i] = x[o + i] + (r[o + i] + rb[i]);
+        } else {
             int i = 0;
             for (; narrow && i + 8 <= C; i += 8)
                 vf8_st(xo + o + i, vf8_ld(x + o + i) + vf8_ld(r + o + i));
@@ -147,16 +157,25 @@ DT_KERNEL_BODY void ln_res_rows_body(int narrow, int n0, int n1, int C, const fl
         ln_round_row(C, y + o, y16 ? y16 + o : NULL);
     }
 }
-DT_KERNEL_VARIANTS_NARROW(ln_res_rows, (int n0, int n1, int C, const float *x, const float *r, float p, uint64_t key, const float *g, const float *b, float *xo, float *y, dt_bf16 *y16, float *mean, float *rstd), (n0, n1, C, x, r, p, key, g, b, xo, y, y16, mean, rstd));
+DT_KERNEL_VARIANTS_NARROW(ln_res_rows, (int n0, int n1, int C, const float *x, const float *r, const float *rb, float p, uint64_t key, const float *g, const float *b, float *xo, float *y, dt_bf16 *y16, float *mean, float *rstd), (n0, n1, C, x, r, rb, p, key, g, b, xo, y, y16, mean, rstd));
+
+void layernorm_bias_residual_forward(int N, int C, const float *x, const float *r,
+                                     const float *rb, float p, uint64_t key, const float *g,
+                                     const float *b, float *xo, float *y, dt_bf16 *y16,
+                                     float *mean, float *rstd)
+{
+    const int R = ln_chunk(C);
+    #pragma omp parallel for schedule(static) if (N > R)
+    for (int n0 = 0; n0 < N; n0 += R)
+        DT_KERNEL(ln_res_rows)(n0, n0 + R < N ? n0 + R : N, C, x, r, rb, p, key, g, b, xo, y, y16,
+                               mean, rstd);
+}
 
 void layernorm_residual_forward(int N, int C, const float *x, const float *r, float p,
                                 uint64_t key, const float *g, const float *b, float *xo,
                                 float *y, dt_bf16 *y16, float *mean, float *rstd)
 {
-    const int R = ln_chunk(C);
-    #pragma omp parallel for schedule(static) if (N > R)
-    for (int n0 = 0; n0 < N; n0 += R)
-        DT_KERNEL(ln_res_rows)(n0, n0 + R < N ? n0 + R : N, C, x, r, p, key, g, b, xo, y, y16, mean, rstd);
+    layernorm_bias_residual_forward(N, C, x, r, NULL, p, key, g, b, xo, y, y16, mean, rstd);
 }
 
 DT_KERNEL_BODY void ln_apply_rows_body(int narrow, int n0, int n1, int C, const float *x, const float *mean,
