@@ -502,11 +502,11 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                        m->gelu16[l], (dt_bf16 *)m->ln);
             gelu_backward_bf16(4 * NC, m->fch16[l], m->h4, m->h4, (dt_bf16 *)m->dqkv);
         } else {
-            gelu_bias_forward_deriv(N, 4 * C, m->fch[l], W(T_FCB), m->h4, gd);
-            // dW first, then the input gradient overwrites the GELU output in h4
-            linear_bwd(m, N, 4 * C, C, m->h4, W(T_FPW), dbr, m->h4, G(T_FPW), G(T_FPB), NULL,
-                       NULL);
-            gelu_backward_deriv(4 * NC, gd, m->h4);
+            // c_proj's input gradient into h4; GELU's backward recomputes its output
+            // into gd, c_proj's dW operand, and turns h4 into c_fc's output gradient
+            matmul_backward(N, 4 * C, C, NULL, W(T_FPW), dbr, m->h4, NULL, NULL);
+            gelu_bias_backward(N, 4 * C, m->fch[l], W(T_FCB), gd, m->h4);
+            matmul_backward(N, 4 * C, C, gd, W(T_FPW), dbr, NULL, G(T_FPW), G(T_FPB));
         }
         layernorm_apply(N, C, m->mid[l], m->ln2m[l], m->ln2r[l], W(T_LN2W), W(T_LN2B), m->ln,
                         m->w16 ? b16_at(m->dqkv, 2 * NC) : NULL);

@@ -68,8 +68,8 @@ void layernorm_backward(int N, int C, const float *x, const float *mean, const f
 /* y (N, out) = x (N, in) W^T + b; W (out, in), b (out) or NULL */
 void matmul_forward(int N, int in, int out, const float *x, const float *W, const float *b,
                     float *y);
-/* From dy (N, out): dx (N, in) = dy W (written; NULL: skipped),
- * dW (out, in) = dy^T x, db (out) = column sums of dy (NULL: skipped) */
+/* From dy (N, out): dx (N, in) = dy W (written), dW (out, in) = dy^T x (written;
+ * x is read only for it), db (out) = column sums of dy; each NULL: skipped */
 void matmul_backward(int N, int in, int out, const float *x, const float *W, const float *dy,
                      float *dx, float *dW, float *db);
 
@@ -106,6 +106,10 @@ void gelu_backward_deriv(size_t n, const float *d, float *dy);
  * rounded to float, bit for bit where F is a multiple of 16. */
 void gelu_bias_forward(int N, int F, const float *x, const float *b, float *y);
 void gelu_bias_forward_deriv(int N, int F, const float *x, const float *b, float *y, float *d);
+/* The backward in one pass once dy is known: y = gelu(x + b) again (the next
+ * product's weight gradient reads it) and dy *= gelu'(x + b) in place; y and
+ * dy bit for bit those of gelu_bias_forward_deriv then gelu_backward_deriv. */
+void gelu_bias_backward(int N, int F, const float *x, const float *b, float *y, float *dy);
 /* The same on a pre-activation kept in bf16 (compute.precision = bf16), the
  * results bit for bit those of rounding, widening and the float functions:
  * forward, x16 (n) = x rounded (x NULL: x16 already holds it) and y16 (n) =

@@ -243,6 +243,7 @@ DT_KERNEL_BODY void att_pack_body(int T, int hs, const float *x, int ld, const f
         for (int d0 = 0; d0 < hs; d0 += 8) {
             vf8 r[8];
             const vf8 bb = b ? vf8_ld(b + d0) : (vf8){ 0 };
+            #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) {
                 r[t] = vf8_ld(x + (size_t)(t0 + t) * ld + d0);
                 if (b)
@@ -253,16 +254,20 @@ DT_KERNEL_BODY void att_pack_body(int T, int hs, const float *x, int ld, const f
             if (!xt)
                 continue;
             vf8 u[8], w[8];
+            #pragma GCC unroll 4
             for (int t = 0; t < 8; t += 2) {
                 u[t] = ATT_SHUF(r[t], r[t + 1], 0, 8, 1, 9, 4, 12, 5, 13);
                 u[t + 1] = ATT_SHUF(r[t], r[t + 1], 2, 10, 3, 11, 6, 14, 7, 15);
             }
+            #pragma GCC unroll 2
             for (int t = 0; t < 8; t += 4)
+                #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++) {
                     w[t + 2 * h] = ATT_SHUF(u[t + h], u[t + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
                     w[t + 2 * h + 1] = ATT_SHUF(u[t + h], u[t + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
                 }
             /* w[0..3]: columns (0, 4), (1, 5), (2, 6), (3, 7) of rows 0-3; w[4..7] of rows 4-7 */
+            #pragma GCC unroll 4
             for (int d = 0; d < 4; d++) {
                 vf8_st(xt + (size_t)(d0 + d) * T + t0, ATT_SHUF(w[d], w[d + 4], 0, 1, 2, 3, 8, 9, 10, 11));
                 vf8_st(xt + (size_t)(d0 + d + 4) * T + t0,

@@ -184,6 +184,44 @@ DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_deriv_rows,
                                float *d),
                               (rows, F, x, b, y, d));
 
+#define GELU_BWD_B(VF, EXP, LD, ST, c)                                                    \
+    do {                                                                                  \
+        const VF v = LD(xr + (c)) + LD(b + (c));                                          \
+        VF e;                                                                             \
+        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
+        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
+        ST(yr + (c), v * s);                                                              \
+        ST(dr + (c), LD(dr + (c)) * (s + v * s * (1.0f - s) * du));                       \
+    } while (0)
+DT_KERNEL_BODY void gelu_bias_bwd_rows_body(int narrow, size_t rows, int F, const float *x,
+                                            const float *b, float *y, float *dy)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * (size_t)F;
+        float *yr = y + r * (size_t)F, *dr = dy + r * (size_t)F;
+        int c = 0;
+        for (; c + 16 <= F; c += 16) {
+            if (narrow) {
+                GELU_BWD_B(vf8, VF8_EXP, vf8_ld, vf8_st, c);
+                GELU_BWD_B(vf8, VF8_EXP, vf8_ld, vf8_st, c + 8);
+            } else {
+                GELU_BWD_B(v16f, V16_EXP, v16_ld, v16_st, c);
+            }
+        }
+        for (; c < F; c++) {
+            const float v = xr[c] + b[c];
+            const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
+            const float du = GELU_2K * (1.0f + GELU_3A * v * v);
+            yr[c] = v * s;
+            dr[c] = dr[c] * (s + v * s * (1.0f - s) * du);
+        }
+    }
+}
+DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_bwd_rows,
+                              (size_t rows, int F, const float *x, const float *b, float *y,
+                               float *dy),
+                              (rows, F, x, b, y, dy));
+
 /* Rows in blocks of about DT_PAR_CHUNK floats, one block a task. */
 #define GELU_ROW_BLOCKS(N, F, r0, nr, stmt)                                               \
     do {                                                                                  \
@@ -208,6 +246,13 @@ void gelu_bias_forward_deriv(int N, int F, const float *x, const float *b, float
     GELU_ROW_BLOCKS(N, F, r0, nr,
                     DT_KERNEL(gelu_bias_deriv_rows)(nr, F, x + r0 * F, b, y + r0 * F,
                                                     d + r0 * F));
+}
+
+void gelu_bias_backward(int N, int F, const float *x, const float *b, float *y, float *dy)
+{
+    GELU_ROW_BLOCKS(N, F, r0, nr,
+                    DT_KERNEL(gelu_bias_bwd_rows)(nr, F, x + r0 * F, b, y + r0 * F,
+                                                  dy + r0 * F));
 }
 
 DT_KERNEL_BODY void mul_chunk_body(size_t n, const float *a, float *b)

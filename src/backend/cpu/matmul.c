@@ -69,8 +69,9 @@ void matmul_backward(int N, int in, int out, const float *x, const float *W, con
 {
     if (db)
         DT_KERNEL(column_sums)(N, out, dy, db);
-    // dW (out, in) = dy^T (out, N) x (N, in)
-    cpu_sgemm(1, 0, out, in, N, 1.0f, dy, out, x, in, 0.0f, dW, in);
+    if (dW)
+        // dW (out, in) = dy^T (out, N) x (N, in)
+        cpu_sgemm(1, 0, out, in, N, 1.0f, dy, out, x, in, 0.0f, dW, in);
     if (dx)
         // dx (N, in) = dy (N, out) W (out, in)
         cpu_sgemm(0, 0, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
