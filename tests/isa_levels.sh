@@ -75,12 +75,13 @@ for level in $below; do
     DTRAIN_MAX_CPU_ISA=$level run 2 300 "$deck" $train run.output_dir="$WORK/$level"
     loss=$(loss_at_20 "$WORK/out.txt")
     banner=$(grep -m1 '^compute:' "$WORK/out.txt" || true)
-    blocks=16
-    [ "$level" = avx2 ] && blocks=8
+    blocks=16 sgemm="sgemm oneDNN;"
+    [ "$level" = avx2 ] && blocks=8 sgemm="sgemm oneDNN, A^T on one thread OpenBLAS;"
     if [ "$RC" -eq 0 ] && [ -n "$loss" ] &&
        awk -v a="$loss" -v b="$ref_loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 2e-3 * b) }' &&
        echo "$banner" | grep -q "^compute: $level (cap DTRAIN_MAX_CPU_ISA=$level" &&
-       echo "$banner" | grep -q "on $blocks-channel blocks" && ! grep -q "reference convolution" "$WORK/out.txt"; then
+       echo "$banner" | grep -q "on $blocks-channel blocks" && echo "$banner" | grep -qF "$sgemm" &&
+       ! grep -q "reference convolution" "$WORK/out.txt"; then
         pass "[$level] 2-rank allreduce, mnist_cnn: loss $loss at step 20 (at $own: $ref_loss), no reference kernel; $banner"
     else
         fail "[$level] 2-rank allreduce (rc $RC, loss '$loss' vs '$ref_loss'): $banner"

@@ -12,6 +12,17 @@
  * block of query rows at a time; dropout masks are redrawn from their
  * counter-based keys.
  *
+ * The linear layers' products run without their bias (beta 0: no pass of
+ * bias rows before them, no reading them back): the pass that reads each
+ * product's output adds it: c_proj's (attention and MLP) by the residual add
+ * before the next LayerNorm; in fp32 also c_fc's by GELU (so the kept
+ * pre-activation is c_fc's product alone) and c_attn's by the attention as it
+ * copies each head's q, k and v (at the tiled attention's shapes). In bf16
+ * those two stay in their products, whose outputs are rounded as autocast
+ * rounds a linear layer's. In the fp32 backward, c_proj's input gradient
+ * comes first and one GELU pass then recomputes GELU's output (c_proj's
+ * weight-gradient operand) and multiplies the gradient by its derivative.
+ *
  * compute.precision = bf16 (config precision DT_PREC_BF16): the four linear
  * layers of each block and the tied head (logits = h wte^T) run their
  * forward, dx and dW products in bf16 with fp32 accumulation. Each weight
@@ -96,8 +107,8 @@ struct dt_gpt {
     float *dres;      /* (N, C) gradient of the residual stream */
     float *dtmp;      /* (N, C) a branch's gradient through its dropout */
     float *dln;       /* (N, C) */
-    float *dqkv;      /* (N, 3C), carved right after dln: together they are the (N, 4C)
-                       * GELU derivative while the MLP branch's backward needs it */
+    float *dqkv;      /* (N, 3C), carved right after dln: together they hold (N, 4C),
+                       * GELU's recomputed output (fp32) while c_proj's dW reads it */
     float *attw;      /* nwork * attention_work(T) */
     int nwork;        /* threads the attention may use: OpenMP's maximum at reserve time */
     int32_t *tok, *tgt; /* (B, T) copies of the last batch */

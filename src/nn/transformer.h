@@ -101,14 +101,12 @@ void gelu_backward(size_t n, const float *x, const float *dy, float *dx);
 void gelu_forward_deriv(size_t n, const float *x, float *y, float *d); /* y may be x */
 void gelu_backward_deriv(size_t n, const float *d, float *dy);
 /* With the bias of the product before it added on the way in, x (N, F) that
- * product's output without its bias b (F): y = gelu(x + b), and the pair
- * y, d = gelu'(x + b) for gelu_backward_deriv; the functions above on x + b
- * rounded to float, bit for bit where F is a multiple of 16. */
+ * product's output without its bias b (F): y = gelu(x + b); and the backward
+ * in one pass once dy is known, y = gelu(x + b) again (the next product's
+ * weight gradient reads it) and dy *= gelu'(x + b) in place. Bit for bit
+ * gelu_forward, and gelu_forward_deriv then gelu_backward_deriv, on x + b
+ * rounded to float. */
 void gelu_bias_forward(int N, int F, const float *x, const float *b, float *y);
-void gelu_bias_forward_deriv(int N, int F, const float *x, const float *b, float *y, float *d);
-/* The backward in one pass once dy is known: y = gelu(x + b) again (the next
- * product's weight gradient reads it) and dy *= gelu'(x + b) in place; y and
- * dy bit for bit those of gelu_bias_forward_deriv then gelu_backward_deriv. */
 void gelu_bias_backward(int N, int F, const float *x, const float *b, float *y, float *dy);
 /* The same on a pre-activation kept in bf16 (compute.precision = bf16), the
  * results bit for bit those of rounding, widening and the float functions:

@@ -109,10 +109,10 @@ DT_KERNEL_BODY void gelu_deriv_chunk_body(int narrow, size_t n, const float *x, 
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
 
 /* ---- the bias of the product before it added on the way in ----------------
- * y = gelu(x + b) over rows of F features, and the backward's pair y and
- * d = gelu'(x + b): the product writes x with no bias (no pass of bias rows
- * before it, no reading them back as its C operand), and the pre-activation
- * x + b is formed again where it is needed. Each row runs as the chunks above do:
+ * y = gelu(x + b) over rows of F features, and the backward's one pass, y
+ * again and dy *= gelu'(x + b): the product writes x with no bias (no pass of
+ * bias rows before it, no reading them back as its C operand), and the
+ * pre-activation x + b is formed again where it is needed. Each row runs as the chunks above do:
  * sixteen floats at a time in one or two vectors, the row's tail scalar. */
 #define GELU_FWD_B(VF, EXP, LD, ST, c)                                                    \
     do {                                                                                  \
@@ -145,44 +145,6 @@ DT_KERNEL_BODY void gelu_bias_fwd_rows_body(int narrow, size_t rows, int F, cons
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_fwd_rows,
                               (size_t rows, int F, const float *x, const float *b, float *y),
                               (rows, F, x, b, y));
-
-#define GELU_DERIV_B(VF, EXP, LD, ST, c)                                                  \
-    do {                                                                                  \
-        const VF v = LD(xr + (c)) + LD(b + (c));                                          \
-        VF e;                                                                             \
-        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
-        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
-        ST(yr + (c), v * s);                                                              \
-        ST(dr + (c), s + v * s * (1.0f - s) * du);                                        \
-    } while (0)
-DT_KERNEL_BODY void gelu_bias_deriv_rows_body(int narrow, size_t rows, int F, const float *x,
-                                              const float *b, float *y, float *d)
-{
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * (size_t)F;
-        float *yr = y + r * (size_t)F, *dr = d + r * (size_t)F;
-        int c = 0;
-        for (; c + 16 <= F; c += 16) {
-            if (narrow) {
-                GELU_DERIV_B(vf8, VF8_EXP, vf8_ld, vf8_st, c);
-                GELU_DERIV_B(vf8, VF8_EXP, vf8_ld, vf8_st, c + 8);
-            } else {
-                GELU_DERIV_B(v16f, V16_EXP, v16_ld, v16_st, c);
-            }
-        }
-        for (; c < F; c++) {
-            const float v = xr[c] + b[c];
-            const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
-            const float du = GELU_2K * (1.0f + GELU_3A * v * v);
-            yr[c] = v * s;
-            dr[c] = s + v * s * (1.0f - s) * du;
-        }
-    }
-}
-DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_deriv_rows,
-                              (size_t rows, int F, const float *x, const float *b, float *y,
-                               float *d),
-                              (rows, F, x, b, y, d));
 
 #define GELU_BWD_B(VF, EXP, LD, ST, c)                                                    \
     do {                                                                                  \
@@ -239,13 +201,6 @@ void gelu_bias_forward(int N, int F, const float *x, const float *b, float *y)
 {
     GELU_ROW_BLOCKS(N, F, r0, nr,
                     DT_KERNEL(gelu_bias_fwd_rows)(nr, F, x + r0 * F, b, y + r0 * F));
-}
-
-void gelu_bias_forward_deriv(int N, int F, const float *x, const float *b, float *y, float *d)
-{
-    GELU_ROW_BLOCKS(N, F, r0, nr,
-                    DT_KERNEL(gelu_bias_deriv_rows)(nr, F, x + r0 * F, b, y + r0 * F,
-                                                    d + r0 * F));
 }
 
 void gelu_bias_backward(int N, int F, const float *x, const float *b, float *y, float *dy)
