@@ -22,7 +22,9 @@
  * was as large as its arithmetic. The tiles also follow the causal edge four
  * rows at a time (rows i0 .. i0+3 compute keys 0 .. i0+3 rounded up to 16)
  * where the sgemms computed whole 16-row blocks. The q k^T and dy v^T
- * products read k and v transposed, (hs, T), packed once per (batch, head). */
+ * products read k and v transposed, (hs, T), packed once per (batch, head).
+ * Given c_attn's bias (attention_bias_forward/backward), each head's q, k and
+ * v are copied with it into (T, hs) scratch, which the products read instead. */
 
 
 
@@ -269,7 +271,8 @@ DT_KERNEL_BODY void att_pack_body(int T, int hs, const float *x, int ld, const f
             /* w[0..3]: columns (0, 4), (1, 5), (2, 6), (3, 7) of rows 0-3; w[4..7] of rows 4-7 */
             #pragma GCC unroll 4
             for (int d = 0; d < 4; d++) {
-                vf8_st(xt + (size_t)(d0 + d) * T + t0, ATT_SHUF(w[d], w[d + 4], 0, 1, 2, 3, 8, 9, 10, 11));
+                vf8_st(xt + (size_t)(d0 + d) * T + t0,
+                       ATT_SHUF(w[d], w[d + 4], 0, 1, 2, 3, 8, 9, 10, 11));
                 vf8_st(xt + (size_t)(d0 + d + 4) * T + t0,
                        ATT_SHUF(w[d], w[d + 4], 4, 5, 6, 7, 12, 13, 14, 15));
             }

@@ -55,10 +55,12 @@ void cpu_dispatch_describe(char *out, size_t len)
     const char *conv = "conv native";
 #endif
 #ifdef HAVE_DNNL
-    const char *sgemm = d->sgemm_ta_blas ? "sgemm oneDNN, A^T on one thread OpenBLAS" : "sgemm oneDNN";
+    const char *sgemm =
+        d->sgemm_ta_blas ? "sgemm oneDNN, A^T on one thread OpenBLAS" : "sgemm oneDNN";
 #else
     const char *sgemm = "sgemm OpenBLAS";
 #endif
-    snprintf(out, len, "%s%s; own kernels %s; %s; attention %s; %s; OpenBLAS %s", isa_name(d->level),
-             cap, d->vec_name, conv, d->attention, sgemm, openblas_get_corename());
+    snprintf(out, len, "%s%s; own kernels %s; %s; attention %s; %s; OpenBLAS %s",
+             isa_name(d->level), cap, d->vec_name, conv, d->attention, sgemm,
+             openblas_get_corename());
 }

@@ -112,8 +112,9 @@ DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float
  * y = gelu(x + b) over rows of F features, and the backward's one pass, y
  * again and dy *= gelu'(x + b): the product writes x with no bias (no pass of
  * bias rows before it, no reading them back as its C operand), and the
- * pre-activation x + b is formed again where it is needed. Each row runs as the chunks above do:
- * sixteen floats at a time in one or two vectors, the row's tail scalar. */
+ * pre-activation x + b is formed again where it is needed. Each row runs as
+ * the chunks above do: sixteen floats at a time in one or two vectors, the
+ * row's tail scalar. */
 #define GELU_FWD_B(VF, EXP, LD, ST, c)                                                    \
     do {                                                                                  \
         const VF v = LD(xr + (c)) + LD(b + (c));                                          \
