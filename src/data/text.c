@@ -91,6 +91,8 @@ static int load_dir(text_buf *b, dt_corpus *c, const char *dir)
     }
     qsort(names, n, sizeof *names, cmp_names);
     size_t plen = strlen(dir) + 2;
+    size_t first_binary = 0;      /* the first file skipped as binary, for the note */
+    int64_t first_binary_at = 0;  /* where its NUL byte was */
     for (size_t i = 0; i < n && rc == 0; i++) {
         char *p = dt_malloc(plen + strlen(names[i]));
         sprintf(p, "%s/%s", dir, names[i]);
@@ -106,10 +108,10 @@ static int load_dir(text_buf *b, dt_corpus *c, const char *dir)
             rc = buf_append_file(b, p);
             const uint8_t *nul = rc == 0 ? memchr(b->p + start, 0, (size_t)(b->n - start)) : NULL;
             if (nul) {
-                if (text_may_note())
-                    fprintf(stderr, "dtrain: note: data.path: skipping %s (binary: a NUL byte "
-                                    "at offset %" PRId64 ")\n",
-                            p, (int64_t)(nul - (b->p + start)));
+                if (c->files_binary == 0) {
+                    first_binary = i;
+                    first_binary_at = (int64_t)(nul - (b->p + start));
+                }
                 b->n = start;
                 c->files_binary++;
             } else if (rc == 0) {
@@ -122,6 +124,10 @@ static int load_dir(text_buf *b, dt_corpus *c, const char *dir)
         rc = dt_err_set("%s: no text file in the directory: %d binary file(s) (holding a NUL "
                         "byte) and %d entries that are not regular files skipped",
                         dir, c->files_binary, c->files_other);
+    else if (rc == 0 && c->files_binary > 0 && text_may_note())
+        fprintf(stderr, "dtrain: note: data.path: %d binary file(s) in %s skipped (each holds a "
+                        "NUL byte; the first, %s, at offset %" PRId64 "), %d text file(s) read\n",
+                c->files_binary, dir, names[first_binary], first_binary_at, c->files_read);
 done:
     for (size_t i = 0; i < n; i++)
         free(names[i]);
