@@ -95,8 +95,6 @@ struct dt_gpt {
     float **lse_att;  /* (B, NH, T) */
     float **probs;    /* (B, NH, T, T) attention probabilities, or NULL (recomputed) */
     int keep_probs;   /* NH T <= 2 C: they cost at most two (N, C) buffers a layer */
-    int qkv_bias;     /* fp32 at the attention's tiled shapes: qkv holds c_attn's output
-                       * without its bias, which the attention adds */
     float **ln1m, **ln1r, **ln2m, **ln2r; /* (N) LayerNorm mean and 1/std */
     float *lnfm, *lnfr;                   /* (N) */
     float *logits;    /* (N, V); its gradient after backward */
@@ -232,6 +230,14 @@ void gpt_init_params(const dt_gpt *m, float *params, uint64_t seed)
     }
 }
 
+/* Whether c_attn's product leaves out its bias for the attention to add
+ * (attention_bias_forward): fp32 at the attention's tiled shapes. */
+static int qkv_bias(const dt_gpt *m)
+{
+    return m->c.precision == DT_PREC_FP32 &&
+           attention_takes_bias(m->c.block, m->c.n_embd, m->c.n_head);
+}
+
 /* Carve n floats from the arena at *at. */
 static float *carve(float *arena, size_t *at, size_t n)
 {
@@ -306,8 +312,6 @@ void gpt_reserve(dt_gpt *m, int B)
     if (!m->res) {
         m->res = dt_calloc((size_t)L + 1, sizeof *m->res);
         m->keep_probs = (int64_t)m->c.n_head * m->c.block <= 2 * (int64_t)m->c.n_embd;
-        m->qkv_bias = m->c.precision == DT_PREC_FP32 &&
-                      attention_takes_bias(m->c.block, m->c.n_embd, m->c.n_head);
         float ***lists[] = { &m->mid, &m->qkv, &m->atty, &m->fch, &m->lse_att, &m->probs,
                              &m->ln1m, &m->ln1r, &m->ln2m, &m->ln2r };
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
@@ -408,11 +412,11 @@ double gpt_forward(dt_gpt *m, const float *params, const int32_t *tokens, const 
     for (int l = 0; l < L; l++) {
 #define W(kind) blockp(m, params, l, kind)
         // c_attn's bias is added by the attention as it copies each head's q, k
-        // and v, where it can (qkv_bias: fp32 at the tiled path's shapes)
-        linear_fwd(m, N, C, 3 * C, lnx, W(T_QKVW), m->qkv_bias ? NULL : W(T_QKVB), m->qkv[l]);
+        // and v, where it can (qkv_bias)
+        linear_fwd(m, N, C, 3 * C, lnx, W(T_QKVW), qkv_bias(m) ? NULL : W(T_QKVB), m->qkv[l]);
         // in bf16 the output passes through ln (free until ln_2) into atty16
         float *att_out = m->w16 ? m->ln : m->atty[l];
-        if (m->qkv_bias)
+        if (qkv_bias(m))
             attention_bias_forward(B, T, C, NH, m->qkv[l], W(T_QKVB), att_out, m->lse_att[l],
                                    m->probs[l], p, rng_key(key, (uint64_t)l, SITE_ATT, 0),
                                    m->attw, m->nwork);
@@ -539,7 +543,7 @@ void gpt_backward(dt_gpt *m, const float *params, float *grads)
                                  G(T_APW), G(T_APB), m->atty16[l], (dt_bf16 *)m->h4);
         else
             matmul_backward(N, C, C, m->atty[l], W(T_APW), dbr, m->dln, G(T_APW), G(T_APB));
-        if (m->qkv_bias)
+        if (qkv_bias(m))
             attention_bias_backward(B, T, C, NH, m->qkv[l], W(T_QKVB), m->lse_att[l],
                                     m->probs[l], m->dln, p, rng_key(key, (uint64_t)l, SITE_ATT, 0),
                                     m->dqkv, m->attw, m->nwork);

@@ -17,94 +17,90 @@
 #define GELU_2K (2.0f * GELU_K)
 #define GELU_3A (3.0f * GELU_A)
 
-/* The vector part of each chunk runs sixteen floats at a time, as one v16f
- * (AVX-512) or two vf8 (narrow: AVX2, baseline); the same elements take the
- * vector path either way, and the tail the scalar one. The AVX2 and AVX-512
- * variants contract a * b + c into FMA (a quarter of the operations fewer,
- * a third of the time), so they round alike and the baseline in its own way;
- * within a level the three kernels compute gelu(x) the same way, bit for bit. */
-#define GELU_FWD(VF, EXP, LD, ST, i)                                                      \
+/* Each kernel is one element step (an OP below, a statement macro over a
+ * vector type VF with its exp, load and store) run along a span by
+ * GELU_RUN: sixteen floats at a time, as one v16f (AVX-512) or two vf8
+ * (narrow: AVX2, baseline), then the tail one float at a time through the
+ * same OP on float, so every kernel computes s = sigmoid(2u) and gelu(x) = x s
+ * with the same operations. The AVX2 and AVX-512 variants contract a * b + c
+ * into FMA (a quarter of the operations fewer, a third of the time), so they
+ * round alike and the baseline in its own way; within a level every kernel
+ * computes gelu(x) the same way, bit for bit. */
+#define GELU_S_EXP(y, x) ((y) = fast_expf(x))
+#define GELU_S_LD(p) (*(p))
+#define GELU_S_ST(p, v) (*(p) = (v))
+#define GELU_RUN(narrow, n, OP)                                                          \
     do {                                                                                  \
-        const VF v = LD(x + (i));                                                         \
-        VF e;                                                                             \
-        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
-        ST(y + (i), v * (1.0f / (1.0f + e))); /* as gelu_deriv_chunk's, bit for bit */   \
+        size_t i = 0;                                                                     \
+        for (; i + 16 <= (n); i += 16) {                                                  \
+            if (narrow) {                                                                 \
+                OP(vf8, VF8_EXP, vf8_ld, vf8_st, i);                                      \
+                OP(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);                                  \
+            } else {                                                                      \
+                OP(v16f, V16_EXP, v16_ld, v16_st, i);                                     \
+            }                                                                             \
+        }                                                                                 \
+        for (; i < (n); i++)                                                              \
+            OP(float, GELU_S_EXP, GELU_S_LD, GELU_S_ST, i);                               \
     } while (0)
+
+/* v = the pre-activation at i: x, or x + b (the product's bias added on the
+ * way in); then s and, where the backward needs it, gelu'(v) = s + v s (1 - s) du */
+#define GELU_V_X(LD, i) LD(x + (i))
+#define GELU_V_XB(LD, i) (LD(x + (i)) + LD(b + (i)))
+#define GELU_SIG(VF, EXP, V, LD, i)                                                       \
+    const VF v = V(LD, i);                                                                \
+    VF e;                                                                                 \
+    EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                          \
+    const VF s = 1.0f / (1.0f + e)
+#define GELU_DU(v) (GELU_2K * (1.0f + GELU_3A * (v) * (v)))
+
+/* y = gelu(v) */
+#define GELU_FWD_(VF, EXP, LD, ST, i, V)                                                  \
+    do {                                                                                  \
+        GELU_SIG(VF, EXP, V, LD, i);                                                      \
+        ST(y + (i), v * s);                                                               \
+    } while (0)
+#define GELU_FWD(VF, EXP, LD, ST, i) GELU_FWD_(VF, EXP, LD, ST, i, GELU_V_X)
+#define GELU_FWD_B(VF, EXP, LD, ST, i) GELU_FWD_(VF, EXP, LD, ST, i, GELU_V_XB)
+/* dx = dy gelu'(x) */
+#define GELU_BWD(VF, EXP, LD, ST, i)                                                      \
+    do {                                                                                  \
+        GELU_SIG(VF, EXP, GELU_V_X, LD, i);                                               \
+        ST(dx + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * GELU_DU(v)));              \
+    } while (0)
+/* y = gelu(x), d = gelu'(x) */
+#define GELU_DERIV(VF, EXP, LD, ST, i)                                                    \
+    do {                                                                                  \
+        GELU_SIG(VF, EXP, GELU_V_X, LD, i);                                               \
+        ST(y + (i), v * s);                                                               \
+        ST(d + (i), s + v * s * (1.0f - s) * GELU_DU(v));                                 \
+    } while (0)
+/* y = gelu(x + b), dy *= gelu'(x + b) */
+#define GELU_BWD_B(VF, EXP, LD, ST, i)                                                    \
+    do {                                                                                  \
+        GELU_SIG(VF, EXP, GELU_V_XB, LD, i);                                              \
+        ST(y + (i), v * s);                                                               \
+        ST(dy + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * GELU_DU(v)));              \
+    } while (0)
+
 DT_KERNEL_BODY void gelu_fwd_chunk_body(int narrow, size_t n, const float *x, float *y)
 {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if (narrow) {
-            GELU_FWD(vf8, VF8_EXP, vf8_ld, vf8_st, i);
-            GELU_FWD(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);
-        } else {
-            GELU_FWD(v16f, V16_EXP, v16_ld, v16_st, i);
-        }
-    }
-    for (; i < n; i++) {
-        const float v = x[i];
-        y[i] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
-    }
+    GELU_RUN(narrow, n, GELU_FWD);
 }
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
 
-#define GELU_BWD(VF, EXP, LD, ST, i)                                                      \
-    do {                                                                                  \
-        const VF v = LD(x + (i));                                                         \
-        VF e;                                                                             \
-        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
-        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
-        ST(dx + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * du));                       \
-    } while (0)
 DT_KERNEL_BODY void gelu_bwd_chunk_body(int narrow, size_t n, const float *x, const float *dy,
                                         float *dx)
 {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if (narrow) {
-            GELU_BWD(vf8, VF8_EXP, vf8_ld, vf8_st, i);
-            GELU_BWD(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);
-        } else {
-            GELU_BWD(v16f, V16_EXP, v16_ld, v16_st, i);
-        }
-    }
-    for (; i < n; i++) {
-        const float v = x[i];
-        const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
-        const float du = GELU_2K * (1.0f + GELU_3A * v * v);
-        dx[i] = dy[i] * (s + v * s * (1.0f - s) * du);
-    }
+    GELU_RUN(narrow, n, GELU_BWD);
 }
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
 
-#define GELU_DERIV(VF, EXP, LD, ST, i)                                                    \
-    do {                                                                                  \
-        const VF v = LD(x + (i));                                                         \
-        VF e;                                                                             \
-        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
-        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
-        ST(y + (i), v * s);                                                               \
-        ST(d + (i), s + v * s * (1.0f - s) * du);                                         \
-    } while (0)
 DT_KERNEL_BODY void gelu_deriv_chunk_body(int narrow, size_t n, const float *x, float *y,
                                           float *d)
 {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if (narrow) {
-            GELU_DERIV(vf8, VF8_EXP, vf8_ld, vf8_st, i);
-            GELU_DERIV(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);
-        } else {
-            GELU_DERIV(v16f, V16_EXP, v16_ld, v16_st, i);
-        }
-    }
-    for (; i < n; i++) {
-        const float v = x[i];
-        const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
-        const float du = GELU_2K * (1.0f + GELU_3A * v * v);
-        y[i] = v * s;
-        d[i] = s + v * s * (1.0f - s) * du;
-    }
+    GELU_RUN(narrow, n, GELU_DERIV);
 }
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
 
@@ -112,72 +108,28 @@ DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float
  * y = gelu(x + b) over rows of F features, and the backward's one pass, y
  * again and dy *= gelu'(x + b): the product writes x with no bias (no pass of
  * bias rows before it, no reading them back as its C operand), and the
- * pre-activation x + b is formed again where it is needed. Each row runs as
- * the chunks above do: sixteen floats at a time in one or two vectors, the
- * row's tail scalar. */
-#define GELU_FWD_B(VF, EXP, LD, ST, c)                                                    \
-    do {                                                                                  \
-        const VF v = LD(xr + (c)) + LD(b + (c));                                          \
-        VF e;                                                                             \
-        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
-        ST(yr + (c), v * (1.0f / (1.0f + e)));                                            \
-    } while (0)
-DT_KERNEL_BODY void gelu_bias_fwd_rows_body(int narrow, size_t rows, int F, const float *x,
-                                            const float *b, float *y)
+ * pre-activation x + b is formed again where it is needed. Each row is a span
+ * as above. */
+DT_KERNEL_BODY void gelu_bias_fwd_rows_body(int narrow, size_t rows, int F, const float *xs,
+                                            const float *b, float *ys)
 {
     for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * (size_t)F;
-        float *yr = y + r * (size_t)F;
-        int c = 0;
-        for (; c + 16 <= F; c += 16) {
-            if (narrow) {
-                GELU_FWD_B(vf8, VF8_EXP, vf8_ld, vf8_st, c);
-                GELU_FWD_B(vf8, VF8_EXP, vf8_ld, vf8_st, c + 8);
-            } else {
-                GELU_FWD_B(v16f, V16_EXP, v16_ld, v16_st, c);
-            }
-        }
-        for (; c < F; c++) {
-            const float v = xr[c] + b[c];
-            yr[c] = v * (1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v))));
-        }
+        const float *x = xs + r * (size_t)F;
+        float *y = ys + r * (size_t)F;
+        GELU_RUN(narrow, (size_t)F, GELU_FWD_B);
     }
 }
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_fwd_rows,
                               (size_t rows, int F, const float *x, const float *b, float *y),
                               (rows, F, x, b, y));
 
-#define GELU_BWD_B(VF, EXP, LD, ST, c)                                                    \
-    do {                                                                                  \
-        const VF v = LD(xr + (c)) + LD(b + (c));                                          \
-        VF e;                                                                             \
-        EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                      \
-        const VF s = 1.0f / (1.0f + e), du = GELU_2K * (1.0f + GELU_3A * v * v);          \
-        ST(yr + (c), v * s);                                                              \
-        ST(dr + (c), LD(dr + (c)) * (s + v * s * (1.0f - s) * du));                       \
-    } while (0)
-DT_KERNEL_BODY void gelu_bias_bwd_rows_body(int narrow, size_t rows, int F, const float *x,
-                                            const float *b, float *y, float *dy)
+DT_KERNEL_BODY void gelu_bias_bwd_rows_body(int narrow, size_t rows, int F, const float *xs,
+                                            const float *b, float *ys, float *dys)
 {
     for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * (size_t)F;
-        float *yr = y + r * (size_t)F, *dr = dy + r * (size_t)F;
-        int c = 0;
-        for (; c + 16 <= F; c += 16) {
-            if (narrow) {
-                GELU_BWD_B(vf8, VF8_EXP, vf8_ld, vf8_st, c);
-                GELU_BWD_B(vf8, VF8_EXP, vf8_ld, vf8_st, c + 8);
-            } else {
-                GELU_BWD_B(v16f, V16_EXP, v16_ld, v16_st, c);
-            }
-        }
-        for (; c < F; c++) {
-            const float v = xr[c] + b[c];
-            const float s = 1.0f / (1.0f + fast_expf(GELU_M2K * (v + GELU_A * v * v * v)));
-            const float du = GELU_2K * (1.0f + GELU_3A * v * v);
-            yr[c] = v * s;
-            dr[c] = dr[c] * (s + v * s * (1.0f - s) * du);
-        }
+        const float *x = xs + r * (size_t)F;
+        float *y = ys + r * (size_t)F, *dy = dys + r * (size_t)F;
+        GELU_RUN(narrow, (size_t)F, GELU_BWD_B);
     }
 }
 DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_bwd_rows,
