@@ -136,22 +136,18 @@ DT_KERNEL_BODY void ln_res_rows_body(int narrow, int n0, int n1, int C, const fl
             for (int i = 0; i < C; i++)
                 xo[o + i] = x[o + i] + (rb ? r[o + i] + rb[i] : r[o + i]) *
                                            dropout_factor(key, o + i, p);
-        else if (rb) {
+        else {
             int i = 0;
-            for (; narrow && i + 8 <= C; i += 8)
-                vf8_st(xo + o + i, vf8_ld(x + o + i) + (vf8_ld(r + o + i) + vf8_ld(rb + i)));
-            for (; !narrow && i + 16 <= C; i += 16)
-                v16_st(xo + o + i, v16_ld(x + o + i) + (v16_ld(r + o + i) + v16_ld(rb + i)));
+            for (; narrow && i + 8 <= C; i += 8) {
+                const vf8 br = rb ? vf8_ld(r + o + i) + vf8_ld(rb + i) : vf8_ld(r + o + i);
+                vf8_st(xo + o + i, vf8_ld(x + o + i) + br);
+            }
+            for (; !narrow && i + 16 <= C; i += 16) {
+                const v16f br = rb ? v16_ld(r + o + i) + v16_ld(rb + i) : v16_ld(r + o + i);
+                v16_st(xo + o + i, v16_ld(x + o + i) + br);
+            }
             for (; i < C; i++)
-                xo[o + i] = x[o + i] + (r[o + i] + rb[i]);
-        } else {
-            int i = 0;
-            for (; narrow && i + 8 <= C; i += 8)
-                vf8_st(xo + o + i, vf8_ld(x + o + i) + vf8_ld(r + o + i));
-            for (; !narrow && i + 16 <= C; i += 16)
-                v16_st(xo + o + i, v16_ld(x + o + i) + v16_ld(r + o + i));
-            for (; i < C; i++)
-                xo[o + i] = x[o + i] + r[o + i];
+                xo[o + i] = x[o + i] + (rb ? r[o + i] + rb[i] : r[o + i]);
         }
         ln_row(narrow, C, xo + o, g, b, y + o, mean + n, rstd + n);
         ln_round_row(C, y + o, y16 ? y16 + o : NULL);
