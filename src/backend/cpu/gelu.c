@@ -18,31 +18,42 @@
 #define GELU_3A (3.0f * GELU_A)
 
 /* Each kernel is one element step (an OP below, a statement macro over a
- * vector type VF with its exp, load and store) run along a span by
- * GELU_RUN: sixteen floats at a time, as one v16f (AVX-512) or two vf8
- * (narrow: AVX2, baseline), then the tail one float at a time through the
- * same OP on float, so every kernel computes s = sigmoid(2u) and gelu(x) = x s
- * with the same operations. The AVX2 and AVX-512 variants contract a * b + c
+ * vector type VF with its exp, load and store) run along a span by the
+ * level's runner: sixteen floats at a time, as one v16f (AVX-512) or two vf8
+ * (AVX2, baseline), then the tail one float at a time through the same OP on
+ * float, so every kernel computes s = sigmoid(2u) and gelu(x) = x s with the
+ * same operations. GELU_VARIANTS compiles a kernel once per level with its
+ * runner: the AVX2 and AVX-512 ones clamp exp's argument by max and min
+ * (backend/cpu/fast_exp.h; the same bits as the selects) and contract a * b + c
  * into FMA (a quarter of the operations fewer, a third of the time), so they
  * round alike and the baseline in its own way; within a level every kernel
  * computes gelu(x) the same way, bit for bit. */
 #define GELU_S_EXP(y, x) ((y) = fast_expf(x))
 #define GELU_S_LD(p) (*(p))
 #define GELU_S_ST(p, v) (*(p) = (v))
-#define GELU_RUN(narrow, n, OP)                                                          \
+#define GELU_RUN_(n, OP, STEP16)                                                          \
     do {                                                                                  \
         size_t i = 0;                                                                     \
         for (; i + 16 <= (n); i += 16) {                                                  \
-            if (narrow) {                                                                 \
-                OP(vf8, VF8_EXP, vf8_ld, vf8_st, i);                                      \
-                OP(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8);                                  \
-            } else {                                                                      \
-                OP(v16f, V16_EXP, v16_ld, v16_st, i);                                     \
-            }                                                                             \
+            STEP16;                                                                       \
         }                                                                                 \
         for (; i < (n); i++)                                                              \
             OP(float, GELU_S_EXP, GELU_S_LD, GELU_S_ST, i);                               \
     } while (0)
+#define GELU_RUN_V4(n, OP) GELU_RUN_(n, OP, OP(v16f, V16_EXP_AVX512, v16_ld, v16_st, i))
+#define GELU_RUN_V3(n, OP)                                                                \
+    GELU_RUN_(n, OP, OP(vf8, VF8_EXP_AVX2, vf8_ld, vf8_st, i);                            \
+              OP(vf8, VF8_EXP_AVX2, vf8_ld, vf8_st, i + 8))
+#define GELU_RUN_V1(n, OP)                                                                \
+    GELU_RUN_(n, OP, OP(vf8, VF8_EXP, vf8_ld, vf8_st, i); OP(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8))
+
+/* NAME_v4, _v3, _v1 and the table NAME_isa (core/simd.h) from BODY(RUN), the
+ * function body written against a runner */
+#define GELU_VARIANTS(name, params, BODY)                                                 \
+    DT_TARGET_V4 DT_FP_CONTRACT static void name##_v4 params BODY(GELU_RUN_V4)            \
+    DT_TARGET_V3 DT_FP_CONTRACT static void name##_v3 params BODY(GELU_RUN_V3)            \
+    static void name##_v1 params BODY(GELU_RUN_V1)                                        \
+    static void (*const name##_isa[3]) params = { name##_v1, name##_v3, name##_v4 }
 
 /* v = the pre-activation at i: x, or x + b (the product's bias added on the
  * way in); then s and, where the backward needs it, gelu'(v) = s + v s (1 - s) du */
@@ -84,25 +95,13 @@
         ST(dy + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * GELU_DU(v)));              \
     } while (0)
 
-DT_KERNEL_BODY void gelu_fwd_chunk_body(int narrow, size_t n, const float *x, float *y)
-{
-    GELU_RUN(narrow, n, GELU_FWD);
-}
-DT_KERNEL_VARIANTS_NARROW_FMA(gelu_fwd_chunk, (size_t n, const float *x, float *y), (n, x, y));
-
-DT_KERNEL_BODY void gelu_bwd_chunk_body(int narrow, size_t n, const float *x, const float *dy,
-                                        float *dx)
-{
-    GELU_RUN(narrow, n, GELU_BWD);
-}
-DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx), (n, x, dy, dx));
-
-DT_KERNEL_BODY void gelu_deriv_chunk_body(int narrow, size_t n, const float *x, float *y,
-                                          float *d)
-{
-    GELU_RUN(narrow, n, GELU_DERIV);
-}
-DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), (n, x, y, d));
+#define GELU_FWD_CHUNK(RUN) { RUN(n, GELU_FWD); }
+GELU_VARIANTS(gelu_fwd_chunk, (size_t n, const float *x, float *y), GELU_FWD_CHUNK);
+#define GELU_BWD_CHUNK(RUN) { RUN(n, GELU_BWD); }
+GELU_VARIANTS(gelu_bwd_chunk, (size_t n, const float *x, const float *dy, float *dx),
+              GELU_BWD_CHUNK);
+#define GELU_DERIV_CHUNK(RUN) { RUN(n, GELU_DERIV); }
+GELU_VARIANTS(gelu_deriv_chunk, (size_t n, const float *x, float *y, float *d), GELU_DERIV_CHUNK);
 
 /* ---- the bias of the product before it added on the way in ----------------
  * y = gelu(x + b) over rows of F features, and the backward's one pass, y
@@ -110,32 +109,28 @@ DT_KERNEL_VARIANTS_NARROW_FMA(gelu_deriv_chunk, (size_t n, const float *x, float
  * bias rows before it, no reading them back as its C operand), and the
  * pre-activation x + b is formed again where it is needed. Each row is a span
  * as above. */
-DT_KERNEL_BODY void gelu_bias_fwd_rows_body(int narrow, size_t rows, int F, const float *xs,
-                                            const float *b, float *ys)
-{
-    for (size_t r = 0; r < rows; r++) {
-        const float *x = xs + r * (size_t)F;
-        float *y = ys + r * (size_t)F;
-        GELU_RUN(narrow, (size_t)F, GELU_FWD_B);
+#define GELU_BIAS_FWD_ROWS(RUN)                                                           \
+    {                                                                                     \
+        for (size_t r = 0; r < rows; r++) {                                               \
+            const float *x = xs + r * (size_t)F;                                          \
+            float *y = ys + r * (size_t)F;                                                \
+            RUN((size_t)F, GELU_FWD_B);                                                   \
+        }                                                                                 \
     }
-}
-DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_fwd_rows,
-                              (size_t rows, int F, const float *x, const float *b, float *y),
-                              (rows, F, x, b, y));
-
-DT_KERNEL_BODY void gelu_bias_bwd_rows_body(int narrow, size_t rows, int F, const float *xs,
-                                            const float *b, float *ys, float *dys)
-{
-    for (size_t r = 0; r < rows; r++) {
-        const float *x = xs + r * (size_t)F;
-        float *y = ys + r * (size_t)F, *dy = dys + r * (size_t)F;
-        GELU_RUN(narrow, (size_t)F, GELU_BWD_B);
+GELU_VARIANTS(gelu_bias_fwd_rows,
+              (size_t rows, int F, const float *xs, const float *b, float *ys),
+              GELU_BIAS_FWD_ROWS);
+#define GELU_BIAS_BWD_ROWS(RUN)                                                           \
+    {                                                                                     \
+        for (size_t r = 0; r < rows; r++) {                                               \
+            const float *x = xs + r * (size_t)F;                                          \
+            float *y = ys + r * (size_t)F, *dy = dys + r * (size_t)F;                     \
+            RUN((size_t)F, GELU_BWD_B);                                                   \
+        }                                                                                 \
     }
-}
-DT_KERNEL_VARIANTS_NARROW_FMA(gelu_bias_bwd_rows,
-                              (size_t rows, int F, const float *x, const float *b, float *y,
-                               float *dy),
-                              (rows, F, x, b, y, dy));
+GELU_VARIANTS(gelu_bias_bwd_rows,
+              (size_t rows, int F, const float *xs, const float *b, float *ys, float *dys),
+              GELU_BIAS_BWD_ROWS);
 
 /* Rows in blocks of about DT_PAR_CHUNK floats, one block a task. */
 #define GELU_ROW_BLOCKS(N, F, r0, nr, stmt)                                               \
