@@ -292,7 +292,7 @@ static void zero_head(int T, int hs, float *dx, int ld)
  * apart) toward L1 while this head computes: the forward's packs read them
  * from L2, where c_attn's product left them, at a stride that the hardware
  * prefetchers do not follow across pages (GPT baby, one thread, Xeon SPR:
- * +0.6 to +1.3 % tokens/s under avx2, +0.7 to +1.1 % under avx512_core; GPT
+ * +0.6 to +1.4 % tokens/s under avx2, +0.7 to +1.1 % under avx512_core; GPT
  * small +0.5 %). In the backward, where they come from memory and the step
  * also reads the output gradient and writes dqkv, the same prefetch cost 1 %. */
 static inline void prefetch_head(int T, int hs, const float *q, int C, int ld)
