@@ -30,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 #define REPS 7
 
 typedef struct bench_case {
@@ -43,13 +45,6 @@ static const dt_backend *be; /* the backend being timed */
 typedef struct conv_bufs {
     float *x, *w, *b, *y, *dy, *dx, *dw, *db, *work, *cols;
 } conv_bufs;
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float *bench_alloc(size_t n)
 {
@@ -70,12 +65,6 @@ static void bench_fill(float *v, size_t n, unsigned *seed)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef void (*bench_fn)(const bench_case *c, conv_bufs *m);
 
 /* Median seconds per call over REPS repetitions of >= min_s each; the loop
@@ -86,23 +75,22 @@ static double bench_time(bench_fn fn, const bench_case *c, conv_bufs *m, double 
     fn(c, m); // warm caches and OpenBLAS's buffers
     long iters = 1;
     for (;;) {
-        double t0 = bench_now();
+        double t0 = now();
         for (long i = 0; i < iters; i++)
             fn(c, m);
-        double dt = bench_now() - t0;
+        double dt = now() - t0;
         if (dt >= min_s)
             break;
         iters = dt > 0 ? (long)(iters * 1.2 * min_s / dt) + 1 : iters * 10;
     }
     double t[REPS];
     for (int r = 0; r < REPS; r++) {
-        double t0 = bench_now();
+        double t0 = now();
         for (long i = 0; i < iters; i++)
             fn(c, m);
-        t[r] = (bench_now() - t0) / (double)iters;
+        t[r] = (now() - t0) / (double)iters;
     }
-    qsort(t, REPS, sizeof t[0], cmp_double);
-    return t[REPS / 2];
+    return median(t, REPS);
 }
 
 static void run_forward(const bench_case *c, conv_bufs *m)

@@ -17,12 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+#include "timing.h"
 
 typedef struct op { int ta, tb, M, N, K; const float *A, *B; const dt_bf16 *a, *b; float *C; } op;
 

@@ -1,4 +1,4 @@
-/* Clocks and the median for the GPT benchmarks (bench/gpt_step.c, gpt_ab.c). */
+/* The C benchmarks' clocks and median (gpt_step, gpt_ab, sgemm_peak, conv_bench, gemm_bf16_bench). */
 #ifndef DT_BENCH_TIMING_H
 #define DT_BENCH_TIMING_H
 

@@ -53,12 +53,12 @@
 #include "backend/cpu/attention_int.h"
 #include "backend/cpu/fast_exp.h"
 
-/* Three (TB, T) float blocks, then for the fp32 tiled path k^T and v^T (hs,
- * T) and q, k, v with their bias (T, hs) (the forward: k^T, q, v; the
+/* Three (TB, T) float blocks, then for the fp32 tiled path k^T and v^T
+ * (hs, T) and q, k, v with their bias (T, hs) (the forward: k^T, q, v; the
  * backward: v^T, k^T, q, k), or in the same place the bf16 path's: dk^T and
- * dv^T (hs, T) floats, seven packs of (T, hs) bf16 (q, k, v and dy in the layouts its products
- * read) and a (TB, T) bf16 block twice (P or dS as rows and as row pairs),
- * counted in floats. */
+ * dv^T (hs, T) floats, seven packs of (T, hs) bf16 (q, k, v and dy in the
+ * layouts its products read) and a (TB, T) bf16 block twice (P or dS as rows
+ * and as row pairs), counted in floats. */
 #define ATT_W16 (2 * ATT_HS_MAX + 7 * ATT_HS_MAX / 2 + ATT_TB)
 size_t attention_work(int T)
 {
