@@ -831,7 +831,20 @@ static void test_lower(int B, int C, int H, int W, int K, int R, int st, int pad
  * flag by adamw_decay_at's search of the segment table) over three steps
  * against optim/adamw.c's adamw_step_range: bit for bit where this CPU's
  * kernel fuses the multiply-adds as the device does (avx512f, avx2+fma),
- * else to 1e-6; and the CPU backend's flat_adamw, bit for bit */
+ * else to 1e-6 of each value's scale; and the CPU backend's flat_adamw, bit
+ * for bit. The scale, where the two roundings of an unfused kernel can
+ * differ: m = b1 m + c1 g cancels where g turns against m, so m's scale is
+ * its terms' |b1 m| + |c1 g| carried over the steps, not |m|; v (a sum of
+ * squares) is its own scale; x's is |x| plus its update's size at m's scale. */
+static size_t beyond_scale(const float *a, const float *b, const float *scale, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-6f * scale[i]))
+            bad++;
+    return bad;
+}
+
 static void test_adamw_flat(size_t n, int nseg, double wd)
 {
     dt_segment *segs = dt_calloc((size_t)nseg, sizeof *segs);
@@ -845,12 +858,16 @@ static void test_adamw_flat(size_t n, int nseg, double wd)
     float *xd = vec_dup(x, n), *md = vec_new(n), *vd = vec_new(n);
     float *xb = vec_dup(x, n), *mb = vec_new(n), *vb = vec_new(n);
     const double lr = 3e-3, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+    float *sm = vec_new(n), *sx = vec_new(n);
     for (int64_t step = 1; step <= 3; step++) {
         float *g = vec_plain(n);
         adamw_step_range(0, n, x, g, m, v, segs, nseg, lr, b1, b2, eps, wd, step);
         const dt_adamw_k k = adamw_scalars(lr, b1, b2, eps, wd, step);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             adamw_fused_at(i, k, adamw_decay_at(i, segs, nseg), xd, g, md, vd);
+            sm[i] = k.b1 * sm[i] + k.c1 * fabsf(g[i]);
+            sx[i] = fabsf(x[i]) + fabsf(k.nss) * sm[i] / (sqrtf(v[i]) / k.bc2s + k.eps);
+        }
         be->flat_adamw(n, &k, segs, nseg, xb, g, mb, vb);
         free(g);
     }
@@ -862,15 +879,15 @@ static void test_adamw_flat(size_t n, int nseg, double wd)
               "equals the CPU's %s kernel bit for bit over 3 steps (x %zu, m %zu, v %zu differ)",
               n, nseg, wd, adamw_kernel(), dx, dm, dv);
     else
-        CHECK(mismatches(xd, x, n) == 0 && mismatches(md, m, n) == 0 &&
+        CHECK(beyond_scale(xd, x, sx, n) == 0 && beyond_scale(md, m, sm, n) == 0 &&
                   mismatches(vd, v, n) == 0,
               "adamw n=%zu %d segments wd=%g: the device body equals the CPU's unfused %s "
-              "kernel to 1e-6 over 3 steps", n, nseg, wd, adamw_kernel());
+              "kernel to 1e-6 of each value's scale over 3 steps", n, nseg, wd, adamw_kernel());
     CHECK(count_diff(xb, x, n) == 0 && count_diff(mb, m, n) == 0 && count_diff(vb, v, n) == 0,
           "adamw n=%zu %d segments: the CPU backend's flat_adamw = adamw_step_range, bit for bit",
           n, nseg);
     free(segs); free(x); free(m); free(v); free(xd); free(md); free(vd); free(xb); free(mb);
-    free(vb);
+    free(vb); free(sm); free(sx);
 }
 
 /* Clipping to a global norm: the device's lanes, groups and factor against
