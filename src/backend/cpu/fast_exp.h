@@ -130,7 +130,7 @@ static inline float fast_exp2f(float t)
  * fast_exp2f */
 typedef unsigned vu8_fexp __attribute__((vector_size(32), aligned(4)));
 typedef unsigned v16u_fexp __attribute__((vector_size(64), aligned(4)));
-#define VEC_EXP2_(VF, VI, VU, y, t, CLAMP)                                                    \
+#define VEC_EXP2_(VF, VI, VU, y, t, CLAMP)                                                \
     do {                                                                                  \
         VF t_ = (t);                                                                      \
         CLAMP(VF, VI, t_);                                                                \
