@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/exp2f.h"
 #include "core/simd.h"
 
 #define FEXP_LO -87.3f
@@ -88,63 +89,27 @@ static inline float fast_expf(float x)
 #define V16_EXP(y, x) VEC_EXP(v16f, v16i, y, x)
 #define VF8_EXP(y, x) VEC_EXP(vf8, vi8, y, x)
 
-/* 2^t, for an argument already in base 2 (GELU folds log2(e) into its own
- * constants, one multiplication fewer): n = round(t), f = t - n in [-1/2,
- * 1/2] exactly, 2^f by a degree-5 polynomial fitted for relative error on
- * that interval (at most 1.9e-7 with its float rounding, as exp's above), and
- * 2^n added to the exponent field of the result as an integer: n << 23 is
- * the low bits of t + 1.5 * 2^23 shifted, so neither a conversion nor a
- * multiplication is needed. t is clamped to [-125, 125], where the exponent
- * field stays normal. On Intel's and AMD's cores the three additions run
- * beside the multiplications, which leaves 8 of exp's 15 multiply-port
- * operations. */
-#define FEXP2_LO -125.0f
-#define FEXP2_HI 125.0f
-#define FEXP2_Q1 0.693147004f
-#define FEXP2_Q2 0.240222424f
-#define FEXP2_Q3 0.0555073358f
-#define FEXP2_Q4 0.00967151299f
-#define FEXP2_Q5 0.00132647261f
-
-static inline float fast_exp2f(float t)
-{
-    t = t < FEXP2_LO ? FEXP2_LO : t;
-    t = t > FEXP2_HI ? FEXP2_HI : t;
-    const float tr = t + FEXP_ROUND;
-    const float f = t - (tr - FEXP_ROUND);
-    float p = FEXP2_Q5;
-    p = p * f + FEXP2_Q4;
-    p = p * f + FEXP2_Q3;
-    p = p * f + FEXP2_Q2;
-    p = p * f + FEXP2_Q1;
-    p = p * f + 1.0f;
-    uint32_t pb, nb;
-    memcpy(&pb, &p, sizeof pb);
-    memcpy(&nb, &tr, sizeof nb);
-    pb += nb << 23;
-    memcpy(&p, &pb, sizeof p);
-    return p;
-}
-
 /* y = 2^t for a vector (VF, its int and unsigned int twins VI and VU), as
- * fast_exp2f */
+ * core/exp2f.h's dt_exp2f computes it for one float (an argument already in
+ * base 2). On Intel's and AMD's cores its three additions run beside the
+ * multiplications, which leaves 8 of exp's 15 multiply-port operations. */
 typedef unsigned vu8_fexp __attribute__((vector_size(32), aligned(4)));
 typedef unsigned v16u_fexp __attribute__((vector_size(64), aligned(4)));
 #define VEC_EXP2_(VF, VI, VU, y, t, CLAMP)                                                \
     do {                                                                                  \
         VF t_ = (t);                                                                      \
         CLAMP(VF, VI, t_);                                                                \
-        const VF tr_ = t_ + FEXP_ROUND;                                                   \
-        const VF f_ = t_ - (tr_ - FEXP_ROUND);                                            \
-        VF p_ = (VF){ 0 } + FEXP2_Q5;                                                     \
-        p_ = p_ * f_ + FEXP2_Q4;                                                          \
-        p_ = p_ * f_ + FEXP2_Q3;                                                          \
-        p_ = p_ * f_ + FEXP2_Q2;                                                          \
-        p_ = p_ * f_ + FEXP2_Q1;                                                          \
+        const VF tr_ = t_ + DT_EXP2_ROUND;                                                \
+        const VF f_ = t_ - (tr_ - DT_EXP2_ROUND);                                         \
+        VF p_ = (VF){ 0 } + DT_EXP2_Q5;                                                   \
+        p_ = p_ * f_ + DT_EXP2_Q4;                                                        \
+        p_ = p_ * f_ + DT_EXP2_Q3;                                                        \
+        p_ = p_ * f_ + DT_EXP2_Q2;                                                        \
+        p_ = p_ * f_ + DT_EXP2_Q1;                                                        \
         p_ = p_ * f_ + 1.0f;                                                              \
         (y) = (VF)((VU)p_ + ((VU)tr_ << 23));                                             \
     } while (0)
-#define FEXP2_CLAMP_SEL(VF, VI, x_) FEXP_CLAMP_SEL_(VF, VI, x_, FEXP2_LO, FEXP2_HI)
+#define FEXP2_CLAMP_SEL(VF, VI, x_) FEXP_CLAMP_SEL_(VF, VI, x_, DT_EXP2_LO, DT_EXP2_HI)
 #define V16_EXP2(y, t) VEC_EXP2_(v16f, v16i, v16u_fexp, y, t, FEXP2_CLAMP_SEL)
 #define VF8_EXP2(y, t) VEC_EXP2_(vf8, vi8, vu8_fexp, y, t, FEXP2_CLAMP_SEL)
 
@@ -159,8 +124,8 @@ typedef unsigned v16u_fexp __attribute__((vector_size(64), aligned(4)));
     ((x_) = (VF)_mm512_min_ps(_mm512_set1_ps(HI), _mm512_max_ps(_mm512_set1_ps(LO), (__m512)(x_))))
 #define FEXP_CLAMP_AVX2(VF, VI, x_) FEXP_CLAMP_AVX2_(VF, VI, x_, FEXP_LO, FEXP_HI)
 #define FEXP_CLAMP_AVX512(VF, VI, x_) FEXP_CLAMP_AVX512_(VF, VI, x_, FEXP_LO, FEXP_HI)
-#define FEXP2_CLAMP_AVX2(VF, VI, x_) FEXP_CLAMP_AVX2_(VF, VI, x_, FEXP2_LO, FEXP2_HI)
-#define FEXP2_CLAMP_AVX512(VF, VI, x_) FEXP_CLAMP_AVX512_(VF, VI, x_, FEXP2_LO, FEXP2_HI)
+#define FEXP2_CLAMP_AVX2(VF, VI, x_) FEXP_CLAMP_AVX2_(VF, VI, x_, DT_EXP2_LO, DT_EXP2_HI)
+#define FEXP2_CLAMP_AVX512(VF, VI, x_) FEXP_CLAMP_AVX512_(VF, VI, x_, DT_EXP2_LO, DT_EXP2_HI)
 #define VF8_EXP_AVX2(y, x) VEC_EXP_(vf8, vi8, y, x, FEXP_CLAMP_AVX2)
 #define V16_EXP_AVX512(y, x) VEC_EXP_(v16f, v16i, y, x, FEXP_CLAMP_AVX512)
 #define VF8_EXP2_AVX2(y, t) VEC_EXP2_(vf8, vi8, vu8_fexp, y, t, FEXP2_CLAMP_AVX2)

@@ -2,14 +2,14 @@
  * the identity (1 + tanh(u)) / 2 = sigmoid(2u):
  *   gelu(x) = x s, s = 1 / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
  *   gelu'(x) = s + x s (1 - s) 2 u'(x),  u'(x) = sqrt(2/pi) (1 + 3 0.044715 x^2),
- * one vectorised 2^t per element (backend/cpu/fast_exp.h) instead of a libm
- * tanhf: exp(-2u) = 2^t, t = x (T1 + T3 x^2) with log2(e) folded into the
- * constants, and 2u' = D1 + D3 x^2 from the same x^2. Against exp with the
- * constants outside, 2^t leaves a third fewer operations on the multiply
- * ports (GPT baby, one thread, Xeon SPR under avx2: GELU 30 % faster, the
- * step 2 to 3 % faster), and it is as accurate: within 8.1e-7 of the float64
- * tanh formula relative to max(|gelu(x)|, 1e-3) over [-12, 12], where exp
- * gave 1.1e-6. */
+ * one vectorised 2^t per element (backend/cpu/fast_exp.h, core/exp2f.h)
+ * instead of a libm tanhf: exp(-2u) = 2^t, t = x (T1 + T3 x^2) with log2(e)
+ * folded into the constants, and 2u' = D1 + D3 x^2 from the same x^2.
+ * Against exp with the constants outside, 2^t leaves a third fewer
+ * operations on the multiply ports (GPT baby, one thread, Xeon SPR under
+ * avx2: GELU 30 % faster, the step 2 to 3 % faster), and it is as accurate:
+ * within 8.1e-7 of the float64 tanh formula relative to max(|gelu(x)|, 1e-3)
+ * over [-12, 12], where exp gave 1.1e-6. */
 #include "nn/transformer.h"
 
 #include "core/simd.h"
@@ -36,7 +36,7 @@
  * into FMA (a quarter of the operations fewer, a third of the time), so they
  * round alike and the baseline in its own way; within a level every kernel
  * computes gelu(x) the same way, bit for bit. */
-#define GELU_S_EXP(y, x) ((y) = fast_exp2f(x))
+#define GELU_S_EXP(y, x) ((y) = dt_exp2f(x))
 #define GELU_S_LD(p) (*(p))
 #define GELU_S_ST(p, v) (*(p) = (v))
 #define GELU_RUN_(n, OP, STEP16)                                                          \

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/exp2f.h"
 #include "core/hd.h"
 #include "core/rng.h"
 
@@ -218,35 +219,13 @@ static inline DT_HD float gpt_expf(float x)
     return q * scale;
 }
 
-/* 2^t as backend/cpu/fast_exp.h's fast_exp2f: t clamped to [-125, 125],
- * n = round(t), 2^(t - n) by a degree-5 polynomial, n added to its exponent
- * field as an integer. */
-static inline DT_HD float gpt_exp2f(float t)
-{
-    t = t < -125.0f ? -125.0f : t;
-    t = t > 125.0f ? 125.0f : t;
-    const float tr = t + 12582912.0f;
-    const float f = t - (tr - 12582912.0f);
-    float p = 0.00132647261f;
-    p = DT_FMUL(p, f) + 0.00967151299f;
-    p = DT_FMUL(p, f) + 0.0555073358f;
-    p = DT_FMUL(p, f) + 0.240222424f;
-    p = DT_FMUL(p, f) + 0.693147004f;
-    p = DT_FMUL(p, f) + 1.0f;
-    uint32_t pb, nb;
-    memcpy(&pb, &p, sizeof pb);
-    memcpy(&nb, &tr, sizeof nb);
-    pb += nb << 23;
-    memcpy(&p, &pb, sizeof p);
-    return p;
-}
-
 /* GELU, tanh form, as backend/cpu/gelu.c writes it: gelu(x) = x s with
- * s = 1 / (1 + exp(-2u)) = 1 / (1 + 2^t), u = sqrt(2/pi) (x + 0.044715 x^3),
- * t = x (T1 + T3 x^2); its derivative s + x s (1 - s) (D1 + D3 x^2) (the
- * constants: gelu.c). The CPU's baseline (x86-64) variant computes these
- * same operations; its AVX2 and AVX-512 variants fuse multiply-adds (another
- * rounding: tests/test_cuda_host.c states the bound). */
+ * s = 1 / (1 + exp(-2u)) = 1 / (1 + 2^t) (2^t: core/exp2f.h),
+ * u = sqrt(2/pi) (x + 0.044715 x^3), t = x (T1 + T3 x^2); its derivative
+ * s + x s (1 - s) (D1 + D3 x^2) (the constants: gelu.c). The CPU's baseline
+ * (x86-64) variant computes these same operations; its AVX2 and AVX-512
+ * variants fuse multiply-adds (another rounding: tests/test_cuda_host.c
+ * states the bound). */
 #define GPT_GELU_T1 (-2.30220819f)
 #define GPT_GELU_T3 (-0.102943242f)
 #define GPT_GELU_D1 1.59576917f
@@ -254,7 +233,7 @@ static inline DT_HD float gpt_exp2f(float t)
 
 static inline DT_HD float gpt_gelu_s(float v)
 {
-    return 1.0f / (1.0f + gpt_exp2f(v * (DT_FMUL(GPT_GELU_T3, v * v) + GPT_GELU_T1)));
+    return 1.0f / (1.0f + dt_exp2f(v * (DT_FMUL(GPT_GELU_T3, v * v) + GPT_GELU_T1)));
 }
 
 static inline DT_HD float gpt_gelu_du(float v)
