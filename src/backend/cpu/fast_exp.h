@@ -1,5 +1,5 @@
-/* A vectorised exp for the transformer's hot loops (softmax, GELU,
- * cross-entropy). libm's expf and tanhf are calls GCC cannot vectorise
+/* A vectorised exp for the transformer's hot loops (softmax, cross-entropy),
+ * and 2^t for GELU (below). libm's expf and tanhf are calls GCC cannot vectorise
  * without -ffast-math, and at -O2 it does not vectorise a branch-free
  * scalar version either; so the polynomial is written once for sixteen
  * floats (core/simd.h's v16f, which the DT_CLONES targets compile to
