@@ -4,26 +4,20 @@
  *   gelu'(x) = s + x s (1 - s) 2 u'(x),  u'(x) = sqrt(2/pi) (1 + 3 0.044715 x^2),
  * one vectorised 2^t per element (backend/cpu/fast_exp.h, core/exp2f.h)
  * instead of a libm tanhf: exp(-2u) = 2^t, t = x (T1 + T3 x^2) with log2(e)
- * folded into the constants, and 2u' = D1 + D3 x^2 from the same x^2.
- * Against exp with the constants outside, 2^t leaves a third fewer
- * operations on the multiply ports (GPT baby, one thread, Xeon SPR under
- * avx2: GELU 30 % faster, the step 2 to 3 % faster), and it is as accurate:
- * within 8.1e-7 of the float64 tanh formula relative to max(|gelu(x)|, 1e-3)
- * over [-12, 12], where exp gave 1.1e-6. */
+ * folded into the constants (core/gelu_consts.h), and 2u' = D1 + D3 x^2
+ * from the same x^2. Against exp with the constants outside, 2^t leaves a
+ * third fewer operations on the multiply ports (GPT baby, one thread, Xeon
+ * SPR under avx2: GELU 30 % faster, the step 2 to 3 % faster), and it is as
+ * accurate: within 8.1e-7 of the float64 tanh formula relative to
+ * max(|gelu(x)|, 1e-3) over [-12, 12], where exp gave 1.1e-6. */
 #include "nn/transformer.h"
 
 #include "core/simd.h"
 #include "core/bf16_round.h"
+#include "core/gelu_consts.h"
 #include "backend/cpu/fast_exp.h"
 
 #include <string.h>
-
-/* with k = sqrt(2 / pi), a = 0.044715: T1 = -2 k log2(e), T3 = a T1, D1 = 2 k,
- * D3 = 6 a k, each the float nearest the exact product */
-#define GELU_T1 (-2.30220819f)
-#define GELU_T3 (-0.102943242f)
-#define GELU_D1 1.59576917f
-#define GELU_D3 0.214064449f
 
 /* Each kernel is one element step (an OP below, a statement macro over a
  * vector type VF with its exp, load and store) run along a span by the
@@ -70,9 +64,9 @@
 #define GELU_SIG(VF, EXP, V, LD, i)                                                       \
     const VF v = V(LD, i), v2 = v * v;                                                    \
     VF e;                                                                                 \
-    EXP(e, v * (GELU_T3 * v2 + GELU_T1));                                                 \
+    EXP(e, v * (DT_GELU_T3 * v2 + DT_GELU_T1));                                           \
     const VF s = 1.0f / (1.0f + e)
-#define GELU_DU(v2) (GELU_D3 * (v2) + GELU_D1)
+#define GELU_DU(v2) (DT_GELU_D3 * (v2) + DT_GELU_D1)
 
 /* y = gelu(v) */
 #define GELU_FWD_(VF, EXP, LD, ST, i, V)                                                  \

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/exp2f.h"
+#include "core/gelu_consts.h"
 #include "core/hd.h"
 #include "core/rng.h"
 
@@ -222,23 +223,18 @@ static inline DT_HD float gpt_expf(float x)
 /* GELU, tanh form, as backend/cpu/gelu.c writes it: gelu(x) = x s with
  * s = 1 / (1 + exp(-2u)) = 1 / (1 + 2^t) (2^t: core/exp2f.h),
  * u = sqrt(2/pi) (x + 0.044715 x^3), t = x (T1 + T3 x^2); its derivative
- * s + x s (1 - s) (D1 + D3 x^2) (the constants: gelu.c). The CPU's baseline
+ * s + x s (1 - s) (D1 + D3 x^2) (core/gelu_consts.h). The CPU's baseline
  * (x86-64) variant computes these same operations; its AVX2 and AVX-512
  * variants fuse multiply-adds (another rounding: tests/test_cuda_host.c
  * states the bound). */
-#define GPT_GELU_T1 (-2.30220819f)
-#define GPT_GELU_T3 (-0.102943242f)
-#define GPT_GELU_D1 1.59576917f
-#define GPT_GELU_D3 0.214064449f
-
 static inline DT_HD float gpt_gelu_s(float v)
 {
-    return 1.0f / (1.0f + dt_exp2f(v * (DT_FMUL(GPT_GELU_T3, v * v) + GPT_GELU_T1)));
+    return 1.0f / (1.0f + dt_exp2f(v * (DT_FMUL(DT_GELU_T3, v * v) + DT_GELU_T1)));
 }
 
 static inline DT_HD float gpt_gelu_du(float v)
 {
-    return DT_FMUL(GPT_GELU_D3, v * v) + GPT_GELU_D1;
+    return DT_FMUL(DT_GELU_D3, v * v) + DT_GELU_D1;
 }
 
 /* y[i] = gelu(x[i]) (y may be x) */
